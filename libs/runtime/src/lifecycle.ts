@@ -1,0 +1,91 @@
+import type { Logger } from './logger.js';
+
+/**
+ * A unit with a lifecycle (compare Grafana Loki/Mimir targets, Backstage's root lifecycle). `start`
+ * resolves once the module does its work; `stop` stops taking new work, drains what is in flight and
+ * releases its resources.
+ */
+export interface Module {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Whether the module can take work now: false before start, and again once stopping. */
+  ready(): boolean;
+}
+
+/** Starts modules in the order given (dependencies first) and stops them in reverse. */
+export class ModuleRunner {
+  private readonly started: Module[] = [];
+  private stopping: Promise<void> | undefined;
+
+  constructor(
+    private readonly modules: readonly Module[],
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    for (const module of this.modules) {
+      const begun = Date.now();
+      await module.start();
+      this.started.push(module);
+      this.logger.info({ module: module.name, ms: Date.now() - begun }, 'module started');
+    }
+  }
+
+  ready(): boolean {
+    return (
+      this.stopping === undefined &&
+      this.started.length === this.modules.length &&
+      this.modules.every((m) => m.ready())
+    );
+  }
+
+  /** Idempotent: a second call waits for the first. */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAll();
+    return this.stopping;
+  }
+
+  private async stopAll(): Promise<void> {
+    for (const module of [...this.started].reverse()) {
+      try {
+        await module.stop();
+        this.logger.info({ module: module.name }, 'module stopped');
+      } catch (error) {
+        this.logger.error({ module: module.name, err: error }, 'module failed to stop cleanly');
+      }
+    }
+  }
+}
+
+/**
+ * Runs modules until SIGTERM or SIGINT, then stops them in reverse order and exits. A second signal
+ * during the drain exits at once.
+ */
+export async function runUntilSignal(runner: ModuleRunner, logger: Logger): Promise<void> {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      logger.warn({ signal }, 'second signal during shutdown, exiting now');
+      process.exit(1);
+    }
+    signalled = true;
+    logger.info({ signal }, 'shutting down');
+    runner.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await runner.start();
+  } catch (error) {
+    logger.fatal({ err: error }, 'start failed');
+    await runner.stop();
+    process.exit(1);
+  }
+}

@@ -1,0 +1,27 @@
+import { register } from 'node:module';
+
+/**
+ * Starts the OpenTelemetry NodeSDK when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Call it first in a
+ * process entry point and import everything else afterwards (dynamic import), so that the
+ * instrumentations hook http, express and pg before those modules load. Returns a shutdown function.
+ */
+export async function startTelemetry(
+  env: Readonly<Record<string, string | undefined>>,
+  serviceName: string,
+): Promise<() => Promise<void>> {
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT) return async () => {};
+  // ESM modules are instrumented through import-in-the-middle's loader hook.
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  const { NodeSDK } = await import('@opentelemetry/sdk-node');
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+  const { getNodeAutoInstrumentations } = await import('@opentelemetry/auto-instrumentations-node');
+  const sdk = new NodeSDK({
+    serviceName: env.OTEL_SERVICE_NAME ?? serviceName,
+    traceExporter: new OTLPTraceExporter(),
+    instrumentations: [
+      getNodeAutoInstrumentations({ '@opentelemetry/instrumentation-fs': { enabled: false } }),
+    ],
+  });
+  sdk.start();
+  return () => sdk.shutdown();
+}

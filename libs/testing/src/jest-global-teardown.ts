@@ -1,0 +1,6 @@
+/** Stops what the global setup started (once, however many projects ran). */
+export default async function globalTeardown(): Promise<void> {
+  const infrastructure = globalThis.ofpInfrastructure;
+  globalThis.ofpInfrastructure = undefined;
+  if (infrastructure) await (await infrastructure).stop();
+}

@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import pg from 'pg';
+import { createPool, startEmbeddedPostgres, type Logger, type Pool } from '@ofp/runtime';
+import { freePort } from './ports.js';
+
+/** The folder where test infrastructure keeps its state between runs (git-ignored). */
+export const CACHE_DIR = resolve(import.meta.dirname, '../../../.cache');
+
+/**
+ * The Postgres that tests use: `DATABASE_URL` when set, else an embedded cluster kept in
+ * `.cache/test-postgres` and reused across runs (a cluster left running by an interrupted run is
+ * stopped first). Databases that earlier interrupted runs left behind are dropped.
+ */
+export async function startTestPostgres(logger: Logger): Promise<{ url: string; stop: () => Promise<void> }> {
+  const given = process.env.DATABASE_URL;
+  if (given) return { url: given, stop: async () => {} };
+  const running = await startEmbeddedPostgres({
+    dataDir: resolve(CACHE_DIR, 'test-postgres'),
+    port: await freePort(),
+    logger,
+    ephemeral: true,
+  });
+  await dropTestDatabases(running.url);
+  return running;
+}
+
+const TEST_DATABASE_PREFIX = 'test_';
+
+async function dropTestDatabases(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datname LIKE $1',
+      [`${TEST_DATABASE_PREFIX}%`],
+    );
+    for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface TestDatabase {
+  /** Connection string of a database of its own. */
+  url: string;
+  pool: Pool;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, empty database for one test file, so that test files run in parallel without seeing each
+ * other's rows. Needs the `DATABASE_URL` that the jest global setup exports.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl)
+    throw new Error(
+      'DATABASE_URL is not set: run integration tests through jest (its global setup starts Postgres)',
+    );
+  const name = `${TEST_DATABASE_PREFIX}${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const pool = createPool({ connectionString: url.toString(), applicationName: 'test', max: 20 });
+  return {
+    url: url.toString(),
+    pool,
+    async drop() {
+      await pool.end();
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
