@@ -22,9 +22,10 @@ const base = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
 };
 
+// The global setup runs outside jest's module system, so it is the compiled one: `npm test` builds first.
 const withInfrastructure = {
-  globalSetup: '<rootDir>/libs/testing/src/jest-global-setup.ts',
-  globalTeardown: '<rootDir>/libs/testing/src/jest-global-teardown.ts',
+  globalSetup: '<rootDir>/libs/testing/dist/jest-global-setup.js',
+  globalTeardown: '<rootDir>/libs/testing/dist/jest-global-teardown.js',
 };
 
 export default {

@@ -1,7 +1,7 @@
 import { createLogger, type Logger } from '@ofp/runtime';
 
-/** Logs of code under test: quiet unless TEST_LOG_LEVEL asks for more. */
+/** Logs of code under test: silent unless TEST_LOG_LEVEL asks for some (expected failures in tests would otherwise read as errors). */
 export function testLogger(name = 'test'): Logger {
-  const level = (process.env.TEST_LOG_LEVEL ?? 'warn') as Parameters<typeof createLogger>[0]['level'];
+  const level = (process.env.TEST_LOG_LEVEL ?? 'silent') as Parameters<typeof createLogger>[0]['level'];
   return createLogger({ name, level });
 }

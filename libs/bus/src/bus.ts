@@ -1,0 +1,31 @@
+import type { StoredEvent } from '@ofp/event-store';
+
+/**
+ * Handles a batch of events of one consumer group. Resolving means every event of the batch is
+ * done; throwing means none is taken as done, and the batch (or a part of it) comes again.
+ * Delivery is at least once: handlers deduplicate (by event id or stream version).
+ */
+export type BatchHandler = (events: readonly StoredEvent[]) => Promise<void>;
+
+export interface SubscribeOptions {
+  /** Consumers of one group share the work and its progress. */
+  readonly group: string;
+  /** Stream types (`people`, `orders`...) to receive. */
+  readonly streamTypes: readonly string[];
+  readonly handle: BatchHandler;
+}
+
+export interface Subscription {
+  /** Stops fetching, waits for the batch in hand, and releases the connection. */
+  stop(): Promise<void>;
+}
+
+/** How events travel from the event store to the services that react to them. */
+export interface Bus {
+  subscribe(options: SubscribeOptions): Promise<Subscription>;
+}
+
+/** Backoff between retries of a failing batch: 100 ms doubling up to 10 s. */
+export function retryDelay(failures: number): number {
+  return Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
+}

@@ -1,0 +1,78 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { StoredEvent } from '@ofp/event-store';
+import type { Logger } from '@ofp/runtime';
+import { retryDelay, type Bus, type SubscribeOptions, type Subscription } from '../bus.js';
+import { fromKafkaMessage } from './cloudevents.js';
+import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
+
+export interface KafkaBusOptions {
+  readonly topics: TopicSettings;
+  /** Most events handed to a handler at once. */
+  readonly batchSize: number;
+}
+
+/**
+ * The distributed bus: one kafkajs consumer group per subscription. A partition's offset is
+ * committed only after the handler succeeded for every event up to it; a failing batch is retried
+ * in place (with backoff and heartbeats), so nothing after the failure is committed either.
+ */
+export class KafkaBus implements Bus {
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly logger: Logger,
+    private readonly options: KafkaBusOptions,
+  ) {}
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    const topics = options.streamTypes.map((t) => topicOf(this.options.topics, t));
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, this.options.topics, topics);
+    } finally {
+      await admin.disconnect();
+    }
+    const consumer = this.kafka.consumer({ groupId: options.group, allowAutoTopicCreation: false });
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: true });
+    const logger = this.logger.child({ group: options.group });
+    let stopping = false;
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+        for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
+          const messages = batch.messages.slice(start, start + this.options.batchSize);
+          const events: StoredEvent[] = messages.map(fromKafkaMessage);
+          for (let failures = 0; ; failures++) {
+            if (stopping || !isRunning() || isStale()) return;
+            try {
+              await options.handle(events);
+              break;
+            } catch (error) {
+              logger.error(
+                { err: error, topic: batch.topic, partition: batch.partition, failures: failures + 1 },
+                'event handler failed; retrying',
+              );
+              await new Promise((resolve) => setTimeout(resolve, retryDelay(failures + 1)));
+              await heartbeat();
+            }
+          }
+          const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
+          await commit(consumer, batch.topic, batch.partition, next);
+          await heartbeat();
+        }
+      },
+    });
+    return {
+      async stop() {
+        stopping = true;
+        await consumer.disconnect();
+      },
+    };
+  }
+}
+
+async function commit(consumer: Consumer, topic: string, partition: number, offset: string): Promise<void> {
+  await consumer.commitOffsets([{ topic, partition, offset }]);
+}

@@ -1,0 +1,157 @@
+import pg from 'pg';
+import type { Kafka, Producer, TopicMessages } from 'kafkajs';
+import { EVENTS_CHANNEL, type EventStore, type StoredEvent } from '@ofp/event-store';
+import type { Logger } from '@ofp/runtime';
+import { retryDelay } from '../bus.js';
+import { Wakeup } from '../wakeup.js';
+import { toKafkaMessage } from './cloudevents.js';
+import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
+
+export interface OutboxRelayOptions {
+  readonly connectionString: string;
+  readonly topics: TopicSettings;
+  readonly batchSize: number;
+  /** Look again this often without a notification (an event held back behind an older transaction). */
+  readonly pollIntervalMs: number;
+}
+
+/** Advisory lock key that makes one relay active at a time across all processes. */
+const LEADER_LOCK = "hashtext('ofp:outbox-relay')";
+
+/**
+ * Publishes outbox rows to Kafka in global order, keyed by stream id, and deletes them once the
+ * broker acknowledged them (acks=all). At least once: a relay killed between publish and delete
+ * publishes those events again after restart, and consumers deduplicate on `ce_id`. Only the holder
+ * of a Postgres advisory lock relays; other instances wait as standbys.
+ */
+export class OutboxRelay {
+  private readonly wakeup = new Wakeup();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private producer: Producer | undefined;
+  private lockClient: pg.Client | undefined;
+  private readonly ensuredTopics = new Set<string>();
+  private leading = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly store: EventStore,
+    private readonly logger: Logger,
+    private readonly options: OutboxRelayOptions,
+  ) {}
+
+  /** Whether this instance holds the relay lock. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  async start(): Promise<void> {
+    // maxInFlightRequests 1 keeps a partition's messages in order across retries.
+    this.producer = this.kafka.producer({ maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await this.producer.connect();
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeup.notify();
+    await this.loop;
+    await this.producer?.disconnect();
+    await this.releaseLock();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        if (!this.leading) {
+          this.leading = await this.acquireLock();
+          if (!this.leading) {
+            await this.wakeup.wait(this.options.pollIntervalMs);
+            continue;
+          }
+          this.logger.info('outbox relay is the leader');
+        }
+        const published = await this.publishBatch();
+        failures = 0;
+        if (published === 0) await this.wakeup.wait(this.options.pollIntervalMs);
+      } catch (error) {
+        failures++;
+        this.logger.error({ err: error, failures }, 'outbox relay failed; retrying');
+        await this.releaseLock();
+        await this.wakeup.wait(retryDelay(failures));
+      }
+    }
+  }
+
+  /** Publishes one batch; resolves with how many events it published. */
+  private async publishBatch(): Promise<number> {
+    const events = await this.store.readOutbox(this.options.batchSize);
+    if (events.length === 0) return 0;
+    await this.ensureTopicsFor(events);
+    await this.producer!.sendBatch({ acks: -1, topicMessages: groupByTopic(events, this.options.topics) });
+    await this.store.acknowledgeOutbox(events.map((e) => e.position.position));
+    return events.length;
+  }
+
+  private async ensureTopicsFor(events: readonly StoredEvent[]): Promise<void> {
+    const missing = [...new Set(events.map((e) => topicOf(this.options.topics, e.streamType)))].filter(
+      (t) => !this.ensuredTopics.has(t),
+    );
+    if (missing.length === 0) return;
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, this.options.topics, missing);
+    } finally {
+      await admin.disconnect();
+    }
+    for (const topic of missing) this.ensuredTopics.add(topic);
+  }
+
+  private async acquireLock(): Promise<boolean> {
+    if (!this.lockClient) {
+      const client = new pg.Client({
+        connectionString: this.options.connectionString,
+        application_name: 'outbox-relay',
+      });
+      client.on('error', (error) => {
+        // Losing the connection loses the lock: stop relaying until it is ours again.
+        this.logger.warn({ err: error }, 'outbox relay lock connection lost');
+        this.leading = false;
+        this.lockClient = undefined;
+      });
+      client.on('notification', () => this.wakeup.notify());
+      await client.connect();
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      this.lockClient = client;
+    }
+    const { rows } = await this.lockClient.query<{ locked: boolean }>(
+      `SELECT pg_try_advisory_lock(${LEADER_LOCK}) AS locked`,
+    );
+    return rows[0]?.locked === true;
+  }
+
+  private async releaseLock(): Promise<void> {
+    this.leading = false;
+    const client = this.lockClient;
+    this.lockClient = undefined;
+    await client?.end().catch(() => {});
+  }
+}
+
+/** Kafka messages per topic, each topic's list in global order (one stream's events stay in order). */
+function groupByTopic(events: readonly StoredEvent[], settings: TopicSettings): TopicMessages[] {
+  const byTopic = new Map<string, TopicMessages>();
+  for (const event of events) {
+    const topic = topicOf(settings, event.streamType);
+    let entry = byTopic.get(topic);
+    if (!entry) {
+      entry = { topic, messages: [] };
+      byTopic.set(topic, entry);
+    }
+    entry.messages.push(toKafkaMessage(event));
+  }
+  return [...byTopic.values()];
+}

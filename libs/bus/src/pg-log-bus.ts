@@ -1,0 +1,131 @@
+import pg from 'pg';
+import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
+import type { Logger, Pool } from '@ofp/runtime';
+import { Wakeup } from './wakeup.js';
+import { retryDelay, type Bus, type SubscribeOptions, type Subscription } from './bus.js';
+
+export interface PgLogBusOptions {
+  /** Events per batch handed to a handler. */
+  readonly batchSize: number;
+  /**
+   * How often to look again without a notification. Needed because an event may be held back
+   * behind an older transaction that is still in flight and commits without appending.
+   */
+  readonly pollIntervalMs: number;
+}
+
+/**
+ * The standalone bus: consumers read the event store in global order, each group keeping its
+ * checkpoint in `es.checkpoints`, woken by the NOTIFY that every append raises.
+ */
+export class PgLogBus implements Bus {
+  constructor(
+    private readonly pool: Pool,
+    private readonly connectionString: string,
+    private readonly store: EventStore,
+    private readonly logger: Logger,
+    private readonly options: PgLogBusOptions = { batchSize: 500, pollIntervalMs: 1000 },
+  ) {}
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    const consumer = new PgLogConsumer(
+      this.pool,
+      this.connectionString,
+      this.store,
+      this.logger.child({ group: options.group }),
+      this.options,
+      options,
+    );
+    await consumer.start();
+    return consumer;
+  }
+}
+
+class PgLogConsumer implements Subscription {
+  private listener: pg.Client | undefined;
+  private running = true;
+  private readonly wakeup = new Wakeup();
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly connectionString: string,
+    private readonly store: EventStore,
+    private readonly logger: Logger,
+    private readonly options: PgLogBusOptions,
+    private readonly subscription: SubscribeOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    this.listener = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: `bus:${this.subscription.group}`,
+    });
+    this.listener.on('notification', () => this.wakeup.notify());
+    // A lost LISTEN connection only costs latency: polling goes on.
+    this.listener.on('error', (error) => this.logger.warn({ err: error }, 'bus listener connection lost'));
+    await this.listener.connect();
+    await this.listener.query(`LISTEN ${EVENTS_CHANNEL}`);
+    this.loop = (async () => {
+      // One active consumer per group; another process of the same group waits as a standby.
+      while (this.running && !(await this.tryLead())) await this.wakeup.wait(this.options.pollIntervalMs);
+      let checkpoint = await this.readCheckpoint();
+      let failures = 0;
+      while (this.running) {
+        try {
+          const events = await this.store.readAll(checkpoint, {
+            limit: this.options.batchSize,
+            streamTypes: this.subscription.streamTypes,
+          });
+          if (events.length === 0) {
+            await this.wakeup.wait(this.options.pollIntervalMs);
+            continue;
+          }
+          await this.subscription.handle(events);
+          checkpoint = events[events.length - 1]!.position;
+          await this.writeCheckpoint(checkpoint);
+          failures = 0;
+        } catch (error) {
+          failures++;
+          this.logger.error(
+            { err: error, failures },
+            'event handler failed; retrying from the last checkpoint',
+          );
+          await this.wakeup.wait(retryDelay(failures));
+        }
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeup.notify();
+    await this.loop;
+    await this.listener?.end().catch(() => {});
+  }
+
+  private async tryLead(): Promise<boolean> {
+    const { rows } = await this.listener!.query<{ leader: boolean }>(
+      "SELECT pg_try_advisory_lock(hashtext('bus:' || $1)) AS leader",
+      [this.subscription.group],
+    );
+    return rows[0]?.leader === true;
+  }
+
+  private async readCheckpoint(): Promise<GlobalPosition> {
+    const { rows } = await this.pool.query<{ transaction_id: string; position: number }>(
+      'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE consumer_group = $1',
+      [this.subscription.group],
+    );
+    const row = rows[0];
+    return row ? { transactionId: row.transaction_id, position: row.position } : START;
+  }
+
+  private async writeCheckpoint(position: GlobalPosition): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO es.checkpoints (consumer_group, transaction_id, position) VALUES ($1, $2::xid8, $3)
+       ON CONFLICT (consumer_group) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
+      [this.subscription.group, position.transactionId, position.position],
+    );
+  }
+}

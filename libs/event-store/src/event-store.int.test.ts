@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
+import { EventStore, migrateEventStore } from './event-store.js';
+import { WrongExpectedVersion } from './errors.js';
+import { START, comparePositions } from './types.js';
+
+const event = (type = 'thing.happened', data: unknown = {}) => ({ eventId: randomUUID(), type, data });
+
+describe('EventStore', () => {
+  let db: TestDatabase;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateEventStore(db.pool, testLogger());
+    store = new EventStore(db.pool, { outbox: true });
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('appends to a new stream and reads it back in version order', async () => {
+    const first = await store.append({
+      streamId: 'a-1',
+      streamType: 'a',
+      expectedVersion: 0,
+      orgId: 7,
+      events: [event('a.created', { n: 1 }), event('a.updated', { n: 2 })],
+    });
+    expect(first.version).toBe(2);
+    const events = await store.readStream('a-1');
+    expect(events.map((e) => [e.version, e.type, e.data, e.orgId])).toEqual([
+      [1, 'a.created', { n: 1 }, 7],
+      [2, 'a.updated', { n: 2 }, 7],
+    ]);
+    expect(events[1]!.position).toEqual(first.position);
+  });
+
+  it('refuses an append on a stale or future expected version', async () => {
+    await store.append({ streamId: 'b-1', streamType: 'b', expectedVersion: 0, orgId: 1, events: [event()] });
+    await expect(
+      store.append({ streamId: 'b-1', streamType: 'b', expectedVersion: 0, orgId: 1, events: [event()] }),
+    ).rejects.toBeInstanceOf(WrongExpectedVersion);
+    await expect(
+      store.append({ streamId: 'b-1', streamType: 'b', expectedVersion: 5, orgId: 1, events: [event()] }),
+    ).rejects.toBeInstanceOf(WrongExpectedVersion);
+    expect((await store.readStream('b-1')).map((e) => e.version)).toEqual([1]);
+  });
+
+  it('lets exactly one of many concurrent appends at the same version win', async () => {
+    await store.append({ streamId: 'c-1', streamType: 'c', expectedVersion: 0, orgId: 1, events: [event()] });
+    for (let round = 1; round <= 5; round++) {
+      const attempts = await Promise.allSettled(
+        Array.from({ length: 12 }, () =>
+          store.append({
+            streamId: 'c-1',
+            streamType: 'c',
+            expectedVersion: round,
+            orgId: 1,
+            events: [event()],
+          }),
+        ),
+      );
+      const won = attempts.filter((a) => a.status === 'fulfilled');
+      const lost = attempts.filter((a) => a.status === 'rejected');
+      expect(won).toHaveLength(1);
+      for (const failure of lost)
+        expect((failure as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedVersion);
+    }
+    expect((await store.readStream('c-1')).map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('rolls the events back when a write in the same transaction fails', async () => {
+    await expect(
+      store.append(
+        { streamId: 'd-1', streamType: 'd', expectedVersion: 0, orgId: 1, events: [event()] },
+        async (client) => {
+          await client.query('SELECT 1/0');
+        },
+      ),
+    ).rejects.toThrow(/division by zero/);
+    expect(await store.readStream('d-1')).toEqual([]);
+  });
+
+  it('holds back events of a transaction that started earlier and commits later, then returns them', async () => {
+    let releaseSlow!: () => void;
+    const slowMayCommit = new Promise<void>((resolve) => (releaseSlow = resolve));
+    let slowInserted!: () => void;
+    const slowHasInserted = new Promise<void>((resolve) => (slowInserted = resolve));
+    const slow = store.append(
+      { streamId: 'e-slow', streamType: 'e', expectedVersion: 0, orgId: 1, events: [event()] },
+      async () => {
+        slowInserted();
+        await slowMayCommit;
+      },
+    );
+    await slowHasInserted;
+    const fast = await store.append({
+      streamId: 'e-fast',
+      streamType: 'e',
+      expectedVersion: 0,
+      orgId: 1,
+      events: [event()],
+    });
+    // The fast event is committed, but a reader must not pass it while the older transaction is open.
+    const before = await store.readAll(START, { limit: 1000, streamTypes: ['e'] });
+    expect(before).toEqual([]);
+    releaseSlow();
+    const slowResult = await slow;
+    const after = await store.readAll(START, { limit: 1000, streamTypes: ['e'] });
+    expect(after.map((e) => e.streamId)).toEqual(['e-slow', 'e-fast']);
+    expect(comparePositions(slowResult.position, fast.position)).toBeLessThan(0);
+  });
+
+  it('keeps outbox rows until acknowledged', async () => {
+    const outbox = await store.readOutbox(10_000);
+    expect(outbox.length).toBeGreaterThan(0);
+    await store.acknowledgeOutbox(outbox.map((e) => e.position.position));
+    expect(await store.readOutbox(10_000)).toEqual([]);
+  });
+});

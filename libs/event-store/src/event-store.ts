@@ -1,0 +1,216 @@
+import { fileURLToPath } from 'node:url';
+import type { Logger, Pool, PoolClient } from '@ofp/runtime';
+import { migrate } from '@ofp/runtime';
+import { WrongExpectedVersion } from './errors.js';
+import type { GlobalPosition, NewEvent, StoredEvent } from './types.js';
+
+/** Postgres NOTIFY channel raised by every append, so readers wake without polling. */
+export const EVENTS_CHANNEL = 'es_events';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export async function migrateEventStore(pool: Pool, logger: Logger): Promise<void> {
+  await migrate(pool, { component: 'event-store', directory: MIGRATIONS, logger });
+}
+
+export interface AppendInput {
+  readonly streamId: string;
+  readonly streamType: string;
+  /** The version the caller decided on: 0 for a new stream. */
+  readonly expectedVersion: number;
+  readonly orgId: number | null;
+  readonly events: readonly NewEvent[];
+}
+
+export interface AppendResult {
+  /** The stream's version after the append. */
+  readonly version: number;
+  /** Position of the last appended event. */
+  readonly position: GlobalPosition;
+}
+
+interface EventRow {
+  event_id: string;
+  stream_id: string;
+  stream_type: string;
+  version: number;
+  type: string;
+  org_id: number | null;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  recorded_at: Date;
+  transaction_id: string;
+  position: number;
+}
+
+const EVENT_COLUMNS = eventColumns('es.events');
+
+function eventColumns(table: string): string {
+  return [
+    'event_id',
+    'stream_id',
+    'stream_type',
+    'version',
+    'type',
+    'org_id',
+    'data',
+    'metadata',
+    'recorded_at',
+    'position',
+  ]
+    .map((c) => `${table}.${c}`)
+    .concat(`${table}.transaction_id::text AS transaction_id`)
+    .join(', ');
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  return {
+    eventId: row.event_id,
+    streamId: row.stream_id,
+    streamType: row.stream_type,
+    version: row.version,
+    type: row.type,
+    orgId: row.org_id,
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: row.recorded_at,
+    position: { transactionId: row.transaction_id, position: row.position },
+  };
+}
+
+export interface EventStoreOptions {
+  /** Write outbox rows for the Kafka relay (distributed mode). */
+  readonly outbox: boolean;
+}
+
+/**
+ * Appends and reads events. Appends run in their own transaction: the events' INSERT is that
+ * transaction's first write, so its transaction id is assigned only after the caller read the
+ * stream. That keeps one stream's events in transaction-id order, which the global order relies on.
+ */
+export class EventStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: EventStoreOptions,
+  ) {}
+
+  /**
+   * Appends `events` to a stream if it is still at `expectedVersion`, together with their outbox
+   * rows; `alsoInTransaction` may add writes that must commit or fail with the events (uniqueness
+   * reservations, idempotency records). Throws WrongExpectedVersion when another writer got there first.
+   */
+  async append(
+    input: AppendInput,
+    alsoInTransaction?: (client: PoolClient, result: AppendResult) => Promise<void>,
+  ): Promise<AppendResult> {
+    if (input.events.length === 0) throw new Error('append needs at least one event');
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await this.insert(client, input);
+      if (alsoInTransaction) await alsoInTransaction(client, result);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      if (
+        (error as { code?: string }).code === '23505' &&
+        (error as { constraint?: string }).constraint === 'events_stream_id_version_key'
+      ) {
+        throw new WrongExpectedVersion(input.streamId, input.expectedVersion);
+      }
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async insert(client: PoolClient, input: AppendInput): Promise<AppendResult> {
+    const n = input.events.length;
+    const versions = input.events.map((_, i) => input.expectedVersion + i + 1);
+    // One statement: the version check, the events, the outbox rows and the wake-up notification.
+    const outbox = this.options.outbox
+      ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
+      : '';
+    const { rows } = await client.query<{ position: number; transaction_id: string }>(
+      `WITH inserted AS (
+         INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data, metadata)
+         SELECT e.event_id, $1, $2, e.version, e.type, $3, e.data, e.metadata
+           FROM unnest($4::uuid[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[])
+                AS e(event_id, version, type, data, metadata)
+          WHERE (SELECT coalesce(max(version), 0) FROM es.events WHERE stream_id = $1) = $9
+         RETURNING position, transaction_id
+       )${outbox}
+       SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', '') FROM inserted
+       ORDER BY position`,
+      [
+        input.streamId,
+        input.streamType,
+        input.orgId,
+        input.events.map((e) => e.eventId),
+        versions,
+        input.events.map((e) => e.type),
+        input.events.map((e) => JSON.stringify(e.data)),
+        input.events.map((e) => JSON.stringify(e.metadata ?? {})),
+        input.expectedVersion,
+      ],
+    );
+    const last = rows[n - 1];
+    if (rows.length !== n || !last) throw new WrongExpectedVersion(input.streamId, input.expectedVersion);
+    return {
+      version: input.expectedVersion + n,
+      position: { transactionId: last.transaction_id, position: last.position },
+    };
+  }
+
+  /** A stream's events in version order, from `fromVersion` (inclusive). */
+  async readStream(streamId: string, fromVersion = 1): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 AND version >= $2 ORDER BY version`,
+      [streamId, fromVersion],
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  /**
+   * Events after `after` in global order, of the given stream types (all when omitted). Only events
+   * of transactions older than every transaction still in flight are returned, so a later call never
+   * finds an event that sorts before one this call returned.
+   */
+  async readAll(
+    after: GlobalPosition,
+    options: { limit: number; streamTypes?: readonly string[] },
+  ): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events
+        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
+          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          AND ($3::text[] IS NULL OR stream_type = ANY($3::text[]))
+        ORDER BY transaction_id, position
+        LIMIT $4`,
+      [after.transactionId, after.position, options.streamTypes ?? null, options.limit],
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  /**
+   * Outbox rows ready to publish (same visibility rule as readAll), oldest first, with their events.
+   * For the Kafka relay.
+   */
+  async readOutbox(limit: number): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${eventColumns('e')}
+         FROM es.outbox o JOIN es.events e ON e.position = o.position
+        WHERE o.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY o.transaction_id, o.position
+        LIMIT $1`,
+      [limit],
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  /** Removes published events from the outbox. */
+  async acknowledgeOutbox(positions: readonly number[]): Promise<void> {
+    await this.pool.query('DELETE FROM es.outbox WHERE position = ANY($1::bigint[])', [positions]);
+  }
+}
