@@ -90,7 +90,7 @@ function jsonContentType(req: { headers: Record<string, string | string[] | unde
 /** Errors thrown by body-parser carry a `type` and a status; map them to the contract's messages. */
 function fromParserError(error: unknown): DomainError | undefined {
   if (typeof error !== 'object' || error === null || !('type' in error)) return undefined;
-  switch ((error as { type: unknown }).type) {
+  switch (error.type) {
     case 'entity.parse.failed':
       return baseError('Invalid', 'Malformed JSON in request body');
     case 'entity.too.large':

@@ -40,12 +40,13 @@ export class KafkaBus implements Bus {
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+      eachBatch: async (payload) => {
+        const { batch } = payload;
         for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
           const messages = batch.messages.slice(start, start + this.options.batchSize);
           const events: StoredEvent[] = messages.map(fromKafkaMessage);
           for (let failures = 0; ; failures++) {
-            if (stopping || !isRunning() || isStale()) return;
+            if (stopping || !payload.isRunning() || payload.isStale()) return;
             try {
               await options.handle(events);
               break;
@@ -55,12 +56,12 @@ export class KafkaBus implements Bus {
                 'event handler failed; retrying',
               );
               await new Promise((resolve) => setTimeout(resolve, retryDelay(failures + 1)));
-              await heartbeat();
+              await payload.heartbeat();
             }
           }
           const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
           await commit(consumer, batch.topic, batch.partition, next);
-          await heartbeat();
+          await payload.heartbeat();
         }
       },
     });
