@@ -4,7 +4,6 @@ export * from './lifecycle.js';
 export * from './http.js';
 export * from './http-errors.js';
 export * from './metrics.js';
-export * from './telemetry.js';
 export * from './postgres.js';
 export * from './migrations.js';
 export * from './embedded-postgres.js';

@@ -1,0 +1,39 @@
+import type { Request, RequestHandler, Response } from 'express';
+import { baseError } from '@ofp/contracts';
+import type { TokenBucketLimiter } from './token-bucket.js';
+
+export interface RateLimitOptions {
+  limiter: TokenBucketLimiter;
+  /**
+   * The bucket a request draws from. Default: the verified client (`req.auth`, so mount it after
+   * `requireBearer`), else the remote address.
+   */
+  key?: (req: Request, res: Response) => string;
+}
+
+/**
+ * Per-client token-bucket rate limiting (API.md §3). Every response carries `RateLimit-Limit`,
+ * `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the bucket is full again), the fields of
+ * draft-ietf-httpapi-ratelimit-headers; a request over the limit is a 429 envelope with `Retry-After`
+ * (RFC 9110 §10.2.3, seconds until a token is available).
+ */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const key = options.key ?? ((req: Request) => (req.auth ? `client:${req.auth.clientId}` : `ip:${req.ip}`));
+  const limit = String(options.limiter.config.capacity);
+  return (req, res, next) => {
+    const decision = options.limiter.take(key(req, res));
+    const headers = {
+      'RateLimit-Limit': limit,
+      'RateLimit-Remaining': String(decision.remaining),
+      'RateLimit-Reset': String(decision.resetSeconds),
+    };
+    if (!decision.allowed) {
+      throw baseError('RateLimited', 'Too many requests', {
+        ...headers,
+        'Retry-After': String(decision.retryAfterSeconds),
+      });
+    }
+    res.set(headers);
+    next();
+  };
+}

@@ -1,0 +1,141 @@
+import { createHmac, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { RevocationDenyList } from './revocations.js';
+import { createTokenVerifier, TokenRejectedError, type TokenVerifier } from './verifier.js';
+
+const ISSUER = 'https://auth.example.test';
+const T0 = Date.parse('2026-03-01T12:00:00Z');
+
+function rsaKeys(): { publicKey: KeyObject; privateKey: KeyObject } {
+  return generateKeyPairSync('rsa', { modulusLength: 2048 });
+}
+
+const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+describe('createTokenVerifier', () => {
+  const published = rsaKeys();
+  const other = rsaKeys();
+  let now: number;
+  let denyList: RevocationDenyList;
+  let verifier: TokenVerifier;
+  const claims = () => ({
+    iss: ISSUER,
+    sub: 'client-1',
+    org: 7,
+    scope: 'read write',
+    gid: 'grant-1',
+    jti: 'token-1',
+    iat: Math.floor(T0 / 1000),
+    exp: Math.floor(T0 / 1000) + 10800,
+  });
+  const sign = (payload: object, key: KeyObject = published.privateKey, kid = 'k1') =>
+    jwt.sign(payload, key, { algorithm: 'RS256', keyid: kid });
+
+  beforeEach(() => {
+    now = T0;
+    const clock = () => new Date(now);
+    denyList = new RevocationDenyList(clock);
+    verifier = createTokenVerifier({
+      issuer: ISSUER,
+      keys: { getKey: async (kid) => (kid === 'k1' ? published.publicKey : undefined) },
+      denyList,
+      clock,
+    });
+  });
+
+  const rejection = async (token: string) => {
+    const error: unknown = await verifier.verify(token).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TokenRejectedError);
+    return (error as TokenRejectedError).description;
+  };
+
+  it('accepts a token signed by a published key and returns who it speaks for', async () => {
+    await expect(verifier.verify(sign(claims()))).resolves.toEqual({
+      clientId: 'client-1',
+      orgId: 7,
+      scopes: ['read', 'write'],
+      grantId: 'grant-1',
+      tokenId: 'token-1',
+      expiresAt: new Date((Math.floor(T0 / 1000) + 10800) * 1000),
+    });
+  });
+
+  it('refuses an unsigned token (alg none)', async () => {
+    const token = `${base64url({ alg: 'none', typ: 'JWT', kid: 'k1' })}.${base64url(claims())}.`;
+    expect(await rejection(token)).toBe('The access token is not signed with RS256');
+  });
+
+  it('refuses HS256 keyed with the public key', async () => {
+    const secret = published.publicKey.export({ type: 'spki', format: 'pem' });
+    const input = `${base64url({ alg: 'HS256', typ: 'JWT', kid: 'k1' })}.${base64url(claims())}`;
+    const token = `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`;
+    expect(await rejection(token)).toBe('The access token is not signed with RS256');
+  });
+
+  it('refuses a token signed by another key under a published kid', async () => {
+    expect(await rejection(sign(claims(), other.privateKey))).toBe('The access token signature is invalid');
+  });
+
+  it('refuses a token whose kid is not published', async () => {
+    expect(await rejection(sign(claims(), other.privateKey, 'k2'))).toBe(
+      'The access token is signed with an unknown key',
+    );
+  });
+
+  it('refuses a token with a tampered payload', async () => {
+    const [header, , signature] = sign(claims()).split('.');
+    const token = `${header}.${base64url({ ...claims(), org: 8 })}.${signature}`;
+    expect(await rejection(token)).toBe('The access token signature is invalid');
+  });
+
+  it('refuses an expired token beyond the clock tolerance', async () => {
+    const token = sign(claims());
+    now = T0 + 10800_000 + 29_000;
+    await expect(verifier.verify(token)).resolves.toBeDefined();
+    now = T0 + 10800_000 + 31_000;
+    expect(await rejection(token)).toBe('The access token expired');
+  });
+
+  it('refuses a token that is not valid yet', async () => {
+    expect(await rejection(sign({ ...claims(), nbf: Math.floor(T0 / 1000) + 600 }))).toBe(
+      'The access token is not valid yet',
+    );
+  });
+
+  it('refuses a token of another issuer', async () => {
+    expect(await rejection(sign({ ...claims(), iss: 'https://evil.example.test' }))).toBe(
+      'The access token has another issuer',
+    );
+  });
+
+  it('refuses a token without an expiry', async () => {
+    const { exp: _exp, ...rest } = claims();
+    expect(await rejection(sign(rest))).toBe('The access token lacks required claims');
+  });
+
+  it('refuses a token without a grant id', async () => {
+    const { gid: _gid, ...rest } = claims();
+    expect(await rejection(sign(rest))).toBe('The access token lacks required claims');
+  });
+
+  it('refuses a token of a revoked grant, and a revoked token', async () => {
+    const token = sign(claims());
+    denyList.add({ grantId: 'grant-1', expiresAt: new Date(T0 + 10800_000) });
+    expect(await rejection(token)).toBe('The access token was revoked');
+    const sibling = sign({ ...claims(), gid: 'grant-2', jti: 'token-2' });
+    denyList.add({ grantId: 'grant-2', tokenId: 'token-2', expiresAt: new Date(T0 + 10800_000) });
+    expect(await rejection(sibling)).toBe('The access token was revoked');
+  });
+
+  it('refuses garbage', async () => {
+    expect(await rejection('not-a-jwt')).toBe('The access token is malformed');
+  });
+
+  it('drops scopes the platform does not know', async () => {
+    const context = await verifier.verify(sign({ ...claims(), scope: 'read admin' }));
+    expect(context.scopes).toEqual(['read']);
+  });
+});

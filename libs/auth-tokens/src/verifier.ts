@@ -1,0 +1,118 @@
+import jwt from 'jsonwebtoken';
+import { z } from 'zod';
+import { epochSeconds, type Clock } from './clock.js';
+import type { KeySource } from './jwks.js';
+import type { DenyList } from './revocations.js';
+import { isScope, type Scope } from './scopes.js';
+
+/** Who a verified access token speaks for (API.md §7). */
+export interface AuthContext {
+  /** `sub`: the OAuth client the token was issued to. */
+  clientId: string;
+  /** `org`: the organization the client belongs to; every record it touches belongs to it. */
+  orgId: number;
+  /** `scope`, restricted to the scopes this platform knows. */
+  scopes: readonly Scope[];
+  /** `gid`: the grant (authorization) the token was issued under; revoking it revokes the token. */
+  grantId: string;
+  /** `jti`. */
+  tokenId: string;
+  /** `exp`. */
+  expiresAt: Date;
+}
+
+/** The token is not acceptable; `description` is safe to send back (RFC 6750 §3 `error_description`). */
+export class TokenRejectedError extends Error {
+  override readonly name = 'TokenRejectedError';
+  constructor(readonly description: string) {
+    super(description);
+  }
+}
+
+export interface TokenVerifier {
+  /**
+   * Resolves with the token's claims, or rejects with {@link TokenRejectedError} (or
+   * `KeySourceUnavailableError` when the issuer's keys cannot be fetched).
+   */
+  verify(token: string): Promise<AuthContext>;
+}
+
+export interface TokenVerifierOptions {
+  /** The expected `iss`: the auth service's public base URL (API.md §7). */
+  issuer: string;
+  keys: KeySource;
+  denyList: DenyList;
+  clock: Clock;
+  /** Leeway for `exp` and `nbf` against clock skew between hosts (default 30 s). */
+  clockToleranceSeconds?: number;
+}
+
+/** The only algorithm accepted: pinning it defeats `alg: none` and HS256-with-the-public-key forgeries. */
+const ALGORITHM = 'RS256';
+
+const claimsSchema = z.object({
+  sub: z.string().min(1),
+  org: z.number().int().positive(),
+  scope: z.string(),
+  gid: z.string().min(1),
+  jti: z.string().min(1),
+  exp: z.number(),
+});
+
+/**
+ * Verifies access tokens locally (no call to the auth service per request): RS256 only, a `kid` the
+ * issuer publishes, the signature, `iss`, `exp` (required) and `nbf`, the claims this platform relies on,
+ * and the deny-list of revoked grants.
+ */
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const clockTolerance = options.clockToleranceSeconds ?? 30;
+  return {
+    async verify(token) {
+      const decoded = jwt.decode(token, { complete: true });
+      if (decoded === null || typeof decoded.payload === 'string') {
+        throw new TokenRejectedError('The access token is malformed');
+      }
+      if (decoded.header.alg !== ALGORITHM) {
+        throw new TokenRejectedError('The access token is not signed with RS256');
+      }
+      const kid = decoded.header.kid;
+      if (typeof kid !== 'string') throw new TokenRejectedError('The access token names no signing key');
+      const key = await options.keys.getKey(kid);
+      if (key === undefined) throw new TokenRejectedError('The access token is signed with an unknown key');
+
+      let payload: unknown;
+      try {
+        payload = jwt.verify(token, key, {
+          algorithms: [ALGORITHM],
+          issuer: options.issuer,
+          clockTimestamp: epochSeconds(options.clock()),
+          clockTolerance,
+        });
+      } catch (error) {
+        throw new TokenRejectedError(describe(error));
+      }
+      const claims = claimsSchema.safeParse(payload);
+      if (!claims.success) throw new TokenRejectedError('The access token lacks required claims');
+      const { sub, org, scope, gid, jti, exp } = claims.data;
+      if (options.denyList.isDenied(gid, jti)) throw new TokenRejectedError('The access token was revoked');
+      return {
+        clientId: sub,
+        orgId: org,
+        scopes: scope.split(' ').filter(isScope),
+        grantId: gid,
+        tokenId: jti,
+        expiresAt: new Date(exp * 1000),
+      };
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof jwt.TokenExpiredError) return 'The access token expired';
+  if (error instanceof jwt.NotBeforeError) return 'The access token is not valid yet';
+  if (error instanceof jwt.JsonWebTokenError) {
+    if (error.message.startsWith('jwt issuer invalid')) return 'The access token has another issuer';
+    if (error.message === 'invalid signature') return 'The access token signature is invalid';
+  }
+  return 'The access token is invalid';
+}

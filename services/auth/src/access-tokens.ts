@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { epochSeconds, type Scope } from '@ofp/auth-tokens';
+import type { SigningKeys } from './signing-keys.js';
+import { scopeString } from './oauth/scopes.js';
+
+/** API.md §7: access tokens live three hours (`expires_in: 10800`). */
+export const ACCESS_TOKEN_TTL_SECONDS = 10_800;
+
+export interface AccessTokenSubject {
+  clientId: string;
+  organizationId: number;
+  scopes: readonly Scope[];
+  grantId: string;
+}
+
+export interface IssuedAccessToken {
+  token: string;
+  tokenId: string;
+  expiresAt: Date;
+}
+
+/**
+ * Signs an access token (API.md §7): RS256 with the current signing key named in `kid`; `iss` the
+ * public base URL, `sub` the client, `org` its organization, `scope`, `jti`, `gid` the grant, and
+ * `exp` = `iat` + 10800.
+ */
+export async function signAccessToken(
+  keys: SigningKeys,
+  issuer: string,
+  subject: AccessTokenSubject,
+  issuedAt: Date,
+): Promise<IssuedAccessToken> {
+  const { kid, privateKey } = await keys.signer();
+  const tokenId = randomUUID();
+  const iat = epochSeconds(issuedAt);
+  const exp = iat + ACCESS_TOKEN_TTL_SECONDS;
+  const token = jwt.sign(
+    {
+      iss: issuer,
+      sub: subject.clientId,
+      org: subject.organizationId,
+      scope: scopeString(subject.scopes),
+      gid: subject.grantId,
+      jti: tokenId,
+      iat,
+      exp,
+    },
+    privateKey,
+    { algorithm: 'RS256', keyid: kid },
+  );
+  return { token, tokenId, expiresAt: new Date(exp * 1000) };
+}

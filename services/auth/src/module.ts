@@ -1,0 +1,95 @@
+import { fileURLToPath } from 'node:url';
+import type { IRouter } from 'express';
+import {
+  createTokenVerifier,
+  issuerFromPublicUrl,
+  TokenBucketLimiter,
+  type Clock,
+  type TokenBucketConfig,
+} from '@ofp/auth-tokens';
+import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import { mountAdminRoutes } from './admin/routes.js';
+import { Grants } from './oauth/grants.js';
+import { mountOAuthRoutes } from './oauth/routes.js';
+import { SigningKeys } from './signing-keys.js';
+
+export interface AuthSettings {
+  /** The deployment's public base URL: the issuer (`iss`, RFC 8414 `issuer`). */
+  publicUrl: string;
+  /** Guards `/admin` (API.md §10). */
+  adminToken: string;
+  /** Per-client rate limit of the client-authenticated OAuth endpoints. */
+  rateLimit: TokenBucketConfig;
+  refreshTokenTtlSeconds: number;
+}
+
+export interface AuthModuleDeps {
+  /** A pool on a database migrated with {@link migrateAuth}. */
+  pool: Pool;
+  logger: Logger;
+  clock: Clock;
+  settings: AuthSettings;
+}
+
+/** The auth service as a lifecycle module whose routes mount on a shared express app. */
+export interface AuthModule extends Module {
+  /** The issuer identifier verifiers must expect. */
+  readonly issuer: string;
+  /** Mounts `/oauth/*`, `/.well-known/*` and `/admin/*` on an app or a router. */
+  routes(app: IRouter): void;
+}
+
+/** The auth service's migrations (plain SQL, applied by `@ofp/runtime`'s `migrate`). */
+export const AUTH_MIGRATIONS_DIRECTORY = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/** Creates or updates schema `auth`. Run before {@link createAuthModule}'s start. */
+export function migrateAuth(pool: Pool, logger: Logger): Promise<void> {
+  return migrate(pool, { component: 'auth', directory: AUTH_MIGRATIONS_DIRECTORY, logger });
+}
+
+/**
+ * The auth service (API.md §7 and §10): OAuth 2.0 authorization server, JWKS, admin API. Mount its
+ * routes on the app, then start it (it makes sure a signing key exists) before the app listens.
+ */
+export function createAuthModule(deps: AuthModuleDeps): AuthModule {
+  const issuer = issuerFromPublicUrl(deps.settings.publicUrl);
+  const keys = new SigningKeys(deps.pool, deps.clock);
+  const grants = new Grants({
+    keys,
+    issuer,
+    clock: deps.clock,
+    refreshTokenTtlSeconds: deps.settings.refreshTokenTtlSeconds,
+  });
+  // Revocation and introspection check grants in the database, so this verifier needs no deny-list.
+  const verifier = createTokenVerifier({
+    issuer,
+    keys: keys.keySource(),
+    denyList: { isDenied: () => false },
+    clock: deps.clock,
+  });
+  const limiter = new TokenBucketLimiter(deps.settings.rateLimit, deps.clock);
+  let started = false;
+
+  return {
+    name: 'auth',
+    issuer,
+    async start() {
+      if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
+      started = true;
+    },
+    stop() {
+      started = false;
+      return Promise.resolve();
+    },
+    ready: () => started,
+    routes(app) {
+      mountOAuthRoutes(app, { pool: deps.pool, clock: deps.clock, issuer, keys, grants, limiter, verifier });
+      mountAdminRoutes(app, {
+        pool: deps.pool,
+        clock: deps.clock,
+        keys,
+        adminToken: deps.settings.adminToken,
+      });
+    },
+  };
+}

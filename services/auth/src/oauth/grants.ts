@@ -1,0 +1,269 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock, Scope } from '@ofp/auth-tokens';
+import type { PoolClient } from '@ofp/runtime';
+import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from '../access-tokens.js';
+import { digestSecret, newSecret } from '../secrets.js';
+import type { SigningKeys } from '../signing-keys.js';
+import type { RefreshTokenState } from './refresh-decision.js';
+import { scopeString } from './scopes.js';
+
+/** A successful token response (RFC 6749 §5.1, API.md §7). */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+
+export interface Grant {
+  id: string;
+  clientId: string;
+  organizationId: number;
+  scopes: Scope[];
+  revokedAt: Date | null;
+}
+
+export interface RefreshTokenRow {
+  id: string;
+  grantId: string;
+  state: RefreshTokenState;
+  expiresAt: Date;
+  rotatedAt: Date | null;
+  retriedAt: Date | null;
+  replacedBy: string | null;
+  accessTokenId: string;
+  accessTokenExpiresAt: Date;
+}
+
+export interface GrantsOptions {
+  keys: SigningKeys;
+  issuer: string;
+  clock: Clock;
+  refreshTokenTtlSeconds: number;
+}
+
+/**
+ * Grants and the token pairs issued under them, in `auth.grants` and `auth.refresh_tokens`. Every
+ * method runs on the caller's transaction, so that a state change and the revocation it announces
+ * (`auth.revocations`) commit together.
+ */
+export class Grants {
+  constructor(private readonly options: GrantsOptions) {}
+
+  async create(
+    tx: PoolClient,
+    grant: {
+      clientId: string;
+      organizationId: number;
+      scopes: readonly Scope[];
+      authorizationCodeId?: string;
+    },
+  ): Promise<Grant> {
+    const id = randomUUID();
+    await tx.query(
+      `INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        id,
+        grant.clientId,
+        grant.organizationId,
+        grant.scopes,
+        grant.authorizationCodeId ?? null,
+        this.options.clock(),
+      ],
+    );
+    return {
+      id,
+      clientId: grant.clientId,
+      organizationId: grant.organizationId,
+      scopes: [...grant.scopes],
+      revokedAt: null,
+    };
+  }
+
+  /** Locks a grant against concurrent refreshes and revocations for the rest of the transaction. */
+  async lock(tx: PoolClient, grantId: string): Promise<Grant | undefined> {
+    const { rows } = await tx.query<{
+      id: string;
+      client_id: string;
+      organization_id: number;
+      scopes: Scope[];
+      revoked_at: Date | null;
+    }>(
+      'SELECT id, client_id, organization_id, scopes, revoked_at FROM auth.grants WHERE id = $1 FOR UPDATE',
+      [grantId],
+    );
+    const row = rows[0];
+    return row === undefined
+      ? undefined
+      : {
+          id: row.id,
+          clientId: row.client_id,
+          organizationId: row.organization_id,
+          scopes: row.scopes,
+          revokedAt: row.revoked_at,
+        };
+  }
+
+  /** Issues an access token and a refresh token under `grant`, the refresh token as the grant's current one. */
+  async issuePair(
+    tx: PoolClient,
+    grant: Grant,
+    scopes: readonly Scope[],
+  ): Promise<{ response: TokenResponse; refreshTokenId: string }> {
+    const now = this.options.clock();
+    const access = await signAccessToken(
+      this.options.keys,
+      this.options.issuer,
+      { clientId: grant.clientId, organizationId: grant.organizationId, scopes, grantId: grant.id },
+      now,
+    );
+    const refreshToken = newSecret();
+    const refreshTokenId = randomUUID();
+    await tx.query(
+      `INSERT INTO auth.refresh_tokens
+         (id, grant_id, token_hash, scopes, access_token_id, access_token_expires_at, issued_at, expires_at, state)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active')`,
+      [
+        refreshTokenId,
+        grant.id,
+        digestSecret(refreshToken),
+        scopes,
+        access.tokenId,
+        access.expiresAt,
+        now,
+        new Date(now.getTime() + this.options.refreshTokenTtlSeconds * 1000),
+      ],
+    );
+    return {
+      refreshTokenId,
+      response: {
+        access_token: access.token,
+        token_type: 'bearer',
+        expires_in: ACCESS_TOKEN_TTL_SECONDS,
+        refresh_token: refreshToken,
+        scope: scopeString(scopes),
+      },
+    };
+  }
+
+  /** The grant a refresh token belongs to, by the token's value (not locked). */
+  async grantIdOfRefreshToken(tx: PoolClient, refreshToken: string): Promise<string | undefined> {
+    const { rows } = await tx.query<{ grant_id: string }>(
+      'SELECT grant_id FROM auth.refresh_tokens WHERE token_hash = $1',
+      [digestSecret(refreshToken)],
+    );
+    return rows[0]?.grant_id;
+  }
+
+  async refreshToken(
+    tx: PoolClient,
+    by: { value: string } | { id: string },
+  ): Promise<RefreshTokenRow | undefined> {
+    const { rows } = await tx.query<{
+      id: string;
+      grant_id: string;
+      state: RefreshTokenState;
+      expires_at: Date;
+      rotated_at: Date | null;
+      retried_at: Date | null;
+      replaced_by: string | null;
+      access_token_id: string;
+      access_token_expires_at: Date;
+    }>(
+      `SELECT id, grant_id, state, expires_at, rotated_at, retried_at, replaced_by, access_token_id,
+              access_token_expires_at
+         FROM auth.refresh_tokens WHERE ${'value' in by ? 'token_hash' : 'id'} = $1`,
+      ['value' in by ? digestSecret(by.value) : by.id],
+    );
+    const row = rows[0];
+    return row === undefined
+      ? undefined
+      : {
+          id: row.id,
+          grantId: row.grant_id,
+          state: row.state,
+          expiresAt: row.expires_at,
+          rotatedAt: row.rotated_at,
+          retriedAt: row.retried_at,
+          replacedBy: row.replaced_by,
+          accessTokenId: row.access_token_id,
+          accessTokenExpiresAt: row.access_token_expires_at,
+        };
+  }
+
+  /** Records that `rotated` was exchanged for the pair `replacement`. */
+  async markRotated(tx: PoolClient, rotated: RefreshTokenRow, replacement: string): Promise<void> {
+    await tx.query(
+      `UPDATE auth.refresh_tokens SET state = 'rotated', rotated_at = $2, replaced_by = $3 WHERE id = $1`,
+      [rotated.id, this.options.clock(), replacement],
+    );
+  }
+
+  /**
+   * Records the one retry of `retried` (API.md §7): its successor's pair stops working, the access token
+   * of that pair included, and `replacement` becomes its successor.
+   */
+  async markRetried(
+    tx: PoolClient,
+    retried: RefreshTokenRow,
+    superseded: RefreshTokenRow,
+    replacement: string,
+  ): Promise<void> {
+    await tx.query(`UPDATE auth.refresh_tokens SET state = 'superseded' WHERE id = $1`, [superseded.id]);
+    await tx.query('UPDATE auth.refresh_tokens SET retried_at = $2, replaced_by = $3 WHERE id = $1', [
+      retried.id,
+      this.options.clock(),
+      replacement,
+    ]);
+    if (superseded.accessTokenExpiresAt > this.options.clock()) {
+      await tx.query('INSERT INTO auth.revocations (grant_id, token_id, expires_at) VALUES ($1, $2, $3)', [
+        superseded.grantId,
+        superseded.accessTokenId,
+        superseded.accessTokenExpiresAt,
+      ]);
+    }
+  }
+
+  /**
+   * Revokes a grant: its refresh tokens stop working here, and its access tokens everywhere once the
+   * revocation reaches the verifiers (API.md §7: within 5 s). Revoking twice changes nothing.
+   */
+  async revoke(tx: PoolClient, grantId: string): Promise<void> {
+    const now = this.options.clock();
+    const revoked = await tx.query(
+      'UPDATE auth.grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL',
+      [grantId, now],
+    );
+    if (revoked.rowCount === 0) return;
+    const { rows } = await tx.query<{ last: Date | null }>(
+      'SELECT max(access_token_expires_at) AS last FROM auth.refresh_tokens WHERE grant_id = $1',
+      [grantId],
+    );
+    const last = rows[0]?.last;
+    if (last != null && last > now) {
+      await tx.query('INSERT INTO auth.revocations (grant_id, expires_at) VALUES ($1, $2)', [grantId, last]);
+    }
+  }
+
+  /** The grant issued from an authorization code, if any. */
+  async grantIdOfCode(tx: PoolClient, authorizationCodeId: string): Promise<string | undefined> {
+    const { rows } = await tx.query<{ id: string }>(
+      'SELECT id FROM auth.grants WHERE authorization_code_id = $1',
+      [authorizationCodeId],
+    );
+    return rows[0]?.id;
+  }
+
+  /** Whether the access token `jti` of grant `grantId` still works (its grant and pair are live). */
+  async accessTokenLive(tx: PoolClient, grantId: string, tokenId: string): Promise<boolean> {
+    const { rows } = await tx.query<{ live: boolean }>(
+      `SELECT g.revoked_at IS NULL AND rt.state <> 'superseded' AS live
+         FROM auth.grants g JOIN auth.refresh_tokens rt ON rt.grant_id = g.id
+        WHERE g.id = $1 AND rt.access_token_id = $2`,
+      [grantId, tokenId],
+    );
+    return rows[0]?.live === true;
+  }
+}

@@ -1,0 +1,202 @@
+import type { RequestHandler } from 'express';
+import type { Clock, Scope } from '@ofp/auth-tokens';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { digestSecret } from '../secrets.js';
+import { clientOf, type Client } from './client-auth.js';
+import { OAuthError } from './errors.js';
+import { formOf, type OAuthParams } from './form.js';
+import type { Grants, TokenResponse } from './grants.js';
+import { verifierMatches } from './pkce.js';
+import { decideRefresh } from './refresh-decision.js';
+import { narrowScopes } from './scopes.js';
+
+export interface TokenEndpointDeps {
+  pool: Pool;
+  grants: Grants;
+  clock: Clock;
+}
+
+/**
+ * An outcome decided inside a transaction: either a token response, or an error to answer with after
+ * the transaction commits (a reused code or refresh token revokes its grant and is still an error).
+ */
+type Outcome = TokenResponse | OAuthError;
+
+/**
+ * `POST /oauth/token` (RFC 6749 §3.2) after form parsing, client authentication and rate limiting:
+ * the `authorization_code` (§4.1.3, RFC 7636 §4.6), `refresh_token` (§6) and `client_credentials`
+ * (§4.4) grants. Every client may use all three (API.md §7).
+ */
+export function tokenEndpoint(deps: TokenEndpointDeps): RequestHandler {
+  return async (_req, res) => {
+    const form = formOf(res.locals);
+    const client = clientOf(res.locals);
+    const grantType = form.get('grant_type');
+    let outcome: Outcome;
+    switch (grantType) {
+      case 'authorization_code':
+        outcome = await inTransaction(deps.pool, (tx) => exchangeCode(deps, tx, client, form));
+        break;
+      case 'refresh_token':
+        outcome = await inTransaction(deps.pool, (tx) => refresh(deps, tx, client, form));
+        break;
+      case 'client_credentials':
+        outcome = await inTransaction(deps.pool, (tx) => clientCredentials(deps, tx, client, form));
+        break;
+      case undefined:
+        throw new OAuthError('invalid_request', 'The grant_type parameter is required');
+      default:
+        throw new OAuthError(
+          'unsupported_grant_type',
+          'Supported: authorization_code, refresh_token, client_credentials',
+        );
+    }
+    if (outcome instanceof OAuthError) throw outcome;
+    // RFC 6749 §5.1: responses with tokens must not be cached.
+    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(outcome);
+  };
+}
+
+function required(form: OAuthParams, name: string): string {
+  const value = form.get(name);
+  if (value === undefined) throw new OAuthError('invalid_request', `The ${name} parameter is required`);
+  return value;
+}
+
+function narrowed(form: OAuthParams, allowed: readonly Scope[]): Scope[] {
+  const scopes = narrowScopes(form.get('scope'), allowed);
+  if (scopes === undefined) {
+    throw new OAuthError(
+      'invalid_scope',
+      `The scope may only narrow the granted scopes (${allowed.join(' ')})`,
+    );
+  }
+  return scopes;
+}
+
+interface CodeRow {
+  id: string;
+  client_id: string;
+  redirect_uri: string | null;
+  scopes: Scope[];
+  code_challenge: string | null;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+async function exchangeCode(
+  deps: TokenEndpointDeps,
+  tx: PoolClient,
+  client: Client,
+  form: OAuthParams,
+): Promise<Outcome> {
+  const code = required(form, 'code');
+  const { rows } = await tx.query<CodeRow>(
+    `SELECT id, client_id, redirect_uri, scopes, code_challenge, expires_at, used_at
+       FROM auth.authorization_codes WHERE code_hash = $1 FOR UPDATE`,
+    [digestSecret(code)],
+  );
+  const row = rows[0];
+  // RFC 6749 §4.1.3: the code must have been issued to the authenticated client.
+  if (row === undefined || row.client_id !== client.id) {
+    return new OAuthError('invalid_grant', 'The authorization code is invalid');
+  }
+  if (row.used_at !== null) {
+    // RFC 6749 §4.1.2: a code used twice revokes the tokens issued from it (API.md §7).
+    const grantId = await deps.grants.grantIdOfCode(tx, row.id);
+    if (grantId !== undefined) await deps.grants.revoke(tx, grantId);
+    return new OAuthError('invalid_grant', 'The authorization code was already used');
+  }
+  if (row.expires_at <= deps.clock())
+    return new OAuthError('invalid_grant', 'The authorization code expired');
+  // RFC 6749 §4.1.3: redirect_uri must repeat the authorization request's, when that one had it.
+  const redirectUri = form.get('redirect_uri');
+  if (
+    (row.redirect_uri !== null && redirectUri !== row.redirect_uri) ||
+    (redirectUri ?? client.redirectUri) !== client.redirectUri
+  ) {
+    return new OAuthError('invalid_grant', 'The redirect_uri does not match the authorization request');
+  }
+  const verifier = form.get('code_verifier');
+  if (row.code_challenge !== null) {
+    if (verifier === undefined || !verifierMatches(verifier, row.code_challenge)) {
+      return new OAuthError('invalid_grant', 'The code_verifier does not match the code_challenge');
+    }
+  } else if (verifier !== undefined) {
+    // RFC 9700 §2.1.1: a verifier for a code issued without a challenge signals a PKCE downgrade.
+    return new OAuthError('invalid_grant', 'The authorization request had no code_challenge');
+  }
+  const scopes = narrowed(form, row.scopes);
+  await tx.query('UPDATE auth.authorization_codes SET used_at = $2 WHERE id = $1', [row.id, deps.clock()]);
+  const grant = await deps.grants.create(tx, {
+    clientId: client.id,
+    organizationId: client.organizationId,
+    scopes: row.scopes,
+    authorizationCodeId: row.id,
+  });
+  return (await deps.grants.issuePair(tx, grant, scopes)).response;
+}
+
+async function refresh(
+  deps: TokenEndpointDeps,
+  tx: PoolClient,
+  client: Client,
+  form: OAuthParams,
+): Promise<Outcome> {
+  const value = required(form, 'refresh_token');
+  const invalid = new OAuthError('invalid_grant', 'The refresh token is invalid');
+  const grantId = await deps.grants.grantIdOfRefreshToken(tx, value);
+  if (grantId === undefined) return invalid;
+  // Serializes concurrent refreshes of one grant; the token's state is read after the lock.
+  const grant = await deps.grants.lock(tx, grantId);
+  const presented = await deps.grants.refreshToken(tx, { value });
+  // RFC 6749 §6: the refresh token must have been issued to the authenticated client.
+  if (grant === undefined || presented === undefined || grant.clientId !== client.id) return invalid;
+  if (grant.revokedAt !== null) return new OAuthError('invalid_grant', 'The grant was revoked');
+
+  const successor =
+    presented.replacedBy === null
+      ? undefined
+      : await deps.grants.refreshToken(tx, { id: presented.replacedBy });
+  const decision = decideRefresh(presented, successor?.state, deps.clock());
+  switch (decision) {
+    case 'expired':
+      return new OAuthError('invalid_grant', 'The refresh token expired');
+    case 'reuse':
+      await deps.grants.revoke(tx, grant.id);
+      return new OAuthError('invalid_grant', 'The refresh token was already used; the grant is revoked');
+    case 'rotate': {
+      // RFC 6749 §6: the scope may narrow what was originally granted, never widen it.
+      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes));
+      await deps.grants.markRotated(tx, presented, issued.refreshTokenId);
+      return issued.response;
+    }
+    case 'retry': {
+      if (successor === undefined) throw new Error('a retry needs the pair it supersedes');
+      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes));
+      await deps.grants.markRetried(tx, presented, successor, issued.refreshTokenId);
+      return issued.response;
+    }
+    default: {
+      const unhandled: never = decision;
+      throw new Error(`unhandled refresh decision ${String(unhandled)}`);
+    }
+  }
+}
+
+async function clientCredentials(
+  deps: TokenEndpointDeps,
+  tx: PoolClient,
+  client: Client,
+  form: OAuthParams,
+): Promise<Outcome> {
+  const scopes = narrowed(form, client.scopes);
+  const grant = await deps.grants.create(tx, {
+    clientId: client.id,
+    organizationId: client.organizationId,
+    scopes,
+  });
+  // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included here; API.md §7's success response
+  // has one for every grant, and the contract wins.
+  return (await deps.grants.issuePair(tx, grant, scopes)).response;
+}

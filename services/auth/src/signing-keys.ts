@@ -1,0 +1,123 @@
+import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Clock, KeySource } from '@ofp/auth-tokens';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { ACCESS_TOKEN_TTL_SECONDS } from './access-tokens.js';
+
+const generateRsaKeyPair = promisify(generateKeyPair);
+
+/** A published public key (RFC 7517 §4). */
+export interface PublicJwk {
+  kty: 'RSA';
+  kid: string;
+  use: 'sig';
+  alg: 'RS256';
+  n: string;
+  e: string;
+}
+
+/**
+ * A retired key stays published this long after it stopped signing: its last token's lifetime plus the
+ * verifiers' clock tolerance, so that rotation never invalidates a live token (API.md §7).
+ */
+const PUBLISHED_AFTER_RETIREMENT_MS = (ACCESS_TOKEN_TTL_SECONDS + 5 * 60) * 1000;
+
+/**
+ * The RSA keys that sign access tokens, kept in `auth.signing_keys`. One key signs at a time; rotating
+ * retires it (it stays in the JWKS until its tokens have expired) and makes a new one the signer. Every
+ * replica reads the current signer from the database, so a rotation anywhere takes effect everywhere.
+ */
+export class SigningKeys {
+  private readonly parsed = new Map<string, KeyObject>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Creates the first key when there is none (safe to race: the loser's insert is discarded). Returns
+   * whether it created one.
+   */
+  async ensureSigningKey(): Promise<boolean> {
+    const { rows } = await this.pool.query('SELECT 1 FROM auth.signing_keys WHERE retired_at IS NULL');
+    if (rows.length > 0) return false;
+    const key = await newKey();
+    const inserted = await this.pool.query(
+      `INSERT INTO auth.signing_keys (kid, private_key, public_jwk, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING`,
+      [key.jwk.kid, key.privatePem, key.jwk, this.clock()],
+    );
+    return inserted.rowCount === 1;
+  }
+
+  /** Retires the signing key and makes a new one the signer. Returns both key ids. */
+  async rotate(): Promise<{ kid: string; retiredKid: string | undefined }> {
+    const key = await newKey();
+    return inTransaction(this.pool, async (client: PoolClient) => {
+      const now = this.clock();
+      const retired = await client.query<{ kid: string }>(
+        'UPDATE auth.signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid',
+        [now],
+      );
+      await client.query(
+        'INSERT INTO auth.signing_keys (kid, private_key, public_jwk, created_at) VALUES ($1, $2, $3, $4)',
+        [key.jwk.kid, key.privatePem, key.jwk, now],
+      );
+      return { kid: key.jwk.kid, retiredKid: retired.rows[0]?.kid };
+    });
+  }
+
+  /** The key that signs new tokens. */
+  async signer(): Promise<{ kid: string; privateKey: KeyObject }> {
+    const { rows } = await this.pool.query<{ kid: string; private_key: string }>(
+      'SELECT kid, private_key FROM auth.signing_keys WHERE retired_at IS NULL',
+    );
+    const row = rows[0];
+    if (row === undefined) throw new Error('no signing key: ensureSigningKey() runs at start');
+    let privateKey = this.parsed.get(row.kid);
+    if (privateKey === undefined) {
+      privateKey = createPrivateKey(row.private_key);
+      this.parsed.set(row.kid, privateKey);
+    }
+    return { kid: row.kid, privateKey };
+  }
+
+  /** The JWKS document (RFC 7517 §5): the signer and every retired key whose tokens may still be live. */
+  async jwks(): Promise<{ keys: PublicJwk[] }> {
+    const publishedSince = new Date(this.clock().getTime() - PUBLISHED_AFTER_RETIREMENT_MS);
+    const { rows } = await this.pool.query<{ public_jwk: PublicJwk }>(
+      `SELECT public_jwk FROM auth.signing_keys WHERE retired_at IS NULL OR retired_at > $1
+       ORDER BY created_at DESC`,
+      [publishedSince],
+    );
+    return { keys: rows.map((r) => r.public_jwk) };
+  }
+
+  /** The published keys as a verifier's key source, for checking this service's own tokens. */
+  keySource(): KeySource {
+    return {
+      getKey: async (kid) => {
+        const jwk = (await this.jwks()).keys.find((k) => k.kid === kid);
+        return jwk === undefined ? undefined : createPublicKey({ key: { ...jwk }, format: 'jwk' });
+      },
+    };
+  }
+}
+
+async function newKey(): Promise<{ jwk: PublicJwk; privatePem: string }> {
+  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', { modulusLength: 2048 });
+  const { n, e } = publicKey.export({ format: 'jwk' });
+  if (n === undefined || e === undefined) throw new Error('RSA public key without modulus or exponent');
+  return {
+    jwk: { kty: 'RSA', kid: thumbprint(n, e), use: 'sig', alg: 'RS256', n, e },
+    privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
+}
+
+/** RFC 7638 §3: SHA-256 over the required members in lexicographic order, base64url. */
+function thumbprint(n: string, e: string): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ e, kty: 'RSA', n }))
+    .digest('base64url');
+}

@@ -1,0 +1,120 @@
+import type { Server } from 'node:http';
+import express, { type IRouter } from 'express';
+import type { TokenBucketConfig } from '@ofp/auth-tokens';
+import { closeServer, createHttpApp, createMetricsRegistry, listen, type Pool } from '@ofp/runtime';
+import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
+import { createAuthModule, migrateAuth, type AuthModule } from '../module.js';
+import type { RegisteredClient } from '../tenants.js';
+
+/** A clock that tests move by hand. */
+export interface TestClock {
+  (): Date;
+  advance(ms: number): void;
+}
+
+export function testClock(start = Date.now()): TestClock {
+  let now = start;
+  return Object.assign(() => new Date(now), {
+    advance(ms: number) {
+      now += ms;
+    },
+  });
+}
+
+export interface AuthTestServer {
+  /** The base URL, also the issuer. */
+  url: string;
+  issuer: string;
+  adminToken: string;
+  pool: Pool;
+  clock: TestClock;
+  auth: AuthModule;
+  /** Registers an organization and a client through the admin API. */
+  registerClient(client?: { scopes?: string[]; redirectUri?: string }): Promise<RegisteredClient>;
+  /** POSTs a form to the server, as an OAuth client does. */
+  postForm(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export const TEST_REDIRECT_URI = 'http://127.0.0.1:9/callback';
+
+/**
+ * The auth service on a database of its own, listening on a free loopback port. `routes` mounts more
+ * routes on the same app (a resource server guarded by the verifier, say), after the auth routes.
+ */
+export async function startAuthTestServer(
+  options: { rateLimit?: TokenBucketConfig; routes?: (router: IRouter, server: AuthTestServer) => void } = {},
+): Promise<AuthTestServer> {
+  const logger = testLogger('auth-test');
+  const database: TestDatabase = await createTestDatabase();
+  await migrateAuth(database.pool, logger);
+  // The issuer is the listening URL, known only once listening: routes mount on this router afterwards.
+  const router = express.Router();
+  const app = createHttpApp({
+    logger,
+    metrics: createMetricsRegistry('auth-test'),
+    ready: () => true,
+    routes: (root) => root.use(router),
+  });
+  const listening: { server: Server; port: number } = await listen(app, 0, '127.0.0.1');
+  const url = `http://127.0.0.1:${listening.port}`;
+  const clock = testClock();
+  const adminToken = 'test-admin-token-0123456789';
+  const auth = createAuthModule({
+    pool: database.pool,
+    logger,
+    clock,
+    settings: {
+      publicUrl: url,
+      adminToken,
+      rateLimit: options.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 },
+      refreshTokenTtlSeconds: 30 * 24 * 3600,
+    },
+  });
+  auth.routes(router);
+  await auth.start();
+
+  const server: AuthTestServer = {
+    url,
+    issuer: auth.issuer,
+    adminToken,
+    pool: database.pool,
+    clock,
+    auth,
+    async registerClient(client = {}) {
+      const admin = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
+      const organization = (await (
+        await fetch(`${url}/admin/organizations`, {
+          method: 'POST',
+          headers: admin,
+          body: JSON.stringify({ name: 'Acme' }),
+        })
+      ).json()) as { results: { id: number } };
+      const response = await fetch(`${url}/admin/organizations/${organization.results.id}/clients`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({
+          name: 'Acme integration',
+          redirect_uri: client.redirectUri ?? TEST_REDIRECT_URI,
+          scopes: client.scopes ?? ['read', 'write', 'operations'],
+        }),
+      });
+      if (response.status !== 201) throw new Error(`client registration failed: ${await response.text()}`);
+      return ((await response.json()) as { results: RegisteredClient }).results;
+    },
+    postForm(path, form, headers = {}) {
+      return fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(form).toString(),
+      });
+    },
+    async close() {
+      await auth.stop();
+      await closeServer(listening.server);
+      await database.drop();
+    },
+  };
+  options.routes?.(router, server);
+  return server;
+}

@@ -1,0 +1,255 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { IRouter, RequestHandler } from 'express';
+import jwt from 'jsonwebtoken';
+import {
+  authOf,
+  createJwksKeySource,
+  createPostgresRevocationFeed,
+  createRevocationModule,
+  createTokenVerifier,
+  rateLimit,
+  requireBearer,
+  requireScope,
+  RevocationDenyList,
+  TokenBucketLimiter,
+  type Clock,
+} from '@ofp/auth-tokens';
+import { singleEnvelope } from '@ofp/contracts';
+import type { Module } from '@ofp/runtime';
+import { testLogger } from '@ofp/testing';
+import type { RegisteredClient } from './tenants.js';
+import {
+  startAuthTestServer,
+  testClock,
+  type AuthTestServer,
+  type TestClock,
+} from './testing/auth-test-server.js';
+
+// jest's asymmetric matchers are typed any; as unknown they fit any expected shape.
+const anyString: unknown = expect.any(String);
+
+/**
+ * The auth service and, in the same app, a resource server that verifies its tokens the way every
+ * service does: JWKS over HTTP, the deny-list fed from `auth.revocations`.
+ */
+describe('bearer token verification against the auth service', () => {
+  let server: AuthTestServer;
+  let client: RegisteredClient;
+  let verifierClock: TestClock;
+  let revocations: Module;
+
+  function mountResourceServer(router: IRouter, auth: AuthTestServer): void {
+    const logger = testLogger('resource-server');
+    const clock: Clock = () => verifierClock();
+    const denyList = new RevocationDenyList(clock);
+    revocations = createRevocationModule(
+      createPostgresRevocationFeed({ pool: auth.pool, logger, intervalMs: 1_000 }),
+      denyList,
+    );
+    const verifier = createTokenVerifier({
+      issuer: auth.issuer,
+      keys: createJwksKeySource({ url: `${auth.url}/.well-known/jwks.json`, clock, logger }),
+      denyList,
+      clock,
+    });
+    const limiter = new TokenBucketLimiter({ capacity: 2, refillPerSecond: 0.1 }, clock);
+    const respond: RequestHandler = (req, res) => {
+      res.json(singleEnvelope(authOf(req)));
+    };
+    router.get('/v2/things', requireBearer(verifier), requireScope('read'), respond);
+    router.post('/v2/things', requireBearer(verifier), requireScope('write'), respond);
+    router.get('/v2/limited', requireBearer(verifier), rateLimit({ limiter }), respond);
+  }
+
+  beforeAll(async () => {
+    verifierClock = testClock();
+    server = await startAuthTestServer({ routes: mountResourceServer });
+    await revocations.start();
+    client = await server.registerClient();
+  });
+  afterAll(async () => {
+    await revocations.stop();
+    await server.close();
+  });
+
+  async function accessToken(scope = 'read write'): Promise<string> {
+    const response = await server.postForm('/oauth/token', {
+      grant_type: 'client_credentials',
+      scope,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
+    return ((await response.json()) as { access_token: string }).access_token;
+  }
+
+  const call = (token: string | undefined, method = 'GET', path = '/v2/things') =>
+    fetch(`${server.url}${path}`, {
+      method,
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
+
+  async function expectRefused(token: string, description: string): Promise<void> {
+    const response = await call(token);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="${description}"`,
+    );
+    expect(await response.json()).toEqual({ count: 0, results: null, errors: { base: [description] } });
+  }
+
+  /** The service's signing key, read from its table, to forge tokens the signature check would pass. */
+  async function signingKey(): Promise<{ kid: string; privateKey: string }> {
+    const { rows } = await server.pool.query<{ kid: string; private_key: string }>(
+      'SELECT kid, private_key FROM auth.signing_keys WHERE retired_at IS NULL',
+    );
+    return { kid: rows[0]!.kid, privateKey: rows[0]!.private_key };
+  }
+
+  function claimsOf(token: string): Record<string, unknown> {
+    return jwt.decode(token) as Record<string, unknown>;
+  }
+
+  it('accepts a valid token and tells the route who is calling', async () => {
+    const response = await call(await accessToken());
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { results: unknown }).results).toMatchObject({
+      clientId: client.client_id,
+      orgId: client.organization_id,
+      scopes: ['read', 'write'],
+      grantId: anyString,
+    });
+  });
+
+  it('challenges a request without a token, without an error code', async () => {
+    const response = await call(undefined);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('refuses a token with a forged signature', async () => {
+    const [header, payload] = (await accessToken()).split('.');
+    await expectRefused(`${header}.${payload}.${'A'.repeat(342)}`, 'The access token signature is invalid');
+  });
+
+  it('refuses an unsigned token (alg none)', async () => {
+    const payload = Buffer.from(JSON.stringify(claimsOf(await accessToken()))).toString('base64url');
+    const { kid } = await signingKey();
+    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT', kid })).toString('base64url');
+    await expectRefused(`${header}.${payload}.`, 'The access token is not signed with RS256');
+  });
+
+  it('refuses an expired token', async () => {
+    const token = await accessToken();
+    verifierClock.advance(10_800_000 + 60_000);
+    try {
+      await expectRefused(token, 'The access token expired');
+    } finally {
+      verifierClock.advance(-(10_800_000 + 60_000));
+    }
+  });
+
+  it('refuses a token signed by a key the service does not publish', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const forged = jwt.sign(claimsOf(await accessToken()), privateKey, {
+      algorithm: 'RS256',
+      keyid: 'other-key',
+    });
+    await expectRefused(forged, 'The access token is signed with an unknown key');
+    const { kid } = await signingKey();
+    const impostor = jwt.sign(claimsOf(await accessToken()), privateKey, { algorithm: 'RS256', keyid: kid });
+    await expectRefused(impostor, 'The access token signature is invalid');
+  });
+
+  it('refuses a token of another issuer, even signed with the right key', async () => {
+    const { kid, privateKey } = await signingKey();
+    const claims = { ...claimsOf(await accessToken()), iss: 'https://elsewhere.example' };
+    await expectRefused(
+      jwt.sign(claims, privateKey, { algorithm: 'RS256', keyid: kid }),
+      'The access token has another issuer',
+    );
+  });
+
+  it('answers a read-only token on a write route with 403 insufficient_scope', async () => {
+    const token = await accessToken('read');
+    expect((await call(token)).status).toBe(200);
+    const response = await call(token, 'POST');
+    expect(response.status).toBe(403);
+    expect(response.headers.get('www-authenticate')).toBe(
+      'Bearer error="insufficient_scope", error_description="The access token lacks the write scope", scope="write"',
+    );
+  });
+
+  it('refuses a revoked token within 5 seconds', async () => {
+    const token = await accessToken();
+    expect((await call(token)).status).toBe(200);
+    const revoked = await server.postForm('/oauth/revoke', {
+      token,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
+    expect(revoked.status).toBe(200);
+    const start = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - start < 5_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await call(token)).status;
+    }
+    expect(status).toBe(401);
+    expect(Date.now() - start).toBeLessThan(5_000);
+    await expectRefused(token, 'The access token was revoked');
+  });
+
+  it('limits each client’s request rate with 429 and the RateLimit headers', async () => {
+    const token = await accessToken();
+    const first = await call(token, 'GET', '/v2/limited');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-limit')).toBe('2');
+    expect(first.headers.get('ratelimit-remaining')).toBe('1');
+    expect((await call(token, 'GET', '/v2/limited')).status).toBe(200);
+    const limited = await call(token, 'GET', '/v2/limited');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('10');
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(limited.headers.get('ratelimit-reset')).toBe('20');
+    expect(await limited.json()).toEqual({
+      count: 0,
+      results: null,
+      errors: { base: ['Too many requests'] },
+    });
+  });
+  // The last tests rotate the signing key and move the service's clock.
+  it('keeps tokens of a rotated-out key valid and accepts the new key’s tokens', async () => {
+    const before = await accessToken();
+    const rotation = await fetch(`${server.url}/admin/signing_keys/rotate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(rotation.status).toBe(201);
+    const after = await accessToken();
+    const kidOf = (token: string) => jwt.decode(token, { complete: true })!.header.kid;
+    expect(kidOf(after)).not.toBe(kidOf(before));
+    // The verifier fetched the JWKS at this same instant of its clock; it looks for a new key once its
+    // refetch interval (5 s) has passed.
+    verifierClock.advance(5_000);
+    expect((await call(after)).status).toBe(200);
+    expect((await call(before)).status).toBe(200);
+  });
+
+  it('stops publishing a retired key once its last token expired', async () => {
+    const before = await accessToken();
+    await fetch(`${server.url}/admin/signing_keys/rotate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const kid = jwt.decode(before, { complete: true })!.header.kid;
+    const published = async () =>
+      (
+        (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }
+      ).keys.map((k) => k.kid);
+    expect(await published()).toContain(kid);
+    server.clock.advance(10_800_000 + 5 * 60_000 + 1_000);
+    expect(await published()).not.toContain(kid);
+  });
+});
