@@ -1,2 +1,3 @@
 export * from './errors.js';
 export * from './envelope.js';
+export * from './record-events.js';

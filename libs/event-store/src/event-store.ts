@@ -172,6 +172,15 @@ export class EventStore {
     return rows.map(toStoredEvent);
   }
 
+  /** A stream's last event, or undefined for a stream that does not exist. */
+  async readStreamHead(streamId: string): Promise<StoredEvent | undefined> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 ORDER BY version DESC LIMIT 1`,
+      [streamId],
+    );
+    return rows[0] && toStoredEvent(rows[0]);
+  }
+
   /**
    * Events after `after` in global order, of the given stream types (all when omitted). Only events
    * of transactions older than every transaction still in flight are returned, so a later call never

@@ -9,6 +9,7 @@ import {
 } from '@ofp/auth-tokens';
 import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
 import { mountAdminRoutes } from './admin/routes.js';
+import { mountAuthenticateRoute } from './authenticate.js';
 import { Grants } from './oauth/grants.js';
 import { mountOAuthRoutes } from './oauth/routes.js';
 import { SigningKeys } from './signing-keys.js';
@@ -35,7 +36,7 @@ export interface AuthModuleDeps {
 export interface AuthModule extends Module {
   /** The issuer identifier verifiers must expect. */
   readonly issuer: string;
-  /** Mounts `/oauth/*`, `/.well-known/*` and `/admin/*` on an app or a router. */
+  /** Mounts `/oauth/*`, `/.well-known/*`, `/admin/*` and `/v2/authenticate` on an app or a router. */
   routes(app: IRouter): void;
 }
 
@@ -83,6 +84,7 @@ export function createAuthModule(deps: AuthModuleDeps): AuthModule {
     },
     ready: () => started,
     routes(app) {
+      mountAuthenticateRoute(app, { pool: deps.pool, grants, verifier });
       mountOAuthRoutes(app, { pool: deps.pool, clock: deps.clock, issuer, keys, grants, limiter, verifier });
       mountAdminRoutes(app, {
         pool: deps.pool,

@@ -1,0 +1,117 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { freePort } from './ports.js';
+
+/** The compiled process entry point (`npm test` builds before running the tiers that use it). */
+const PLATFORM_MAIN = resolve(import.meta.dirname, '../../../platform/dist/main.js');
+
+export interface RunningPlatform {
+  /** Base URL of the auth service (`/oauth`, `/admin`, `/v2/authenticate`). */
+  readonly authUrl: string;
+  /** Base URL of the `/v2` model endpoints. */
+  readonly apiUrl: string;
+  readonly adminToken: string;
+  /** Sends SIGTERM to every process and waits for them to exit (SIGKILL after 15 s). */
+  stop(): Promise<void>;
+}
+
+export interface PlatformOptions {
+  readonly databaseUrl: string;
+  /** With brokers: the distributed shape, one process per service. Without: standalone, one process. */
+  readonly kafkaBrokers?: readonly string[];
+  /** Extra environment for every process (LOG_LEVEL, KAFKA_TOPIC_PREFIX...). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Where the processes' output goes (default: discarded unless TEST_LOG_LEVEL is set). */
+  readonly output?: 'inherit' | 'ignore';
+}
+
+/**
+ * Runs the platform as real processes over real HTTP: standalone (`TARGET=all`) or distributed
+ * (`TARGET=auth`, `api`, `projector` against Kafka). For end-to-end tests, benchmarks and the local
+ * distributed run.
+ */
+export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
+  const adminToken = randomBytes(24).toString('base64url');
+  const output = options.output ?? (process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore');
+  const common: Record<string, string> = {
+    DATABASE_URL: options.databaseUrl,
+    ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    ...options.env,
+  };
+  const children: ChildProcess[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(children.map(stopProcess));
+  };
+  try {
+    if (!options.kafkaBrokers) {
+      const port = await freePort();
+      children.push(spawnTarget('all', port, common, output));
+      const url = `http://localhost:${port}`;
+      await waitReady(url, children);
+      return { authUrl: url, apiUrl: url, adminToken, stop };
+    }
+    const [authPort, apiPort, projectorPort] = [await freePort(), await freePort(), await freePort()];
+    const authUrl = `http://localhost:${authPort}`;
+    const distributed = {
+      ...common,
+      KAFKA_BROKERS: options.kafkaBrokers.join(','),
+      PUBLIC_URL: authUrl,
+      AUTH_URL: authUrl,
+    };
+    children.push(spawnTarget('auth', authPort, distributed, output));
+    await waitReady(authUrl, children);
+    children.push(
+      spawnTarget('api', apiPort, distributed, output),
+      spawnTarget('projector', projectorPort, distributed, output),
+    );
+    const apiUrl = `http://localhost:${apiPort}`;
+    await Promise.all([
+      waitReady(apiUrl, children),
+      waitReady(`http://localhost:${projectorPort}`, children),
+    ]);
+    return { authUrl, apiUrl, adminToken, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+function spawnTarget(
+  target: string,
+  port: number,
+  env: Record<string, string>,
+  output: 'inherit' | 'ignore',
+): ChildProcess {
+  return spawn(process.execPath, [PLATFORM_MAIN], {
+    env: { ...process.env, ...env, TARGET: target, PORT: String(port) },
+    stdio: ['ignore', output, output],
+  });
+}
+
+async function waitReady(url: string, children: readonly ChildProcess[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const exited = children.find((child) => child.exitCode !== null);
+    if (exited)
+      throw new Error(`platform process exited with code ${exited.exitCode} before ${url} was ready`);
+    try {
+      const response = await fetch(`${url}/readyz`);
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} was not ready within ${timeoutMs} ms`);
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,57 @@
+import { isDomainError } from '@ofp/contracts';
+import { PHONE_NUMBER_TYPE_SEEDS, phoneNumberTypes } from '@ofp/models';
+import type { Pool } from '@ofp/runtime';
+import type { ProjectionWaiter } from '../queries/projection-waiter.js';
+import type { RecordCommands } from './record-commands.js';
+import type { UniqueValues } from './unique-values.js';
+
+/**
+ * Gives every organization its seed records before its first request is served: the phone number
+ * types Work, Home, Mobile and Fax "exist from the start" (API.md §6). They are ordinary records,
+ * created through the same commands (and events) as any other, once per organization.
+ */
+export class TenantSeeder {
+  private readonly seeded = new Set<number>();
+  private readonly inFlight = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly commands: RecordCommands,
+    private readonly unique: UniqueValues,
+    private readonly waiter: ProjectionWaiter,
+  ) {}
+
+  async ensureSeeded(orgId: number): Promise<void> {
+    if (this.seeded.has(orgId)) return;
+    let seeding = this.inFlight.get(orgId);
+    if (!seeding) {
+      seeding = this.seed(orgId).finally(() => this.inFlight.delete(orgId));
+      this.inFlight.set(orgId, seeding);
+    }
+    await seeding;
+    this.seeded.add(orgId);
+  }
+
+  private async seed(orgId: number): Promise<void> {
+    const done = await this.pool.query('SELECT 1 FROM api.seeded_organizations WHERE org_id = $1', [orgId]);
+    if (done.rowCount === 1) return;
+    for (const name of PHONE_NUMBER_TYPE_SEEDS) {
+      if ((await this.unique.lookup(orgId, phoneNumberTypes.name, 'name', name)) !== undefined) continue;
+      try {
+        const outcome = await this.commands.write(
+          phoneNumberTypes,
+          { orgId, actor: 'system', requestId: `seed-${orgId}` },
+          { kind: 'create', body: { name } },
+        );
+        if (outcome.written) await this.waiter.waitFor(outcome.written.streamId, outcome.written.version);
+      } catch (error) {
+        // Another process seeding the same organization at the same moment took the name first.
+        if (!(isDomainError(error) && error.kind === 'Conflict')) throw error;
+      }
+    }
+    await this.pool.query(
+      'INSERT INTO api.seeded_organizations (org_id) VALUES ($1) ON CONFLICT DO NOTHING',
+      [orgId],
+    );
+  }
+}

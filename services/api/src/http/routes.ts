@@ -1,0 +1,175 @@
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { baseError, singleEnvelope, searchEnvelope } from '@ofp/contracts';
+import { authOf, requireScope } from '@ofp/auth-tokens';
+import { findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
+import {
+  parseIdempotencyKey,
+  requestHash,
+  type IdempotencyStore,
+  type StoredResponse,
+} from '../commands/idempotency.js';
+import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
+import type { ProjectionWaiter } from '../queries/projection-waiter.js';
+import type { RecordQueries } from '../queries/record-queries.js';
+import type { TenantSeeder } from '../commands/tenant-seeder.js';
+import { etagOf, parseIfMatch, prefersAsync } from './write-headers.js';
+
+export interface ApiRoutesDependencies {
+  readonly commands: RecordCommands;
+  readonly queries: RecordQueries;
+  readonly waiter: ProjectionWaiter;
+  readonly idempotency: IdempotencyStore;
+  readonly tenants: TenantSeeder;
+  /** Verifies the bearer token (and applies the client's rate limit). */
+  readonly authenticate: readonly RequestHandler[];
+}
+
+/** The public `/v2` model endpoints (API.md §4-§6), mounted under `/v2` and `/api/v2`. */
+export function apiRoutes(deps: ApiRoutesDependencies): Router {
+  const router = Router();
+  router.use(...deps.authenticate);
+  // Every organization has its seed records (phone number types) before its first request is served.
+  router.use(async (req, _res, next) => {
+    await deps.tenants.ensureSeeded(authOf(req).orgId);
+    next();
+  });
+
+  const readScope = requireScope('read');
+  const writeScope: RequestHandler = (req, res, next) =>
+    requireScope(modelOf(req).writeScope)(req, res, next);
+
+  router
+    .route('/:model')
+    .get(readScope, async (req, res) => {
+      const model = modelOf(req);
+      const q = req.query.q;
+      if (q !== undefined && typeof q !== 'string') throw baseError('Invalid', 'q must be given once');
+      const page = await deps.queries.search(model, authOf(req).orgId, q);
+      res.json(searchEnvelope(page.records, page.totalResults, page.offset));
+    })
+    .post(writeScope, async (req, res) => {
+      await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBody(req)) });
+    })
+    .all(methodNotAllowed('GET, POST'));
+
+  router
+    .route('/:model/:id')
+    .get(readScope, async (req, res) => {
+      const model = modelOf(req);
+      const record = await deps.queries.get(model, authOf(req).orgId, idOf(req));
+      if (!record) throw baseError('NotFound', `${model.singular} ${paramOf(req, 'id')} not found`);
+      res.setHeader('ETag', etagOf(record.version));
+      res.json(singleEnvelope(record));
+    })
+    .post(writeScope, async (req, res) => {
+      await write(req, res, {
+        kind: 'create',
+        id: idOf(req),
+        body: validateCreate(modelOf(req), jsonBody(req)),
+      });
+    })
+    .put(writeScope, update)
+    .patch(writeScope, update)
+    .delete(writeScope, async (req, res) => {
+      const ifMatch = parseIfMatch(req.get('if-match'));
+      await write(req, res, { kind: 'delete', id: idOf(req), ...(ifMatch === undefined ? {} : { ifMatch }) });
+    })
+    .all(methodNotAllowed('GET, POST, PUT, PATCH, DELETE'));
+
+  async function update(req: Request, res: Response): Promise<void> {
+    const ifMatch = parseIfMatch(req.get('if-match'));
+    const body = validateUpdate(modelOf(req), jsonBody(req));
+    await write(req, res, {
+      kind: 'update',
+      id: idOf(req),
+      body,
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+    });
+  }
+
+  async function write(req: Request, res: Response, request: WriteRequest): Promise<void> {
+    const model = modelOf(req);
+    const { orgId, clientId } = authOf(req);
+    const key = parseIdempotencyKey(req.get('idempotency-key'));
+    const idempotent =
+      key === undefined
+        ? undefined
+        : {
+            key,
+            hash: requestHash(req.method, `${model.name}/${paramOf(req, 'id')}`, req.body),
+            respond: respondTo(req),
+          };
+    if (idempotent) {
+      const replay = await deps.idempotency.find(orgId, idempotent.key, idempotent.hash);
+      if (replay) {
+        send(res, replay, { 'Idempotent-Replayed': 'true' });
+        return;
+      }
+    }
+    const outcome = await deps.commands.write(
+      model,
+      { orgId, actor: clientId, requestId: req.id },
+      request,
+      idempotent,
+    );
+    if (prefersAsync(req.get('prefer'))) {
+      res.setHeader('Preference-Applied', 'respond-async');
+    } else if (outcome.written) {
+      await deps.waiter.waitFor(outcome.written.streamId, outcome.written.version);
+    }
+    send(res, respondTo(req)(outcome));
+  }
+
+  return router;
+}
+
+/** The response of a write, as stored for Idempotency-Key replays. */
+function respondTo(req: Request): (outcome: WriteOutcome) => StoredResponse {
+  return (outcome) => {
+    const headers: Record<string, string> = { ETag: etagOf(outcome.record.version) };
+    if (outcome.created) headers.Location = `${req.baseUrl}/${paramOf(req, 'model')}/${outcome.record.id}`;
+    return { status: outcome.created ? 201 : 200, headers, body: singleEnvelope(outcome.record) };
+  };
+}
+
+function send(res: Response, response: StoredResponse, extraHeaders: Record<string, string> = {}): void {
+  for (const [name, value] of Object.entries({ ...response.headers, ...extraHeaders }))
+    res.setHeader(name, value);
+  res.status(response.status).json(response.body);
+}
+
+/** A route parameter (express 5 types them as possibly repeated; these routes never repeat one). */
+function paramOf(req: Request, name: 'model' | 'id'): string {
+  const value = req.params[name];
+  return typeof value === 'string' ? value : '';
+}
+
+function modelOf(req: Request): ModelDefinition {
+  const name = paramOf(req, 'model');
+  const model = findModel(name);
+  if (!model) throw baseError('NotFound', `Unknown model ${name}`);
+  return model;
+}
+
+const ID = /^[1-9]\d{0,14}$/;
+
+function idOf(req: Request): number {
+  const id = paramOf(req, 'id');
+  if (!ID.test(id)) throw baseError('NotFound', `${modelOf(req).singular} ${id} not found`);
+  return Number(id);
+}
+
+/** A write's body: JSON by content type (415 otherwise), already parsed by the app's JSON parser. */
+function jsonBody(req: Request): unknown {
+  if (!req.is('application/json') && !req.is('+json')) {
+    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
+  }
+  return req.body as unknown;
+}
+
+function methodNotAllowed(allow: string): RequestHandler {
+  return (req) => {
+    modelOf(req);
+    throw baseError('MethodNotAllowed', `${req.method} is not allowed here`, { Allow: allow });
+  };
+}

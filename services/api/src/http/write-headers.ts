@@ -1,0 +1,22 @@
+import { baseError } from '@ofp/contracts';
+
+/** `ETag: W/"<version>"` (API.md §4). */
+export function etagOf(version: number): string {
+  return `W/"${version}"`;
+}
+
+/**
+ * The version an `If-Match` header pins (API.md §5), undefined without one or for `*` (any current
+ * version). A header that names no version of ours can never match: 412.
+ */
+export function parseIfMatch(header: string | undefined): number | undefined {
+  if (header === undefined || header.trim() === '*') return undefined;
+  const match = /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(header);
+  if (!match) throw baseError('PreconditionFailed', 'If-Match does not match the current ETag');
+  return Number(match[1]);
+}
+
+/** Whether the client asked not to wait for the read model (`Prefer: respond-async`, RFC 7240). */
+export function prefersAsync(header: string | undefined): boolean {
+  return header !== undefined && header.split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
+}

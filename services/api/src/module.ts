@@ -1,0 +1,83 @@
+import { fileURLToPath } from 'node:url';
+import type { RequestHandler } from 'express';
+import type { EventStore } from '@ofp/event-store';
+import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import { IdempotencyStore } from './commands/idempotency.js';
+import { RecordCommands } from './commands/record-commands.js';
+import { RecordStore } from './commands/record-store.js';
+import { ReferenceResolver } from './commands/references.js';
+import { TenantSeeder } from './commands/tenant-seeder.js';
+import { UniqueValues } from './commands/unique-values.js';
+import { apiRoutes } from './http/routes.js';
+import { ProjectionWaiter } from './queries/projection-waiter.js';
+import { RecordQueries } from './queries/record-queries.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export interface ApiDependencies {
+  readonly pool: Pool;
+  readonly connectionString: string;
+  readonly store: EventStore;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readonly authenticate: readonly RequestHandler[];
+  /** Longest a write's response waits for the read model (API.md §5 read-your-writes). */
+  readonly readYourWritesTimeoutMs: number;
+}
+
+export interface ApiModule extends Module {
+  /** The `/v2` model endpoints; mount under `/v2` and `/api/v2`. */
+  readonly routes: ReturnType<typeof apiRoutes>;
+}
+
+export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {
+  await migrate(pool, { component: 'api', directory: MIGRATIONS, logger });
+}
+
+/** The api service: commands onto the event store, queries from the read model. */
+export function createApiModule(deps: ApiDependencies): ApiModule {
+  const records = new RecordStore(deps.pool, deps.store);
+  const unique = new UniqueValues(deps.pool);
+  const idempotency = new IdempotencyStore(deps.pool);
+  const commands = new RecordCommands(
+    records,
+    new ReferenceResolver(records, unique),
+    unique,
+    idempotency,
+    deps.clock,
+  );
+  const waiter = new ProjectionWaiter(deps.pool, deps.connectionString, deps.logger, {
+    timeoutMs: deps.readYourWritesTimeoutMs,
+    pollIntervalMs: 50,
+  });
+  const tenants = new TenantSeeder(deps.pool, commands, unique, waiter);
+  let started = false;
+  let purge: NodeJS.Timeout | undefined;
+  return {
+    name: 'api',
+    routes: apiRoutes({
+      commands,
+      queries: new RecordQueries(deps.pool),
+      waiter,
+      idempotency,
+      tenants,
+      authenticate: deps.authenticate,
+    }),
+    async start() {
+      await waiter.start();
+      purge = setInterval(() => {
+        idempotency
+          .purgeExpired()
+          .catch((error: unknown) => deps.logger.warn({ err: error }, 'idempotency purge failed'));
+      }, 3_600_000);
+      purge.unref();
+      started = true;
+    },
+    async stop() {
+      started = false;
+      clearInterval(purge);
+      await waiter.stop();
+    },
+    ready: () => started,
+  };
+}

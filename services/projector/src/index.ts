@@ -1,0 +1,4 @@
+export * from './module.js';
+export * from './rebuild.js';
+export * from './projection.js';
+export * from './read-schema.js';

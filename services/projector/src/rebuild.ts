@@ -1,0 +1,59 @@
+import { START, type EventStore } from '@ofp/event-store';
+import { inTransaction, type Pool } from '@ofp/runtime';
+import { PROJECTED_STREAM_TYPES, PROJECTION_CHANNEL, PROJECTION_LOCK, applyEvents } from './projection.js';
+import { READ_SCHEMA, createReadSchema } from './read-schema.js';
+
+const NEXT_SCHEMA = 'read_rebuild';
+const REPLACED_SCHEMA = 'read_replaced';
+const BATCH = 2000;
+
+export interface RebuildProgress {
+  /** Called with the number of events replayed so far and the total at the start. */
+  (done: number, total: number): void;
+}
+
+/**
+ * Replays the event store into fresh read tables and swaps them in: readers keep the old tables
+ * until one transaction renames the schemas, so they never see a gap. The swap waits for the live
+ * projector's batch in flight (advisory lock) and replays what arrived meanwhile first.
+ */
+export async function rebuildReadModel(
+  pool: Pool,
+  store: EventStore,
+  progress: RebuildProgress,
+): Promise<{ events: number }> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${NEXT_SCHEMA} CASCADE`);
+  await inTransaction(pool, (client) => createReadSchema(client, NEXT_SCHEMA));
+  const { rows } = await pool.query<{ total: number }>(
+    'SELECT count(*)::int AS total FROM es.events WHERE stream_type = ANY($1::text[])',
+    [PROJECTED_STREAM_TYPES],
+  );
+  const total = rows[0]?.total ?? 0;
+  let position = START;
+  let done = 0;
+  progress(done, total);
+  for (;;) {
+    const events = await store.readAll(position, { limit: BATCH, streamTypes: PROJECTED_STREAM_TYPES });
+    if (events.length === 0) break;
+    await inTransaction(pool, (client) => applyEvents(client, NEXT_SCHEMA, events));
+    position = events[events.length - 1]!.position;
+    done += events.length;
+    progress(done, Math.max(total, done));
+  }
+  await inTransaction(pool, async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(${PROJECTION_LOCK})`);
+    for (;;) {
+      const events = await store.readAll(position, { limit: BATCH, streamTypes: PROJECTED_STREAM_TYPES });
+      if (events.length === 0) break;
+      await applyEvents(client, NEXT_SCHEMA, events);
+      position = events[events.length - 1]!.position;
+      done += events.length;
+    }
+    await client.query(`ALTER SCHEMA ${READ_SCHEMA} RENAME TO ${REPLACED_SCHEMA}`);
+    await client.query(`ALTER SCHEMA ${NEXT_SCHEMA} RENAME TO ${READ_SCHEMA}`);
+    await client.query(`SELECT pg_notify('${PROJECTION_CHANNEL}', '')`);
+  });
+  progress(done, Math.max(total, done));
+  await pool.query(`DROP SCHEMA ${REPLACED_SCHEMA} CASCADE`);
+  return { events: done };
+}
