@@ -1,0 +1,65 @@
+import { readModelDdl } from './ddl.js';
+import { items, people, phoneNumberTypes } from './registry.js';
+import { shipments } from './sketched-models.fixture.js';
+
+const statements = (ddl: string) => ddl.split(';\n').filter(Boolean);
+
+describe('readModelDdl', () => {
+  const ddl = readModelDdl([phoneNumberTypes, people, items, shipments]);
+
+  it('gives every text column byte-order collation', () => {
+    const textColumns = ddl.match(/ text[^,\n]*/g) ?? [];
+    expect(textColumns.length).toBeGreaterThan(10);
+    for (const text of textColumns) expect(text).toMatch(/^ text COLLATE "C"/);
+  });
+
+  it('types columns after the registry', () => {
+    expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "price" numeric');
+    expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "active" boolean');
+    expect(ddl).toContain('ALTER TABLE "read"."shipments" ADD COLUMN IF NOT EXISTS "shipped_at" timestamptz');
+    expect(ddl).toContain(
+      'ALTER TABLE "read"."people__phone_numbers" ADD COLUMN IF NOT EXISTS "phone_number_type_id" bigint',
+    );
+  });
+
+  it('keys lists inside lists by the record, the parent element and the element', () => {
+    expect(ddl).toContain(`CREATE TABLE IF NOT EXISTS "read"."shipments__packages__lines" (
+  org_id bigint NOT NULL,
+  "record_id" bigint NOT NULL,
+  "packages_ordinal" integer NOT NULL,
+  "ordinal" integer NOT NULL,
+  PRIMARY KEY ("record_id", "packages_ordinal", "ordinal"),
+  FOREIGN KEY ("record_id", "packages_ordinal")
+    REFERENCES "read"."shipments__packages" ("record_id", "ordinal")
+    ON DELETE CASCADE
+)`);
+  });
+
+  it('indexes both directions of every orderable column, but not long text', () => {
+    expect(ddl).toContain('ON "read"."people" ("org_id", "last_name", "id")');
+    expect(ddl).toContain('ON "read"."people" ("org_id", "last_name" DESC, "id")');
+    expect(ddl).toContain('ON "read"."people__phone_numbers" ("org_id", "number", "record_id")');
+    expect(ddl).not.toMatch(/CREATE INDEX [^\n]*"description"/);
+  });
+
+  it('names every index uniquely within 63 bytes', () => {
+    const names = statements(ddl).flatMap(
+      (statement) => /^CREATE INDEX IF NOT EXISTS "([^"]+)"/.exec(statement)?.[1] ?? [],
+    );
+    expect(names.length).toBeGreaterThan(40);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name.length).toBeLessThanOrEqual(63);
+  });
+
+  it('puts the tables in the schema it is given', () => {
+    const elsewhere = readModelDdl([people], { schema: 'read_v2' });
+    expect(elsewhere).toContain('CREATE SCHEMA IF NOT EXISTS "read_v2"');
+    expect(elsewhere).not.toContain('"read".');
+  });
+
+  it('refuses a schema name that is not a plain identifier', () => {
+    expect(() => readModelDdl([people], { schema: 'read"; DROP SCHEMA public; --' })).toThrow(
+      /not a safe SQL identifier/,
+    );
+  });
+});

@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import { RECORD_ID, RECORD_METADATA, type ColumnDefinition, type ModelDefinition } from './fields.js';
+import { qualifiedTable, quoteIdentifier, sqlType, type ReadModelOptions } from './sql.js';
+import { keyColumnType, tableTree, type TableNode } from './tables.js';
+
+/** Deleted records, so that a late or repeated older event cannot bring one back. */
+export const DELETED_RECORDS_TABLE = 'deleted_records';
+
+/**
+ * Records per model and organization, kept by the projection writes, so that a search without
+ * filters answers `total_results` without counting every row of the organization.
+ */
+export const RECORD_COUNTS_TABLE = 'record_counts';
+
+/**
+ * Longer strings are not indexed: a B-tree entry must stay under about 2.7 kB, and 500 characters of
+ * 4-byte UTF-8 plus the key columns fit. Filters on such columns (`items.description`) scan the org.
+ */
+const MAX_INDEXED_STRING_LENGTH = 500;
+
+/**
+ * The read-model DDL of `models` (see `TableNode` for the layout), as one idempotent script: run it at
+ * every start. Columns are added with `ADD COLUMN IF NOT EXISTS`, so a field added to the registry
+ * appears without a rebuild; other changes (a type, a removed field) need the read model rebuilt.
+ *
+ * Only key and metadata columns are `NOT NULL`: required-ness is the command side's rule, and a field
+ * becoming required later must not make old events unprojectable.
+ *
+ * Indexes: `(org_id, id)`; per model column `(org_id, column, id)` and `(org_id, column DESC, id)`,
+ * which give both sort directions with the `id asc` tie-break straight from the index; per child
+ * column and reference `(org_id, column, record_id)`, so a dotted filter can start from the children.
+ * Unique fields get an ordinary index: uniqueness is enforced when commands are decided.
+ */
+export function readModelDdl(models: readonly ModelDefinition[], options: ReadModelOptions = {}): string {
+  const schema = quoteIdentifier(options.schema ?? 'read');
+  const statements = [
+    `CREATE SCHEMA IF NOT EXISTS ${schema}`,
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(options, DELETED_RECORDS_TABLE)} (
+  model text COLLATE "C" NOT NULL,
+  id bigint NOT NULL,
+  org_id bigint NOT NULL,
+  version bigint NOT NULL,
+  PRIMARY KEY (model, id)
+)`,
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(options, RECORD_COUNTS_TABLE)} (
+  model text COLLATE "C" NOT NULL,
+  org_id bigint NOT NULL,
+  count bigint NOT NULL,
+  PRIMARY KEY (model, org_id)
+)`,
+  ];
+  for (const model of models) statements.push(...modelTables(tableTree(model), options));
+  return `${statements.join(';\n')};\n`;
+}
+
+function modelTables(root: TableNode, options: ReadModelOptions): string[] {
+  const table = qualifiedTable(options, root.table);
+  const metadata = root.columns.filter(
+    ({ name }) => name !== RECORD_ID && Object.hasOwn(RECORD_METADATA, name),
+  );
+  const required = metadata.filter(({ definition }) => !definition.nullable);
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${table} (
+  id bigint PRIMARY KEY,
+  org_id bigint NOT NULL${required.map(({ name, definition }) => `,\n  ${columnDdl(name, definition)} NOT NULL`).join('')}
+)`,
+    createIndex(root.table, table, ['org_id', 'id']),
+  ];
+  for (const { name, definition } of root.columns) {
+    if (name === RECORD_ID) continue;
+    if (!required.some((column) => column.name === name))
+      statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${columnDdl(name, definition)}`);
+    if (isIndexable(definition)) {
+      statements.push(createIndex(root.table, table, ['org_id', name, 'id']));
+      statements.push(createIndex(root.table, table, ['org_id', `${name} DESC`, 'id']));
+    }
+  }
+  statements.push(...referenceColumns(root, table, 'id'));
+  for (const child of root.children) statements.push(...childTables(root, child.node, options));
+  return statements;
+}
+
+function childTables(parent: TableNode, node: TableNode, options: ReadModelOptions): string[] {
+  const table = qualifiedTable(options, node.table);
+  const keys = node.keyColumns.map((key) => `  ${quoteIdentifier(key)} ${keyColumnType(key)} NOT NULL`);
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${table} (
+  org_id bigint NOT NULL,
+${keys.join(',\n')},
+  PRIMARY KEY (${node.keyColumns.map(quoteIdentifier).join(', ')}),
+  FOREIGN KEY (${node.parentColumns.map(quoteIdentifier).join(', ')})
+    REFERENCES ${qualifiedTable(options, parent.table)} (${parent.keyColumns.map(quoteIdentifier).join(', ')})
+    ON DELETE CASCADE
+)`,
+  ];
+  for (const { name, definition } of node.columns) {
+    statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${columnDdl(name, definition)}`);
+    if (isIndexable(definition))
+      statements.push(createIndex(node.table, table, ['org_id', name, 'record_id']));
+  }
+  statements.push(...referenceColumns(node, table, 'record_id'));
+  for (const child of node.children) statements.push(...childTables(node, child.node, options));
+  return statements;
+}
+
+/** The `<name>_id` columns of references. No foreign key: models are projected independently. */
+function referenceColumns(node: TableNode, table: string, rowColumn: string): string[] {
+  return node.references.flatMap(({ column }) => [
+    `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(column)} bigint`,
+    createIndex(node.table, table, ['org_id', column, rowColumn]),
+  ]);
+}
+
+function columnDdl(name: string, definition: ColumnDefinition): string {
+  // Byte-order comparison and sorting of strings (API.md §4), whatever the database's default collation.
+  const collation = definition.type === 'string' ? ' COLLATE "C"' : '';
+  return `${quoteIdentifier(name)} ${sqlType(definition.type)}${collation}`;
+}
+
+function isIndexable(definition: ColumnDefinition): boolean {
+  return definition.type !== 'string' || definition.maxLength <= MAX_INDEXED_STRING_LENGTH;
+}
+
+/** `parts` are column names, optionally followed by ` DESC`. */
+function createIndex(tableName: string, table: string, parts: readonly string[]): string {
+  const columns = parts.map((part) => {
+    const [column, direction] = part.split(' ');
+    return `${quoteIdentifier(column!)}${direction ? ` ${direction}` : ''}`;
+  });
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(indexName(tableName, parts))} ON ${table} (${columns.join(', ')})`;
+}
+
+/**
+ * Postgres cuts identifiers at 63 bytes, and `IF NOT EXISTS` would then skip a different index that
+ * happens to share the cut name; long names end in a hash of the full name instead.
+ */
+function indexName(tableName: string, parts: readonly string[]): string {
+  const name = `ix_${tableName}__${parts.map((part) => part.replace(' DESC', '_desc')).join('__')}`;
+  if (name.length <= 63) return name;
+  return `${name.slice(0, 50)}_${createHash('sha256').update(name).digest('hex').slice(0, 12)}`;
+}

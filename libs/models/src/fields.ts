@@ -1,0 +1,293 @@
+import type { StateMachine } from './state-machine.js';
+
+/** The scalar types a column can have. Each has one JSON shape (API.md §1) and one Postgres type. */
+export type ColumnType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'timestamp';
+
+/** Constraints every column carries, whatever its type. */
+export interface ColumnRules {
+  /** Must be present and non-null on create, and can never be set to null. */
+  readonly required: boolean;
+  /** May hold null. False for required columns and for columns with a default. */
+  readonly nullable: boolean;
+  /** Kept by the server (ids, versions, timestamps, derived values): ignored in request bodies. */
+  readonly readOnly: boolean;
+  /** Unique per organization. The command side enforces it; the read model only indexes it. */
+  readonly unique: boolean;
+}
+
+/** A regular expression a string must match, with the message shown when it does not. */
+export interface TextPattern {
+  readonly regex: RegExp;
+  readonly message: string;
+}
+
+export interface StringColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'string';
+  /** In characters (UTF-16 code units, as JavaScript counts them). */
+  readonly maxLength: number;
+  readonly pattern?: TextPattern;
+  /** The only values allowed (an enumeration such as a status). */
+  readonly values?: readonly string[];
+  readonly default?: string;
+}
+
+export interface IntegerColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'integer';
+  readonly min?: number;
+  /** The model whose record id this column holds (`customer_id` → people); checked by the command side. */
+  readonly references?: () => ModelDefinition;
+  readonly default?: number;
+}
+
+export interface DecimalColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'decimal';
+  /** Digits after the decimal point: written values are normalized to exactly this many (`"12.5"` → `"12.50"`). */
+  readonly scale: number;
+  readonly min?: number;
+  readonly default?: string;
+}
+
+export interface BooleanColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'boolean';
+  readonly default?: boolean;
+}
+
+export interface DateColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'date';
+}
+
+export interface TimestampColumn extends ColumnRules {
+  readonly kind: 'column';
+  readonly type: 'timestamp';
+}
+
+/** A scalar field, stored as one typed column. */
+export type ColumnDefinition =
+  StringColumn | IntegerColumn | DecimalColumn | BooleanColumn | DateColumn | TimestampColumn;
+
+/** A to-many list of owned child records stored with the record (`phone_numbers`, `lines`, `packages`). */
+export interface ListDefinition {
+  readonly kind: 'list';
+  readonly fields: FieldMap;
+  readonly maxItems: number;
+}
+
+/** A to-one embedded object owned by the record (`ship_to`). */
+export interface ObjectDefinition {
+  readonly kind: 'object';
+  readonly fields: FieldMap;
+  readonly required: boolean;
+}
+
+/**
+ * A to-one reference to a record of another model. Written as an object naming the target by one of
+ * `lookupKeys` (`{"id": 3}` or `{"name": "Work"}`), answered as `{id, ...display}` read from the target.
+ */
+export interface ReferenceDefinition {
+  readonly kind: 'reference';
+  /** A thunk, so that models may refer to each other whatever order they are declared in. */
+  readonly target: () => ModelDefinition;
+  /** `id` and unique string columns of the target by which a body may name it. */
+  readonly lookupKeys: readonly string[];
+  /** Columns of the target shown beside `id` in responses. */
+  readonly display: readonly string[];
+  readonly required: boolean;
+}
+
+/** A relation a `q` operand may follow with dot syntax. */
+export type RelationDefinition = ListDefinition | ObjectDefinition | ReferenceDefinition;
+
+export type FieldDefinition = ColumnDefinition | RelationDefinition;
+
+/** Fields by name, in the order responses show them. */
+export type FieldMap = Readonly<Record<string, FieldDefinition>>;
+
+/** Which token scope writes a model (API.md §7). */
+export type WriteScope = 'write' | 'operations';
+
+/** One model, declared once; validation, read-model SQL and the `q` compiler are derived from it. */
+export interface ModelDefinition {
+  /** Plural, as in the endpoint path: `people`. */
+  readonly name: string;
+  /** Singular, as in event types: `person` (`person.created`). */
+  readonly singular: string;
+  readonly writeScope: WriteScope;
+  /** False for models whose records must not vanish (invoices): DELETE answers 405. */
+  readonly deletable: boolean;
+  /** Every field, the common ones (`id`, `external_id`, timestamps, `version`) included. */
+  readonly fields: FieldMap;
+  readonly stateMachine?: StateMachine;
+}
+
+type ColumnOptions<C extends ColumnDefinition> = Partial<Omit<C, 'kind' | 'type'>>;
+
+function rules(options: Partial<ColumnRules> & { default?: unknown }): ColumnRules {
+  const required = options.required ?? false;
+  return {
+    required,
+    nullable: options.nullable ?? (!required && options.default === undefined),
+    readOnly: options.readOnly ?? false,
+    unique: options.unique ?? false,
+  };
+}
+
+/** Column constructors; unspecified rules default to optional, nullable, writable and not unique. */
+export const column = {
+  /** Strings default to at most 255 characters. */
+  string: (options: ColumnOptions<StringColumn> = {}): StringColumn => ({
+    maxLength: 255,
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'string',
+  }),
+  integer: (options: ColumnOptions<IntegerColumn> = {}): IntegerColumn => ({
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'integer',
+  }),
+  decimal: (options: ColumnOptions<DecimalColumn> & { scale: number }): DecimalColumn => ({
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'decimal',
+  }),
+  boolean: (options: ColumnOptions<BooleanColumn> = {}): BooleanColumn => ({
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'boolean',
+  }),
+  date: (options: ColumnOptions<DateColumn> = {}): DateColumn => ({
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'date',
+  }),
+  timestamp: (options: ColumnOptions<TimestampColumn> = {}): TimestampColumn => ({
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'timestamp',
+  }),
+};
+
+/** A to-many list of owned children; at most 1000 elements unless told otherwise. */
+export function list(fields: FieldMap, options: { maxItems?: number } = {}): ListDefinition {
+  return { kind: 'list', fields, maxItems: options.maxItems ?? 1000 };
+}
+
+/** A to-one embedded object. */
+export function embedded(fields: FieldMap, options: { required?: boolean } = {}): ObjectDefinition {
+  return { kind: 'object', fields, required: options.required ?? false };
+}
+
+/** A to-one reference to another model's record; named by `id` unless more lookup keys are given. */
+export function reference(
+  target: () => ModelDefinition,
+  options: { lookupKeys?: readonly string[]; display?: readonly string[]; required?: boolean } = {},
+): ReferenceDefinition {
+  return {
+    kind: 'reference',
+    target,
+    lookupKeys: options.lookupKeys ?? ['id'],
+    display: options.display ?? [],
+    required: options.required ?? false,
+  };
+}
+
+/** Columns every record has (API.md §1). `id` leads a record; the others close it. */
+export const RECORD_ID = 'id';
+export const RECORD_METADATA = {
+  external_id: column.string({ unique: true }),
+  created_at: column.timestamp({ readOnly: true, nullable: false }),
+  updated_at: column.timestamp({ readOnly: true, nullable: false }),
+  version: column.integer({ readOnly: true, nullable: false, min: 1 }),
+} as const satisfies FieldMap;
+
+/**
+ * `json_build_object` takes at most 100 arguments, so a rendered object has at most 50 keys. Splitting
+ * wider objects would lose the declared key order, and no model comes near the limit.
+ */
+const MAX_FIELDS_PER_OBJECT = 50;
+
+/** Names the read model uses for its own key columns; a field of that name would collide. */
+const RESERVED_NAMES = /^(org_id|record_id|ordinal|.*_ordinal)$/;
+const FIELD_NAME = /^[a-z][a-z0-9_]*$/;
+
+export interface ModelDeclaration {
+  readonly name: string;
+  readonly singular: string;
+  readonly writeScope: WriteScope;
+  readonly deletable?: boolean;
+  /** The model's own fields; the common ones are added. */
+  readonly fields: FieldMap;
+  readonly stateMachine?: StateMachine;
+}
+
+/**
+ * Completes a declaration with the common fields and checks the invariants the derived SQL relies on
+ * (safe identifiers, no collisions with key columns, a state machine over an enumerated column).
+ * Throws at declaration time, so a bad entry fails every test rather than one request.
+ */
+export function defineModel(declaration: ModelDeclaration): ModelDefinition {
+  const { stateMachine, deletable, ...rest } = declaration;
+  const fields: FieldMap = {
+    [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1 }),
+    ...declaration.fields,
+    ...RECORD_METADATA,
+  };
+  for (const name of [RECORD_ID, ...Object.keys(RECORD_METADATA)]) {
+    if (Object.hasOwn(declaration.fields, name))
+      throw new Error(`${declaration.name}.${name}: a common field, added by defineModel`);
+  }
+  checkFieldMap(declaration.name, fields);
+  if (!FIELD_NAME.test(declaration.name))
+    throw new Error(`model name ${declaration.name} is not an identifier`);
+  const model: ModelDefinition = {
+    ...rest,
+    fields,
+    deletable: deletable ?? true,
+    ...(stateMachine ? { stateMachine } : {}),
+  };
+  if (stateMachine) checkStateMachine(model, stateMachine);
+  return model;
+}
+
+function checkFieldMap(path: string, fields: FieldMap): void {
+  const names = Object.keys(fields);
+  if (names.length > MAX_FIELDS_PER_OBJECT)
+    throw new Error(`${path}: more than ${MAX_FIELDS_PER_OBJECT} fields cannot be rendered in order`);
+  for (const name of names) {
+    const field = fields[name]!;
+    const where = `${path}.${name}`;
+    if (!FIELD_NAME.test(name) || RESERVED_NAMES.test(name))
+      throw new Error(`${where}: reserved or unsafe name`);
+    if (field.kind === 'reference' && Object.hasOwn(fields, `${name}_id`))
+      throw new Error(`${where}: the reference is stored as ${name}_id, which is also a field`);
+    if (field.kind === 'list' || field.kind === 'object') checkFieldMap(where, field.fields);
+  }
+}
+
+function checkStateMachine(model: ModelDefinition, machine: StateMachine): void {
+  const status = model.fields[machine.column];
+  if (status?.kind !== 'column' || status.type !== 'string' || !status.values)
+    throw new Error(`${model.name}: the state machine needs an enumerated string column ${machine.column}`);
+  const states = new Set(status.values);
+  const named = [
+    machine.initial,
+    ...machine.derived,
+    ...Object.entries(machine.transitions).flat(2),
+    ...(machine.hold ? [machine.hold.state, ...machine.hold.from] : []),
+  ];
+  for (const state of named) {
+    if (!states.has(state))
+      throw new Error(`${model.name}: state ${state} is not a value of ${machine.column}`);
+  }
+}

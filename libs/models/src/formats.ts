@@ -1,0 +1,50 @@
+// Value formats shared by body validation and `q` value checks (API.md §1).
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar date written `YYYY-MM-DD`, year 1 or later (Postgres has no year 0). */
+export function isDate(value: string): boolean {
+  const match = DATE.exec(value);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  // Date.UTC maps years 0..99 onto 1900..1999; setUTCFullYear does not.
+  date.setUTCFullYear(year);
+  return year >= 1 && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** An RFC 3339 date-time with a time zone (`2026-11-21T07:30:00.000Z`, `2026-11-21T08:30:00+01:00`). */
+export function isTimestamp(value: string): boolean {
+  const match = TIMESTAMP.exec(value);
+  if (!match || !isDate(match[1]!)) return false;
+  const [hours, minutes, seconds] = [Number(match[2]), Number(match[3]), Number(match[4])];
+  const [offsetHours, offsetMinutes] = [Number(match[7] ?? 0), Number(match[8] ?? 0)];
+  // Leap seconds (:60) are refused: Postgres would silently roll them over into the next minute.
+  return hours < 24 && minutes < 60 && seconds < 60 && offsetHours < 24 && offsetMinutes < 60;
+}
+
+/** The canonical form the API answers with: UTC, milliseconds (`2026-11-21T07:30:00.000Z`). */
+export function canonicalTimestamp(value: string): string {
+  return new Date(value.toUpperCase()).toISOString();
+}
+
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
+
+/**
+ * A decimal written as a string (`"12.5"`) or a JSON number, in canonical form with exactly `scale`
+ * digits after the point (`"12.50"`); `undefined` when it is not a plain decimal or has more digits
+ * after the point than `scale`. Works on the text, so no binary floating point rounding creeps in.
+ */
+export function canonicalDecimal(value: string | number, scale: number): string | undefined {
+  const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value;
+  const match = DECIMAL.exec(text);
+  if (!match) return undefined;
+  const [, sign, whole, fraction = ''] = match;
+  if (fraction.length > scale) return undefined;
+  const digits = whole!.replace(/^0+(?=\d)/, '');
+  const padded = fraction.padEnd(scale, '0');
+  const negative = sign === '-' && /[1-9]/.test(digits + padded);
+  return `${negative ? '-' : ''}${digits}${scale > 0 ? `.${padded}` : ''}`;
+}

@@ -1,0 +1,184 @@
+import { inTransaction } from '@ofp/runtime';
+import { createTestDatabase, type TestDatabase } from '@ofp/testing';
+import { readModelDdl } from './ddl.js';
+import { deleteRecord, writeRecord } from './projection.js';
+import { people, phoneNumberTypes } from './registry.js';
+import { parseQuery } from './query.js';
+import { getRecord, searchRecords, type RecordJson } from './search.js';
+import { shipments } from './sketched-models.fixture.js';
+
+const ORG = 7;
+const AT = '2026-11-21T07:30:00.000Z';
+
+function person(id: number, version: number, lastName: string, numbers: string[]): RecordJson {
+  return {
+    id,
+    first_name: null,
+    last_name: lastName,
+    email: null,
+    company: null,
+    phone_numbers: numbers.map((number) => ({ number, phone_number_type: null })),
+    external_id: null,
+    created_at: AT,
+    updated_at: AT,
+    version,
+  };
+}
+
+describe('writeRecord and deleteRecord', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await db.pool.query(readModelDdl([phoneNumberTypes, people, shipments]));
+  });
+
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const read = (id: number, org = ORG) => getRecord(db.pool, people, org, id);
+  const childRows = async (id: number) =>
+    (
+      await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM read.people__phone_numbers WHERE record_id = $1',
+        [id],
+      )
+    ).rows[0];
+
+  it('can run the read-model DDL again over existing tables', async () => {
+    await expect(db.pool.query(readModelDdl([phoneNumberTypes, people, shipments]))).resolves.toBeDefined();
+  });
+
+  it('applies a newer version and replaces the child rows', async () => {
+    expect(await writeRecord(db.pool, people, ORG, person(1, 1, 'First', ['5551', '5552', '5553']))).toBe(
+      true,
+    );
+    expect(await writeRecord(db.pool, people, ORG, person(1, 2, 'Second', ['5559']))).toBe(true);
+    expect(await read(1)).toEqual(person(1, 2, 'Second', ['5559']));
+    expect(await childRows(1)).toEqual({ n: 1 });
+  });
+
+  it('ignores an older or equal version', async () => {
+    await writeRecord(db.pool, people, ORG, person(2, 3, 'Current', ['5551']));
+    expect(await writeRecord(db.pool, people, ORG, person(2, 2, 'Older', ['5552', '5553']))).toBe(false);
+    expect(await writeRecord(db.pool, people, ORG, person(2, 3, 'Same version', []))).toBe(false);
+    expect(await read(2)).toEqual(person(2, 3, 'Current', ['5551']));
+  });
+
+  it('deletes a record with its child rows, and a replayed older state does not bring it back', async () => {
+    await writeRecord(db.pool, people, ORG, person(3, 1, 'Doomed', ['5551']));
+    expect(await deleteRecord(db.pool, people, ORG, 3, 2)).toBe(true);
+    expect(await read(3)).toBeUndefined();
+    expect(await childRows(3)).toEqual({ n: 0 });
+    expect(await writeRecord(db.pool, people, ORG, person(3, 1, 'Doomed', ['5551']))).toBe(false);
+    expect(await writeRecord(db.pool, people, ORG, person(3, 2, 'Doomed', ['5551']))).toBe(false);
+    expect(await read(3)).toBeUndefined();
+  });
+
+  it('applies a state newer than the deletion', async () => {
+    await writeRecord(db.pool, people, ORG, person(4, 1, 'Gone', []));
+    await deleteRecord(db.pool, people, ORG, 4, 2);
+    expect(await writeRecord(db.pool, people, ORG, person(4, 3, 'Back', []))).toBe(true);
+    expect(await read(4)).toEqual(person(4, 3, 'Back', []));
+  });
+
+  it('ignores a repeated or stale deletion', async () => {
+    await writeRecord(db.pool, people, ORG, person(5, 4, 'Kept', []));
+    expect(await deleteRecord(db.pool, people, ORG, 5, 4)).toBe(false);
+    expect(await read(5)).toEqual(person(5, 4, 'Kept', []));
+    expect(await deleteRecord(db.pool, people, ORG, 5, 5)).toBe(true);
+    expect(await deleteRecord(db.pool, people, ORG, 5, 5)).toBe(false);
+  });
+
+  it('remembers a deletion of a record it never saw', async () => {
+    expect(await deleteRecord(db.pool, people, ORG, 6, 2)).toBe(false);
+    expect(await writeRecord(db.pool, people, ORG, person(6, 1, 'Late', []))).toBe(false);
+  });
+
+  it('never lets another organization overwrite or delete a record', async () => {
+    await writeRecord(db.pool, people, ORG, person(8, 1, 'Mine', ['5551']));
+    expect(await writeRecord(db.pool, people, ORG + 1, person(8, 2, 'Theirs', []))).toBe(false);
+    expect(await deleteRecord(db.pool, people, ORG + 1, 8, 3)).toBe(false);
+    expect(await read(8)).toEqual(person(8, 1, 'Mine', ['5551']));
+    expect(await writeRecord(db.pool, people, ORG, person(8, 2, 'Still mine', []))).toBe(true);
+  });
+
+  it('writes nothing when the caller rolls its transaction back', async () => {
+    await expect(
+      inTransaction(db.pool, async (client) => {
+        await writeRecord(client, people, ORG, person(9, 1, 'Rolled back', ['5551']));
+        throw new Error('checkpoint failed');
+      }),
+    ).rejects.toThrow('checkpoint failed');
+    expect(await read(9)).toBeUndefined();
+  });
+
+  it('replaces lists inside lists', async () => {
+    const shipment = (
+      version: number,
+      packages: { tracking_number: string; lines: { sku: string; quantity: number }[] }[],
+    ) => ({
+      id: 20,
+      fulfillment_order_id: 1,
+      status: 'label_created',
+      carrier: null,
+      service: null,
+      shipped_at: AT,
+      estimated_delivery_at: null,
+      delivered_at: null,
+      packages: packages.map((p) => ({ tracking_url: null, weight: null, ...p })),
+      external_id: 'wms-20',
+      created_at: AT,
+      updated_at: AT,
+      version,
+    });
+    await writeRecord(
+      db.pool,
+      shipments,
+      ORG,
+      shipment(1, [
+        {
+          tracking_number: 'T1',
+          lines: [
+            { sku: 'A', quantity: 1 },
+            { sku: 'B', quantity: 2 },
+          ],
+        },
+      ]),
+    );
+    const next = shipment(2, [
+      { tracking_number: 'T2', lines: [] },
+      { tracking_number: 'T3', lines: [{ sku: 'C', quantity: 3 }] },
+    ]);
+    await writeRecord(db.pool, shipments, ORG, next);
+    expect(await getRecord(db.pool, shipments, ORG, 20)).toEqual(next);
+    const lines = await db.pool.query(
+      'SELECT count(*)::int AS n FROM read.shipments__packages__lines WHERE record_id = 20',
+    );
+    expect(lines.rows[0]).toEqual({ n: 1 });
+  });
+
+  it('keeps the count of records that a search without filters answers', async () => {
+    const org = 50;
+    const total = async () =>
+      (await searchRecords(db.pool, people, org, parseQuery(people, undefined))).total_results;
+    await writeRecord(db.pool, people, org, person(51, 1, 'One', []));
+    await writeRecord(db.pool, people, org, person(52, 1, 'Two', []));
+    await writeRecord(db.pool, people, org, person(51, 2, 'One again', []));
+    await writeRecord(db.pool, people, org, person(52, 1, 'Two', []));
+    expect(await total()).toBe(2);
+    await deleteRecord(db.pool, people, org, 52, 2);
+    await deleteRecord(db.pool, people, org, 52, 2);
+    await writeRecord(db.pool, people, org, person(52, 1, 'Two', []));
+    expect(await total()).toBe(1);
+    await writeRecord(db.pool, people, org, person(52, 3, 'Two again', []));
+    expect(await total()).toBe(2);
+  });
+
+  it('refuses a record without a usable id or version', async () => {
+    await expect(
+      writeRecord(db.pool, people, ORG, { ...person(10, 1, 'X', []), version: '1' }),
+    ).rejects.toThrow('record.version must be a positive integer');
+  });
+});

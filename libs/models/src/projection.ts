@@ -1,0 +1,211 @@
+import type { ModelDefinition } from './fields.js';
+import { DELETED_RECORDS_TABLE, RECORD_COUNTS_TABLE } from './ddl.js';
+import {
+  qualifiedTable,
+  quoteIdentifier,
+  sqlType,
+  SqlParameters,
+  type CompiledQuery,
+  type Queryable,
+  type ReadModelOptions,
+} from './sql.js';
+import { keyColumnType, tableTree, type TableNode } from './tables.js';
+
+/** A record as the API returns it (API.md §6): `id`, `version`, fields, nested lists and objects. */
+export type RecordState = Readonly<Record<string, unknown>>;
+
+/**
+ * Writes a record's full state into the read model: upserts its row and replaces its child rows.
+ * Idempotent by version: a state whose `version` is not newer than the stored row, or than the
+ * version at which the record was deleted, changes nothing. Runs its statements on `client` and
+ * expects the caller's transaction around them (the projector commits them with its checkpoint).
+ *
+ * @returns whether the state was applied.
+ */
+export async function writeRecord(
+  client: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  record: RecordState,
+  options: ReadModelOptions = {},
+): Promise<boolean> {
+  const root = tableTree(model);
+  const id = positiveInteger(record, 'id');
+  const version = positiveInteger(record, 'version');
+  const upsert = await client.query<{ inserted: boolean }>(
+    upsertStatement(root, model, orgId, record, version, options),
+  );
+  const written = upsert.rows[0];
+  if (!written) return false;
+  // A row just inserted has no children yet. For an updated one, deleting the direct children
+  // cascades to theirs (packages → packages' lines).
+  for (const child of written.inserted ? [] : root.children) {
+    await client.query(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]);
+  }
+  const rows = new Map<TableNode, unknown[][]>();
+  collectChildRows(root, [id], record, rows);
+  for (const [node, nodeRows] of rows) {
+    if (nodeRows.length > 0) await client.query(insertChildRows(node, orgId, nodeRows, options));
+  }
+  return true;
+}
+
+/**
+ * Removes a record from the read model (its child rows go with it) and remembers the deletion, so
+ * that replaying an older event cannot bring the record back. A deletion whose `version` is not newer
+ * than the stored row changes nothing.
+ *
+ * @returns whether a row was removed.
+ */
+export async function deleteRecord(
+  client: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  id: number,
+  version: number,
+  options: ReadModelOptions = {},
+): Promise<boolean> {
+  const table = qualifiedTable(options, tableTree(model).table);
+  const deleted = qualifiedTable(options, DELETED_RECORDS_TABLE);
+  const counts = qualifiedTable(options, RECORD_COUNTS_TABLE);
+  const result = await client.query<{ removed: number }>(
+    `WITH removed AS (
+  DELETE FROM ${table} WHERE id = $1 AND org_id = $2 AND version < $3 RETURNING id
+), remembered AS (
+  INSERT INTO ${deleted} AS d (model, id, org_id, version) VALUES ($4, $1, $2, $3)
+  ON CONFLICT (model, id) DO UPDATE SET version = GREATEST(d.version, EXCLUDED.version)
+  WHERE d.org_id = EXCLUDED.org_id
+), counted AS (
+  UPDATE ${counts} SET count = count - 1 WHERE model = $4 AND org_id = $2 AND EXISTS (SELECT 1 FROM removed)
+)
+SELECT count(*)::int AS removed FROM removed`,
+    [id, orgId, version, model.name],
+  );
+  return (result.rows[0]?.removed ?? 0) > 0;
+}
+
+function positiveInteger(record: RecordState, key: string): number {
+  const value = record[key];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new Error(`record.${key} must be a positive integer, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/**
+ * `INSERT ... ON CONFLICT DO UPDATE ... WHERE stored.version < new.version`, skipped altogether when
+ * the record was deleted at this version or later, counting the record when it is new. Returns a row
+ * only when it wrote.
+ */
+function upsertStatement(
+  root: TableNode,
+  model: ModelDefinition,
+  orgId: number,
+  record: RecordState,
+  version: number,
+  options: ReadModelOptions,
+): CompiledQuery {
+  const params = new SqlParameters();
+  const org = `${params.add(orgId)}::bigint`;
+  const modelName = params.add(model.name);
+  const names = ['org_id'];
+  const values = [org];
+  for (const { column, type, read } of storedValues(root)) {
+    names.push(column);
+    values.push(`${params.add(read(record))}::${type}`);
+  }
+  const columns = names.map(quoteIdentifier);
+  const updates = columns
+    .filter((column) => column !== '"id"')
+    .map((column) => `${column} = EXCLUDED.${column}`);
+  const counts = qualifiedTable(options, RECORD_COUNTS_TABLE);
+  const text = `WITH written AS (
+  INSERT INTO ${qualifiedTable(options, root.table)} AS stored (${columns.join(', ')})
+  SELECT ${values.join(', ')}
+  WHERE NOT EXISTS (
+    SELECT 1 FROM ${qualifiedTable(options, DELETED_RECORDS_TABLE)} d
+    WHERE d.model = ${modelName} AND d.id = ${params.add(record.id)} AND d.org_id = ${org}
+      AND d.version >= ${params.add(version)}
+  )
+  ON CONFLICT (id) DO UPDATE SET ${updates.join(', ')}
+  WHERE stored.version < EXCLUDED.version AND stored.org_id = EXCLUDED.org_id
+  -- xmax is 0 on a row this statement inserted, and set on one it updated.
+  RETURNING (stored.xmax = 0) AS inserted
+), counted AS (
+  INSERT INTO ${counts} AS c (model, org_id, count)
+  SELECT ${modelName}, ${org}, 1 FROM written WHERE inserted
+  ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + 1
+)
+SELECT inserted FROM written`;
+  return { text, values: params.values };
+}
+
+/** A column a row of a table stores, and how to read its value from the record's JSON. */
+interface StoredValue {
+  readonly column: string;
+  readonly type: string;
+  readonly read: (value: RecordState) => unknown;
+}
+
+/** The stored columns and reference ids of a table's rows (keys and `org_id` aside). */
+function storedValues(node: TableNode): StoredValue[] {
+  return [
+    ...node.columns.map(({ name, definition }) => ({
+      column: name,
+      type: sqlType(definition.type),
+      read: (value: RecordState) => value[name] ?? null,
+    })),
+    ...node.references.map(({ name, column }) => ({
+      column,
+      type: 'bigint',
+      read: (value: RecordState) => referencedId(value[name]),
+    })),
+  ];
+}
+
+function referencedId(value: unknown): unknown {
+  return typeof value === 'object' && value !== null && 'id' in value ? value.id : null;
+}
+
+/**
+ * Flattens nested lists and objects into rows per child table: key columns first, then values.
+ * Tables enter the map parents first, which is the order the foreign keys need them inserted in.
+ */
+function collectChildRows(
+  node: TableNode,
+  key: readonly unknown[],
+  value: RecordState,
+  rows: Map<TableNode, unknown[][]>,
+): void {
+  for (const child of node.children) {
+    const nested = value[child.name];
+    const elements =
+      child.definition.kind === 'list' ? (Array.isArray(nested) ? nested : []) : nested ? [nested] : [];
+    elements.forEach((element: RecordState, ordinal) => {
+      const childKey = child.definition.kind === 'list' ? [...key, ordinal] : key;
+      const tableRows = rows.get(child.node) ?? [];
+      tableRows.push([...childKey, ...storedValues(child.node).map(({ read }) => read(element))]);
+      rows.set(child.node, tableRows);
+      collectChildRows(child.node, childKey, element, rows);
+    });
+  }
+}
+
+/** One multi-row insert: a parameter per column holding that column's values as an array. */
+function insertChildRows(
+  node: TableNode,
+  orgId: number,
+  rows: readonly unknown[][],
+  options: ReadModelOptions,
+): CompiledQuery {
+  const params = new SqlParameters();
+  const org = params.add(orgId);
+  const stored = storedValues(node);
+  const names = [...node.keyColumns, ...stored.map(({ column }) => column)];
+  const types = [...node.keyColumns.map(keyColumnType), ...stored.map(({ type }) => type)];
+  const arrays = types.map((type, index) => `${params.add(rows.map((row) => row[index]))}::${type}[]`);
+  return {
+    text: `INSERT INTO ${qualifiedTable(options, node.table)} (org_id, ${names.map(quoteIdentifier).join(', ')})
+SELECT ${org}::bigint, * FROM unnest(${arrays.join(', ')})`,
+    values: params.values,
+  };
+}

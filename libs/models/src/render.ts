@@ -1,0 +1,105 @@
+import type { ColumnDefinition, ReferenceDefinition } from './fields.js';
+import {
+  columnOf,
+  parentJoin,
+  qualifiedTable,
+  TableAliases,
+  type ReadModelOptions,
+  type SqlParameters,
+} from './sql.js';
+import { tableTree, type TableNode } from './tables.js';
+
+/** What every rendering subquery needs: where tables live, the org parameter, fresh aliases. */
+export interface RenderContext {
+  readonly options: ReadModelOptions;
+  /** The placeholder of the organization id: every table access is filtered by it. */
+  readonly org: string;
+  readonly aliases: TableAliases;
+}
+
+/** A context for one statement, whose first parameter is the organization id. */
+export function renderContext(
+  options: ReadModelOptions,
+  params: SqlParameters,
+  orgId: number,
+): RenderContext {
+  return { options, org: `${params.add(orgId)}::bigint`, aliases: new TableAliases() };
+}
+
+/**
+ * A SQL expression building the JSON of the row `alias` of `node` exactly as the API returns it:
+ * keys in registry order, nested lists as arrays in their order, embedded objects, references as
+ * `{id, ...display}` read from the target's current row.
+ */
+export function renderRow(node: TableNode, alias: string, context: RenderContext): string {
+  const pairs = Object.entries(node.fields).map(([name, field]) => {
+    switch (field.kind) {
+      case 'column':
+        return `'${name}', ${renderColumn(columnOf(alias, name), field)}`;
+      case 'reference':
+        return `'${name}', ${renderReference(columnOf(alias, `${name}_id`), field, context)}`;
+      case 'list':
+      case 'object': {
+        const child = node.children.find((candidate) => candidate.name === name)!.node;
+        return `'${name}', ${renderChild(node, alias, child, field.kind, context)}`;
+      }
+      default: {
+        const unhandled: never = field;
+        throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
+      }
+    }
+  });
+  // json_build_object keeps the key order (jsonb would sort the keys).
+  return `json_build_object(${pairs.join(', ')})`;
+}
+
+/** Values in their API form (API.md §1): decimals as strings, RFC 3339 UTC timestamps, ISO dates. */
+function renderColumn(expression: string, column: ColumnDefinition): string {
+  switch (column.type) {
+    case 'string':
+    case 'integer':
+    case 'boolean':
+      return expression;
+    case 'decimal':
+      return `${expression}::text`;
+    case 'date':
+      return `to_char(${expression}, 'YYYY-MM-DD')`;
+    case 'timestamp':
+      return `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+    default: {
+      const unhandled: never = column;
+      throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+function renderReference(idColumn: string, reference: ReferenceDefinition, context: RenderContext): string {
+  const target = tableTree(reference.target());
+  const pairs = [`'id', ${idColumn}`];
+  for (const name of reference.display) {
+    const field = target.fields[name];
+    if (field?.kind !== 'column') throw new Error(`${target.table}.${name} is not a column to display`);
+    const alias = context.aliases.next();
+    pairs.push(
+      `'${name}', (SELECT ${renderColumn(columnOf(alias, name), field)} FROM ${qualifiedTable(context.options, target.table)} ${alias}` +
+        ` WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${idColumn})`,
+    );
+  }
+  return `CASE WHEN ${idColumn} IS NULL THEN NULL ELSE json_build_object(${pairs.join(', ')}) END`;
+}
+
+function renderChild(
+  parent: TableNode,
+  parentAlias: string,
+  child: TableNode,
+  kind: 'list' | 'object',
+  context: RenderContext,
+): string {
+  const alias = context.aliases.next();
+  const from = `FROM ${qualifiedTable(context.options, child.table)} ${alias}
+  WHERE ${alias}.org_id = ${context.org} AND ${parentJoin(parent, parentAlias, child, alias)}`;
+  const row = renderRow(child, alias, context);
+  return kind === 'list'
+    ? `(SELECT coalesce(json_agg(${row} ORDER BY ${alias}.ordinal), '[]'::json) ${from})`
+    : `(SELECT ${row} ${from})`;
+}

@@ -1,0 +1,77 @@
+import { parseQuery } from './query.js';
+import { people } from './registry.js';
+import { compileGet, compileSearch } from './search.js';
+import { shipments } from './sketched-models.fixture.js';
+import type { ModelDefinition } from './fields.js';
+
+const compile = (model: ModelDefinition, q: unknown) =>
+  compileSearch(model, 42, parseQuery(model, JSON.stringify(q)));
+const filter = (operand: string, operator: string, value: unknown) => ({ operand, operator, value });
+/** The page's WHERE clause. */
+const pageWhere = (text: string) => text.slice(text.indexOf('WHERE'), text.indexOf('ORDER BY'));
+
+describe('compileSearch', () => {
+  it('passes values only as parameters', () => {
+    const hostile = "x'; DROP TABLE read.people; --";
+    const { text, values } = compile(people, {
+      filters: [filter('last_name', '=', hostile), filter('phone_numbers.number', 'in', [hostile])],
+    });
+    expect(text).not.toContain('DROP');
+    expect(values).toEqual(expect.arrayContaining([42, hostile, [hostile]]));
+  });
+
+  it('tests filters on the same relation in one subquery, and deeper shared paths in one nested subquery', () => {
+    const { text } = compile(shipments, {
+      filters: [
+        filter('packages.lines.sku', '=', 'A'),
+        filter('carrier', '=', 'UPS'),
+        filter('packages.tracking_number', '=', 'T1'),
+        filter('packages.lines.quantity', '>', 1),
+      ],
+    });
+    const where = pageWhere(text);
+    expect(where.match(/EXISTS/g)).toHaveLength(2);
+    expect(where).toMatch(
+      /EXISTS \(SELECT 1 FROM "read"."shipments__packages" .*EXISTS \(SELECT 1 FROM "read"."shipments__packages__lines"/,
+    );
+  });
+
+  it('follows different relations in different subqueries', () => {
+    const { text } = compile(people, {
+      filters: [
+        filter('phone_numbers.number', '=', '1'),
+        filter('id', '>', 1),
+        filter('phone_numbers.number', '=', '2'),
+      ],
+    });
+    expect(pageWhere(text).match(/EXISTS/g)).toHaveLength(1);
+  });
+
+  it('filters every table it reads by the organization', () => {
+    const { text } = compile(people, {
+      filters: [filter('phone_numbers.phone_number_type.name', '=', 'Work')],
+    });
+    const tables = text.match(/FROM "read"."\w+" t\d+/g) ?? [];
+    expect(tables.length).toBeGreaterThan(5);
+    for (const table of tables) {
+      const alias = table.split(' ').at(-1)!;
+      expect(text).toContain(`${alias}.org_id = $1::bigint`);
+    }
+  });
+
+  it('breaks ties by id unless the order already names it', () => {
+    expect(compile(people, { order: [{ column: 'last_name', direction: 'desc' }] }).text).toContain(
+      'ORDER BY t0."last_name" DESC NULLS FIRST, t0.id ASC',
+    );
+    expect(compile(people, { order: [{ column: 'id', direction: 'desc' }] }).text).toContain(
+      'ORDER BY t0."id" DESC NULLS FIRST\n',
+    );
+  });
+});
+
+describe('compileGet', () => {
+  it('looks the record up by id within the organization', () => {
+    expect(compileGet(people, 42, 7)).toMatchObject({ values: [42, 7] });
+    expect(compileGet(people, 42, 7).text).toMatch(/WHERE t0.org_id = \$1::bigint AND t0.id = \$2::bigint$/);
+  });
+});

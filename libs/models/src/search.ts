@@ -1,0 +1,261 @@
+import { RECORD_COUNTS_TABLE } from './ddl.js';
+import type { ModelDefinition } from './fields.js';
+import type { Filter, OrderTerm, SearchQuery } from './query.js';
+import { renderContext, renderRow, type RenderContext } from './render.js';
+import {
+  columnOf,
+  parentJoin,
+  qualifiedTable,
+  sqlType,
+  SqlParameters,
+  type CompiledQuery,
+  type Queryable,
+  type ReadModelOptions,
+} from './sql.js';
+import { tableTree, type TableNode } from './tables.js';
+
+/** A record as the API returns it. */
+export type RecordJson = Record<string, unknown>;
+
+/** The one row a compiled search returns. */
+export interface SearchRow {
+  /** All matches, ignoring limit and offset. */
+  readonly total_results: number;
+  /** The page, in order, already rendered. */
+  readonly results: RecordJson[];
+}
+
+/**
+ * Compiles a search into one statement returning one `SearchRow`. The page is chosen by ids first
+ * (so an index can supply the order and the limit stops the scan), then only those rows are rendered.
+ * The count runs over the same conditions (see `countStatement` for the shortcuts it takes). The
+ * page hangs off the count, so an offset past the end still answers `total_results`.
+ *
+ * Conditions: every table access is filtered by `org_id`; root filters compare the row's columns;
+ * dotted filters become `EXISTS` subqueries, one per relation: filters whose operands start with the
+ * same relation share one subquery, so they are tested against the same related record, and the
+ * rest of their paths are grouped the same way inside it.
+ */
+export function compileSearch(
+  model: ModelDefinition,
+  orgId: number,
+  query: SearchQuery,
+  options: ReadModelOptions = {},
+): CompiledQuery {
+  const params = new SqlParameters();
+  const context = renderContext(options, params, orgId);
+  const root = tableTree(model);
+  const table = qualifiedTable(options, root.table);
+  const alias = context.aliases.next();
+  const pending = query.filters.map((filter) => ({ relations: filter.relations, filter }));
+  const where = [
+    `${alias}.org_id = ${context.org}`,
+    ...conditions(root, alias, pending, params, context),
+  ].join('\n    AND ');
+  const limit = `${params.add(query.limit)}::bigint`;
+  const offset = `${params.add(query.offset)}::bigint`;
+  const rendered = context.aliases.next();
+  const total = countStatement(
+    model,
+    root,
+    query.filters,
+    `FROM ${table} ${alias}\n  WHERE ${where}`,
+    params,
+    context,
+  );
+  const text = `WITH page AS (
+  SELECT ${alias}.id FROM ${table} ${alias}
+  WHERE ${where}
+  ORDER BY ${orderBy(query.order, alias)}
+  LIMIT ${limit} OFFSET ${offset}
+), total AS (
+  ${total}
+)
+SELECT total.total_results, (
+  SELECT coalesce(json_agg(${renderRow(root, rendered, context)} ORDER BY ${orderBy(query.order, rendered)}), '[]'::json)
+  FROM page JOIN ${table} ${rendered} ON ${rendered}.id = page.id AND ${rendered}.org_id = ${context.org}
+) AS results
+FROM total`;
+  return { text, values: params.values };
+}
+
+/** Compiles the lookup of one record by id, rendered like a search result; no row when there is none. */
+export function compileGet(
+  model: ModelDefinition,
+  orgId: number,
+  id: number,
+  options: ReadModelOptions = {},
+): CompiledQuery {
+  const params = new SqlParameters();
+  const context = renderContext(options, params, orgId);
+  const root = tableTree(model);
+  const alias = context.aliases.next();
+  const text = `SELECT ${renderRow(root, alias, context)} AS record
+FROM ${qualifiedTable(options, root.table)} ${alias}
+WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${params.add(id)}::bigint`;
+  return { text, values: params.values };
+}
+
+/** Runs a compiled search: one round trip. */
+export async function searchRecords(
+  db: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  query: SearchQuery,
+  options: ReadModelOptions = {},
+): Promise<SearchRow> {
+  const { rows } = await db.query<SearchRow>(compileSearch(model, orgId, query, options));
+  return rows[0]!;
+}
+
+/** Reads one record of the organization, or `undefined` (another organization's record included). */
+export async function getRecord(
+  db: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  id: number,
+  options: ReadModelOptions = {},
+): Promise<RecordJson | undefined> {
+  const { rows } = await db.query<{ record: RecordJson }>(compileGet(model, orgId, id, options));
+  return rows[0]?.record;
+}
+
+/**
+ * Earlier terms take precedence and `id asc` breaks the remaining ties (API.md §4). Nulls last for
+ * `asc` and first for `desc` is also how a B-tree index reads forwards and backwards.
+ */
+function orderBy(order: readonly OrderTerm[], alias: string): string {
+  const terms = order.map(({ column, direction }) =>
+    direction === 'asc'
+      ? `${columnOf(alias, column)} ASC NULLS LAST`
+      : `${columnOf(alias, column)} DESC NULLS FIRST`,
+  );
+  const idDecided = order.some(({ column }) => column === 'id');
+  return [...terms, ...(idDecided ? [] : [`${alias}.id ASC`])].join(', ');
+}
+
+/** A filter and the relations it has still to follow from the table at hand. */
+interface PendingFilter {
+  readonly relations: readonly string[];
+  readonly filter: Filter;
+}
+
+/**
+ * The statement counting the matches. Counting is what makes an unselective search slow in a large
+ * organization, so two shapes take shortcuts: without filters the count is read from the counts the
+ * projection keeps; when every filter follows the same nested list (or embedded object), the count is
+ * the number of distinct parents among the matching child rows, which spares a semi-join against the
+ * model's table (a child row always has its parent, in its organization: the foreign key cascades).
+ */
+function countStatement(
+  model: ModelDefinition,
+  root: TableNode,
+  filters: readonly Filter[],
+  fromWhere: string,
+  params: SqlParameters,
+  context: RenderContext,
+): string {
+  if (filters.length === 0)
+    return `SELECT coalesce((SELECT count FROM ${qualifiedTable(context.options, RECORD_COUNTS_TABLE)}
+    WHERE model = ${params.add(model.name)} AND org_id = ${context.org}), 0)::int AS total_results`;
+  const { own, byRelation } = splitByRelation(
+    filters.map((filter) => ({ relations: filter.relations, filter })),
+  );
+  const [only, ...others] = byRelation;
+  const child = only && root.children.find(({ name }) => name === only[0]);
+  if (own.length > 0 || others.length > 0 || !child)
+    return `SELECT count(*)::int AS total_results ${fromWhere}`;
+  const alias = context.aliases.next();
+  const where = [
+    `${alias}.org_id = ${context.org}`,
+    ...conditions(child.node, alias, only[1], params, context),
+  ];
+  return `SELECT count(DISTINCT ${alias}.record_id)::int AS total_results
+  FROM ${qualifiedTable(context.options, child.node.table)} ${alias}
+  WHERE ${where.join(' AND ')}`;
+}
+
+/** Filters on the table at hand, and the others by the relation they follow next. */
+function splitByRelation(filters: readonly PendingFilter[]): {
+  own: Filter[];
+  byRelation: Map<string, PendingFilter[]>;
+} {
+  const own: Filter[] = [];
+  const byRelation = new Map<string, PendingFilter[]>();
+  for (const { relations, filter } of filters) {
+    const [relation, ...rest] = relations;
+    if (relation === undefined) own.push(filter);
+    else byRelation.set(relation, [...(byRelation.get(relation) ?? []), { relations: rest, filter }]);
+  }
+  return { own, byRelation };
+}
+
+/** The conditions on row `alias` of `node`: its own columns, then one `EXISTS` per relation followed. */
+function conditions(
+  node: TableNode,
+  alias: string,
+  filters: readonly PendingFilter[],
+  params: SqlParameters,
+  context: RenderContext,
+): string[] {
+  const { own, byRelation } = splitByRelation(filters);
+  const related = [...byRelation].map(([relation, members]) => {
+    const inner = context.aliases.next();
+    const { target, join } = relatedTable(node, alias, relation, inner);
+    const where = [
+      `${inner}.org_id = ${context.org}`,
+      join,
+      ...conditions(target, inner, members, params, context),
+    ];
+    return `EXISTS (SELECT 1 FROM ${qualifiedTable(context.options, target.table)} ${inner} WHERE ${where.join(' AND ')})`;
+  });
+  return [...own.map((filter) => comparison(columnOf(alias, filter.column), filter, params)), ...related];
+}
+
+/** The table a relation leads to and the condition tying its row `inner` to row `alias` of `node`. */
+function relatedTable(
+  node: TableNode,
+  alias: string,
+  relation: string,
+  inner: string,
+): { target: TableNode; join: string } {
+  const child = node.children.find(({ name }) => name === relation);
+  if (child) return { target: child.node, join: parentJoin(node, alias, child.node, inner) };
+  const reference = node.references.find(({ name }) => name === relation);
+  if (reference)
+    return {
+      target: tableTree(reference.definition.target()),
+      join: `${inner}.id = ${columnOf(alias, reference.column)}`,
+    };
+  throw new Error(`${node.table} has no relation ${relation}: the query was not parsed against this model`);
+}
+
+/**
+ * SQL semantics throughout (API.md §4): a NULL column satisfies no comparison with a value, `!=` and
+ * `not in` included; `= null` and `!= null` ask for NULL; `= ANY('{}')` is false and `<> ALL('{}')`
+ * true, which is what `in []` and `not in []` mean.
+ */
+function comparison(column: string, filter: Filter, params: SqlParameters): string {
+  const type = sqlType(filter.type);
+  switch (filter.operator) {
+    case '=':
+      return filter.value === null ? `${column} IS NULL` : `${column} = ${params.add(filter.value)}::${type}`;
+    case '!=':
+      return filter.value === null
+        ? `${column} IS NOT NULL`
+        : `${column} <> ${params.add(filter.value)}::${type}`;
+    case '>':
+    case '<':
+    case '>=':
+    case '<=':
+      return `${column} ${filter.operator} ${params.add(filter.value)}::${type}`;
+    case 'in':
+      return `${column} = ANY(${params.add(filter.value)}::${type}[])`;
+    case 'not in':
+      return `${column} <> ALL(${params.add(filter.value)}::${type}[])`;
+    default: {
+      const unhandled: never = filter;
+      throw new Error(`unknown operator ${JSON.stringify(unhandled)}`);
+    }
+  }
+}

@@ -1,0 +1,92 @@
+import type pg from 'pg';
+import type { ColumnType } from './fields.js';
+import type { TableNode } from './tables.js';
+
+/** Anything that runs a query: a pool, or a client inside the caller's transaction. */
+export type Queryable = Pick<pg.ClientBase, 'query'>;
+
+/** One parameterized statement; values reach Postgres only as `$n` parameters. */
+export interface CompiledQuery {
+  readonly text: string;
+  readonly values: unknown[];
+}
+
+/** Where the read-model tables live. */
+export interface ReadModelOptions {
+  /** Postgres schema of the read-model tables; `read` unless told otherwise. */
+  readonly schema?: string;
+}
+
+/** The Postgres type a column type is stored as and its values are cast to. */
+export function sqlType(type: ColumnType): string {
+  switch (type) {
+    case 'string':
+      return 'text';
+    case 'integer':
+      return 'bigint';
+    case 'decimal':
+      return 'numeric';
+    case 'boolean':
+      return 'boolean';
+    case 'date':
+      return 'date';
+    case 'timestamp':
+      return 'timestamptz';
+    default: {
+      const unhandled: never = type;
+      throw new Error(`unknown column type ${String(unhandled)}`);
+    }
+  }
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** A double-quoted identifier. Only lower-case names are accepted, so nothing can be smuggled in. */
+export function quoteIdentifier(name: string): string {
+  if (!IDENTIFIER.test(name) || name.length > 63) throw new Error(`not a safe SQL identifier: ${name}`);
+  return `"${name}"`;
+}
+
+export function qualifiedTable(options: ReadModelOptions, table: string): string {
+  return `${quoteIdentifier(options.schema ?? 'read')}.${quoteIdentifier(table)}`;
+}
+
+/** `alias.column`, quoted. */
+export function columnOf(alias: string, column: string): string {
+  return `${alias}.${quoteIdentifier(column)}`;
+}
+
+/** The condition tying a child table's rows (as `childAlias`) to their parent's row (as `parentAlias`). */
+export function parentJoin(
+  parent: TableNode,
+  parentAlias: string,
+  child: TableNode,
+  childAlias: string,
+): string {
+  return child.parentColumns
+    .map(
+      (column, index) =>
+        `${columnOf(childAlias, column)} = ${columnOf(parentAlias, parent.keyColumns[index]!)}`,
+    )
+    .join(' AND ');
+}
+
+/** Collects parameter values while a statement is being built. */
+export class SqlParameters {
+  readonly values: unknown[] = [];
+
+  /** The placeholder of a new parameter holding `value`. */
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** Hands out table aliases unique within one statement, so nested subqueries never shadow each other. */
+export class TableAliases {
+  private count = 0;
+
+  next(): string {
+    return `t${this.count++}`;
+  }
+}

@@ -1,0 +1,230 @@
+import { DomainError } from '@ofp/contracts';
+import { items, people, phoneNumberTypes } from './registry.js';
+import { invoices, orders, shipments } from './sketched-models.fixture.js';
+import { columnPath, validateCreate, validateUpdate } from './validation.js';
+import type { ModelDefinition } from './fields.js';
+
+/** The errors a validation threw, or a failure when it did not throw a 422. */
+function errorsOf(validation: () => unknown): Record<string, string[]> {
+  try {
+    validation();
+  } catch (error) {
+    expect(error).toBeInstanceOf(DomainError);
+    expect((error as DomainError).kind).toBe('Unprocessable');
+    return (error as DomainError).errors;
+  }
+  throw new Error('expected a validation error');
+}
+
+const createErrors = (model: ModelDefinition, body: unknown) => errorsOf(() => validateCreate(model, body));
+const updateErrors = (model: ModelDefinition, body: unknown) => errorsOf(() => validateUpdate(model, body));
+
+describe('validateCreate', () => {
+  it('accepts a person and fills in an empty phone number list', () => {
+    expect(validateCreate(people, { last_name: 'Lovelace' })).toEqual({
+      last_name: 'Lovelace',
+      phone_numbers: [],
+    });
+  });
+
+  it('requires the required fields', () => {
+    expect(createErrors(people, { first_name: 'Ada' })).toEqual({ last_name: ['is required'] });
+  });
+
+  it('refuses a blank required string', () => {
+    expect(createErrors(people, { last_name: '  ' })).toEqual({ last_name: ["can't be blank"] });
+  });
+
+  it('names a nested column by its path', () => {
+    const body = {
+      last_name: 'L',
+      phone_numbers: [{ number: '12-34', phone_number_type: { name: 'Work' } }],
+    };
+    expect(createErrors(people, body)).toEqual({ 'phone_numbers[0].number': ['must be 3 to 20 digits'] });
+  });
+
+  it('reports every invalid column at once', () => {
+    const body = { email: 'nope', phone_numbers: [{ number: '5551234' }, { phone_number_type: { id: 0 } }] };
+    expect(createErrors(people, body)).toEqual({
+      last_name: ['is required'],
+      email: ['must be an email address'],
+      'phone_numbers[1].number': ['is required'],
+      'phone_numbers[1].phone_number_type.id': ['must be at least 1'],
+    });
+  });
+
+  it('ignores unknown and read-only fields', () => {
+    const body = {
+      last_name: 'L',
+      id: 9,
+      version: 3,
+      created_at: 'x',
+      updated_at: 'y',
+      favourite_colour: 'red',
+    };
+    expect(validateCreate(people, body)).toEqual({ last_name: 'L', phone_numbers: [] });
+  });
+
+  it('ignores unknown fields inside nested elements', () => {
+    const body = { last_name: 'L', phone_numbers: [{ number: '5551234', extension: '12' }] };
+    expect(validateCreate(people, body)).toEqual({ last_name: 'L', phone_numbers: [{ number: '5551234' }] });
+  });
+
+  it('accepts a phone number type named by id or by name', () => {
+    const body = {
+      last_name: 'L',
+      phone_numbers: [
+        { number: '5551234', phone_number_type: { id: 2 } },
+        { number: '5551235', phone_number_type: { name: 'Work' } },
+      ],
+    };
+    expect(validateCreate(people, body)).toEqual(body);
+  });
+
+  it('refuses a phone number type named by neither id nor name', () => {
+    const body = { last_name: 'L', phone_numbers: [{ number: '5551234', phone_number_type: {} }] };
+    expect(createErrors(people, body)).toEqual({
+      'phone_numbers[0].phone_number_type': ['must name the phone_number_type by id or name'],
+    });
+  });
+
+  it('refuses a phone number type given as a bare string', () => {
+    const body = { last_name: 'L', phone_numbers: [{ number: '5551234', phone_number_type: 'Work' }] };
+    expect(Object.keys(createErrors(people, body))).toEqual(['phone_numbers[0].phone_number_type']);
+  });
+
+  it('accepts an optional external_id and refuses one that is not a string', () => {
+    expect(validateCreate(people, { last_name: 'L', external_id: 'crm-1' })).toMatchObject({
+      external_id: 'crm-1',
+    });
+    expect(createErrors(people, { last_name: 'L', external_id: 12 })).toEqual({
+      external_id: ['must be a string'],
+    });
+  });
+
+  it('refuses a body that is not an object', () => {
+    expect(createErrors(people, [{ last_name: 'L' }])).toEqual({ base: ['must be a JSON object'] });
+  });
+
+  it('refuses strings that Postgres cannot store', () => {
+    expect(createErrors(people, { last_name: 'a\u0000b' })).toEqual({
+      last_name: ['must not contain NUL characters'],
+    });
+  });
+
+  it('refuses strings over the maximum length', () => {
+    expect(createErrors(phoneNumberTypes, { name: 'x'.repeat(101) })).toEqual({
+      name: ['must be at most 100 characters'],
+    });
+  });
+
+  it('normalizes decimals to their scale and fills in defaults', () => {
+    expect(validateCreate(items, { sku: 'A-1', price: '12.5', weight: 2 })).toEqual({
+      sku: 'A-1',
+      price: '12.50',
+      weight: '2.000',
+      active: true,
+    });
+  });
+
+  it('refuses decimals with too many digits after the point, and non-decimals', () => {
+    expect(createErrors(items, { sku: 'A-1', price: '12.345', weight: 'heavy' })).toEqual({
+      price: ['must be a decimal with at most 2 digits after the point, such as "12.50"'],
+      weight: ['must be a decimal with at most 3 digits after the point, such as "12.50"'],
+    });
+  });
+
+  it('refuses values outside an enumeration and malformed codes', () => {
+    expect(createErrors(items, { sku: 'A-1', weight_unit: 'stone', currency: 'usd', price: '-1' })).toEqual({
+      weight_unit: ['must be one of: g, kg, oz, lb'],
+      currency: ['must be an ISO 4217 currency code such as USD'],
+      price: ['must be at least 0'],
+    });
+  });
+
+  it('refuses null for a column that is not nullable', () => {
+    expect(createErrors(items, { sku: 'A-1', active: null })).toEqual({ active: ["can't be null"] });
+  });
+
+  it('names columns of embedded objects and lines by path', () => {
+    const body = {
+      order_number: 'SO-1',
+      ship_to: { country: 'us' },
+      lines: [{ sku: 'A', quantity: 1 }, {}, { sku: 'B', quantity: 0 }],
+    };
+    expect(createErrors(orders, body)).toEqual({
+      'ship_to.country': ['must be an ISO 3166-1 alpha-2 code'],
+      'lines[1].sku': ['is required'],
+      'lines[1].quantity': ['is required'],
+      'lines[2].quantity': ['must be at least 1'],
+    });
+  });
+
+  it('names columns of lists inside lists by path', () => {
+    const body = {
+      fulfillment_order_id: 1,
+      packages: [
+        {
+          lines: [
+            { sku: 'A', quantity: 1 },
+            { sku: 'B', quantity: 1.5 },
+          ],
+        },
+      ],
+    };
+    expect(createErrors(shipments, body)).toEqual({
+      'packages[0].lines[1].quantity': ['must be an integer'],
+    });
+  });
+
+  it('normalizes timestamps to UTC milliseconds and checks dates', () => {
+    expect(
+      validateCreate(shipments, { fulfillment_order_id: 1, shipped_at: '2026-11-21T08:30:00+01:00' }),
+    ).toMatchObject({ shipped_at: '2026-11-21T07:30:00.000Z' });
+    expect(createErrors(invoices, { invoice_number: 'I-1', issue_date: '2026-02-30' })).toEqual({
+      issue_date: ['must be a date (YYYY-MM-DD)'],
+    });
+  });
+
+  it('ignores derived fields, in lines too', () => {
+    const body = {
+      invoice_number: 'I-1',
+      total: '99.00',
+      lines: [{ quantity: 1, unit_price: '2', amount: '5.00' }],
+    };
+    expect(validateCreate(invoices, body)).toEqual({
+      invoice_number: 'I-1',
+      amount_paid: '0.00',
+      lines: [{ quantity: 1, unit_price: '2.00' }],
+    });
+  });
+});
+
+describe('validateUpdate', () => {
+  it('accepts an empty update and keeps left-out fields out', () => {
+    expect(validateUpdate(people, {})).toEqual({});
+  });
+
+  it('lets an optional field be cleared but not a required one', () => {
+    expect(validateUpdate(people, { email: null })).toEqual({ email: null });
+    expect(updateErrors(people, { last_name: null })).toEqual({ last_name: ["can't be null"] });
+  });
+
+  it('validates a nested list given in full, since it replaces the old one', () => {
+    expect(
+      updateErrors(people, { phone_numbers: [{ number: '5551234' }, { phone_number_type: { id: 1 } }] }),
+    ).toEqual({
+      'phone_numbers[1].number': ['is required'],
+    });
+  });
+
+  it('does not fill in defaults', () => {
+    expect(validateUpdate(items, { name: 'Widget' })).toEqual({ name: 'Widget' });
+  });
+});
+
+describe('columnPath', () => {
+  it('writes list indexes in brackets and object keys after dots', () => {
+    expect(columnPath(['packages', 0, 'lines', 2, 'quantity'])).toBe('packages[0].lines[2].quantity');
+  });
+});

@@ -1,0 +1,213 @@
+import { z } from 'zod';
+import { DomainError, type FieldErrors } from '@ofp/contracts';
+import type {
+  ColumnDefinition,
+  DecimalColumn,
+  FieldDefinition,
+  FieldMap,
+  IntegerColumn,
+  ModelDefinition,
+  ReferenceDefinition,
+  StringColumn,
+} from './fields.js';
+import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp } from './formats.js';
+
+/** A validated request body: the writable fields that were given, in canonical form. */
+export type RecordBody = Record<string, unknown>;
+
+/**
+ * `create`: required fields must be present and defaults are filled in. `update`: every field is
+ * optional and what is left out keeps its value. Nested lists and embedded objects are always
+ * validated in full, because a list or object given replaces the old one (API.md §5).
+ */
+type Mode = 'create' | 'update';
+
+/**
+ * Validates a create body (API.md §5): required fields present, unknown and read-only fields dropped.
+ * @throws DomainError `Unprocessable` with errors by column path (`phone_numbers[0].number`).
+ */
+export function validateCreate(model: ModelDefinition, body: unknown): RecordBody {
+  return validate(bodySchema(model, 'create'), body);
+}
+
+/**
+ * Validates an update body (PUT/PATCH): every field optional, a nested list given replaces the list.
+ * @throws DomainError `Unprocessable` with errors by column path.
+ */
+export function validateUpdate(model: ModelDefinition, body: unknown): RecordBody {
+  return validate(bodySchema(model, 'update'), body);
+}
+
+/** Formats a zod issue path the way the envelope names nested columns: `lines[2].quantity`. */
+export function columnPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((key, index) =>
+      typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`,
+    )
+    .join('');
+}
+
+function validate(schema: z.ZodType, body: unknown): RecordBody {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data as RecordBody;
+  const errors: FieldErrors = {};
+  for (const issue of result.error.issues) {
+    (errors[issue.path.length === 0 ? 'base' : columnPath(issue.path)] ??= []).push(issue.message);
+  }
+  throw new DomainError('Unprocessable', errors);
+}
+
+const schemas = {
+  create: new WeakMap<ModelDefinition, z.ZodType>(),
+  update: new WeakMap<ModelDefinition, z.ZodType>(),
+};
+
+// Built on first use rather than at import: references are thunks that may point at models declared later.
+function bodySchema(model: ModelDefinition, mode: Mode): z.ZodType {
+  let schema = schemas[mode].get(model);
+  if (!schema) {
+    schema = objectSchema(model.fields, mode);
+    schemas[mode].set(model, schema);
+  }
+  return schema;
+}
+
+/** A message for a value of the wrong type, or a missing or null one. */
+function typeError(expected: string) {
+  return (issue: { input?: unknown }): string =>
+    issue.input === undefined
+      ? 'is required'
+      : issue.input === null
+        ? "can't be null"
+        : `must be ${expected}`;
+}
+
+function objectSchema(fields: FieldMap, mode: Mode): z.ZodType {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    const schema = fieldSchema(field, mode);
+    if (schema) shape[name] = schema;
+  }
+  // z.object drops keys it does not know, which is how unknown and read-only fields are ignored.
+  return z.object(shape, { error: typeError('a JSON object') });
+}
+
+function fieldSchema(field: FieldDefinition, mode: Mode): z.ZodType | undefined {
+  switch (field.kind) {
+    case 'column':
+      return field.readOnly ? undefined : presence(columnSchema(field), field, mode);
+    case 'list': {
+      const schema = z
+        .array(objectSchema(field.fields, 'create'), { error: typeError('an array') })
+        .max(field.maxItems, `must have at most ${field.maxItems} elements`);
+      return mode === 'create' ? schema.default(() => []) : schema.optional();
+    }
+    case 'object':
+      return presence(objectSchema(field.fields, 'create'), relationPresence(field), mode);
+    case 'reference':
+      return presence(referenceSchema(field), relationPresence(field), mode);
+    default: {
+      const unhandled: never = field;
+      throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+/** A to-one relation that is not required may be null. */
+function relationPresence(field: { required: boolean }): { required: boolean; nullable: boolean } {
+  return { required: field.required, nullable: !field.required };
+}
+
+/** Whether a field may be left out or be null, and its default on create. */
+function presence(
+  schema: z.ZodType,
+  field: { required: boolean; nullable: boolean; default?: unknown },
+  mode: Mode,
+): z.ZodType {
+  const value = field.nullable ? schema.nullable() : schema;
+  if (mode === 'update') return value.optional();
+  if (field.required) return value;
+  return field.default === undefined ? value.optional() : value.default(field.default);
+}
+
+function columnSchema(column: ColumnDefinition): z.ZodType {
+  switch (column.type) {
+    case 'string':
+      return z.string({ error: typeError('a string') }).superRefine((value, context) => {
+        const problem = stringProblem(column, value);
+        if (problem) context.addIssue({ code: 'custom', message: problem });
+      });
+    case 'integer':
+      return z.number({ error: typeError('an integer') }).superRefine((value, context) => {
+        const problem = integerProblem(column, value);
+        if (problem) context.addIssue({ code: 'custom', message: problem });
+      });
+    case 'decimal':
+      return z
+        .union([z.string(), z.number()], { error: typeError('a decimal string such as "12.50"') })
+        .transform((value, context) => {
+          const canonical = canonicalDecimal(value, column.scale);
+          const problem = decimalProblem(column, canonical);
+          if (problem === undefined) return canonical;
+          context.addIssue({ code: 'custom', message: problem });
+          return z.NEVER;
+        });
+    case 'boolean':
+      return z.boolean({ error: typeError('true or false') });
+    case 'date':
+      return z
+        .string({ error: typeError('a date (YYYY-MM-DD)') })
+        .refine(isDate, 'must be a date (YYYY-MM-DD)');
+    case 'timestamp':
+      return z
+        .string({ error: typeError('an RFC 3339 timestamp') })
+        .refine(isTimestamp, 'must be an RFC 3339 timestamp such as 2026-11-21T07:30:00.000Z')
+        .transform(canonicalTimestamp);
+    default: {
+      const unhandled: never = column;
+      throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+function stringProblem(column: StringColumn, value: string): string | undefined {
+  // Postgres text cannot hold NUL; letting one through would stop the projector at that event.
+  if (value.includes('\u0000')) return 'must not contain NUL characters';
+  if (column.required && value.trim() === '') return "can't be blank";
+  if (value.length > column.maxLength) return `must be at most ${column.maxLength} characters`;
+  if (column.values && !column.values.includes(value)) return `must be one of: ${column.values.join(', ')}`;
+  if (column.pattern && !column.pattern.regex.test(value)) return column.pattern.message;
+  return undefined;
+}
+
+function integerProblem(column: IntegerColumn, value: number): string | undefined {
+  if (!Number.isSafeInteger(value)) return 'must be an integer';
+  if (column.min !== undefined && value < column.min) return `must be at least ${column.min}`;
+  return undefined;
+}
+
+function decimalProblem(column: DecimalColumn, canonical: string | undefined): string | undefined {
+  if (canonical === undefined)
+    return `must be a decimal with at most ${column.scale} digits after the point, such as "12.50"`;
+  if (column.min !== undefined && Number(canonical) < column.min) return `must be at least ${column.min}`;
+  return undefined;
+}
+
+/** `{"id": 3}` or `{"name": "Work"}`: the target named by one of its lookup keys. */
+function referenceSchema(field: ReferenceDefinition): z.ZodType {
+  const target = field.target();
+  const shape: Record<string, z.ZodType> = {};
+  for (const key of field.lookupKeys) {
+    const lookup = target.fields[key];
+    if (lookup?.kind !== 'column') throw new Error(`${target.name}.${key} is not a column to look up by`);
+    // The id is read-only on the target, but naming a record by it is what a reference is for.
+    shape[key] = columnSchema(lookup).optional();
+  }
+  const keys = field.lookupKeys.join(' or ');
+  return z
+    .object(shape, { error: typeError(`an object naming the ${target.singular} by ${keys}`) })
+    .refine(
+      (value) => field.lookupKeys.some((key) => value[key] !== undefined),
+      `must name the ${target.singular} by ${keys}`,
+    );
+}
