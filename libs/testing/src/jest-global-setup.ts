@@ -13,4 +13,5 @@ export default async function globalSetup(): Promise<void> {
   globalThis.ofpInfrastructure ??= startInfrastructure(testLogger('test-infrastructure'));
   const infrastructure = await globalThis.ofpInfrastructure;
   process.env.DATABASE_URL = infrastructure.databaseUrl;
+  process.env.KAFKA_BROKERS = infrastructure.kafkaBrokers.join(',');
 }

@@ -1,5 +1,5 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { baseError, singleEnvelope, searchEnvelope } from '@ofp/contracts';
+import { baseError, singleEnvelope } from '@ofp/contracts';
 import { authOf, requireScope } from '@ofp/auth-tokens';
 import { findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import {
@@ -10,7 +10,7 @@ import {
 } from '../commands/idempotency.js';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ProjectionWaiter } from '../queries/projection-waiter.js';
-import type { RecordQueries } from '../queries/record-queries.js';
+import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';
 import type { TenantSeeder } from '../commands/tenant-seeder.js';
 import { etagOf, parseIfMatch, prefersAsync } from './write-headers.js';
 
@@ -45,7 +45,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
       const q = req.query.q;
       if (q !== undefined && typeof q !== 'string') throw baseError('Invalid', 'q must be given once');
       const page = await deps.queries.search(model, authOf(req).orgId, q);
-      res.json(searchEnvelope(page.records, page.totalResults, page.offset));
+      res.type('application/json').send(searchEnvelopeJson(page));
     })
     .post(writeScope, async (req, res) => {
       await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBody(req)) });
@@ -59,7 +59,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
       const record = await deps.queries.get(model, authOf(req).orgId, idOf(req));
       if (!record) throw baseError('NotFound', `${model.singular} ${paramOf(req, 'id')} not found`);
       res.setHeader('ETag', etagOf(record.version));
-      res.json(singleEnvelope(record));
+      res.type('application/json').send(singleEnvelopeJson(record));
     })
     .post(writeScope, async (req, res) => {
       await write(req, res, {

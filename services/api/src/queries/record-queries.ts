@@ -1,24 +1,55 @@
-import type { RecordJson } from '@ofp/contracts';
-import { getRecord, parseQuery, searchRecords, type ModelDefinition } from '@ofp/models';
+import { compileGet, compileSearch, parseQuery, type ModelDefinition } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
 
-export interface SearchPage {
-  readonly records: RecordJson[];
+/**
+ * A search page as JSON text, straight from Postgres: the read model renders records as JSON, so
+ * parsing them only to serialize them again would spend the api's CPU on nothing.
+ */
+export interface SearchPageJson {
+  readonly count: number;
   readonly totalResults: number;
   readonly offset: number;
+  /** The JSON array of records. */
+  readonly results: string;
+}
+
+/** A record as JSON text, with the version its ETag names. */
+export interface RecordJsonText {
+  readonly version: number;
+  readonly json: string;
 }
 
 /** Reads from the read model: each search and each get is one parameterized statement. */
 export class RecordQueries {
   constructor(private readonly pool: Pool) {}
 
-  async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPage> {
+  async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPageJson> {
     const query = parseQuery(model, rawQ);
-    const row = await searchRecords(this.pool, model, orgId, query);
-    return { records: row.results as RecordJson[], totalResults: row.total_results, offset: query.offset };
+    const compiled = compileSearch(model, orgId, query);
+    const { rows } = await this.pool.query<{ total_results: number; count: number; results: string }>(
+      `SELECT s.total_results, json_array_length(s.results) AS count, s.results::text AS results FROM (${compiled.text}) s`,
+      compiled.values,
+    );
+    const row = rows[0]!;
+    return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
   }
 
-  async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJson | undefined> {
-    return (await getRecord(this.pool, model, orgId, id)) as RecordJson | undefined;
+  async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJsonText | undefined> {
+    const compiled = compileGet(model, orgId, id);
+    const { rows } = await this.pool.query<{ version: number; json: string }>(
+      `SELECT (g.record->>'version')::int AS version, g.record::text AS json FROM (${compiled.text}) g`,
+      compiled.values,
+    );
+    return rows[0];
   }
+}
+
+/** The search envelope (API.md §2) around a page of JSON text. */
+export function searchEnvelopeJson(page: SearchPageJson): string {
+  return `{"count":${page.count},"total_results":${page.totalResults},"offset":${page.offset},"results":${page.results},"errors":null}`;
+}
+
+/** The single-record envelope (API.md §2) around a record's JSON text. */
+export function singleEnvelopeJson(record: RecordJsonText): string {
+  return `{"count":1,"results":${record.json},"errors":null}`;
 }

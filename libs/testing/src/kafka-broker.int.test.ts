@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { Kafka, logLevel } from 'kafkajs';
+import { startKafkaBroker } from './kafka-broker.js';
+import { testLogger } from './logger.js';
+import { CACHE_DIR } from './postgres.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../../..');
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function gone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(100);
+  return !isAlive(pid);
+}
+
+async function within<T>(promise: Promise<T>, ms: number, describeTimeout: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(describeTimeout())), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('the Kafka of the test run (KAFKA_BROKERS)', () => {
+  const KEYS = 5;
+  const PER_KEY = 20;
+
+  it('delivers keyed messages with their headers to a consumer group, in order per key', async () => {
+    const brokers = process.env.KAFKA_BROKERS?.split(',');
+    if (!brokers) throw new Error('KAFKA_BROKERS is not set: run integration tests through jest');
+    const kafka = new Kafka({ clientId: 'kafka-broker-test', brokers, logLevel: logLevel.NOTHING });
+    const topic = `kafka-broker-test-${randomUUID()}`;
+    const admin = kafka.admin();
+    const producer = kafka.producer();
+    const consumer = kafka.consumer({ groupId: `kafka-broker-test-${randomUUID()}` });
+    try {
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+      const sent = Array.from({ length: KEYS * PER_KEY }, (_, i) => ({
+        key: `order-${i % KEYS}`,
+        value: JSON.stringify({ seq: Math.floor(i / KEYS) }),
+        headers: { 'ce-id': `event-${i}` },
+      }));
+      await producer.connect();
+      // Several sends, so that order within a key has to survive more than one batch.
+      for (let i = 0; i < sent.length; i += 17)
+        await producer.send({ topic, messages: sent.slice(i, i + 17) });
+
+      const received: Message[] = [];
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      const allReceived = new Promise<void>((resolve) => {
+        void consumer.run({
+          eachMessage: ({ message }) => {
+            const headers = Object.entries(message.headers ?? {}).map(([name, value]) => [
+              name,
+              String(value),
+            ]);
+            received.push({
+              key: message.key!.toString(),
+              value: message.value!.toString(),
+              headers: Object.fromEntries(headers) as Record<string, string>,
+            });
+            if (received.length === sent.length) resolve();
+            return Promise.resolve();
+          },
+        });
+      });
+      await within(allReceived, 30_000, () => `received ${received.length} of ${sent.length} messages`);
+
+      expect(byKey(received)).toEqual(byKey(sent));
+    } finally {
+      await Promise.all([consumer.disconnect(), producer.disconnect()]);
+      await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+      await admin.disconnect();
+    }
+  }, 60_000);
+});
+
+interface Message {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** The messages of each key, in the order given. */
+function byKey(messages: Message[]): Map<string, Message[]> {
+  const groups = new Map<string, Message[]>();
+  for (const message of messages) groups.set(message.key, [...(groups.get(message.key) ?? []), message]);
+  return groups;
+}
+
+describe('startKafkaBroker', () => {
+  it('leaves no broker process behind once stopped', async () => {
+    const kafka = await startKafkaBroker({ cacheDir: CACHE_DIR, logger: testLogger('kafka-broker-test') });
+    const aliveBefore = isAlive(kafka.pid);
+    await kafka.stop();
+    expect({ aliveBefore, aliveAfter: isAlive(kafka.pid) }).toEqual({ aliveBefore: true, aliveAfter: false });
+  }, 120_000);
+
+  it('stops the broker when the process that started it is killed with SIGKILL', async () => {
+    const moduleUrl = (file: string) => JSON.stringify(pathToFileURL(join(import.meta.dirname, file)).href);
+    const starter = `
+      const { startKafkaBroker } = await import(${moduleUrl('kafka-broker.ts')});
+      const { testLogger } = await import(${moduleUrl('logger.ts')});
+      const kafka = await startKafkaBroker({ cacheDir: ${JSON.stringify(CACHE_DIR)}, logger: testLogger() });
+      console.log('broker pid ' + kafka.pid);
+    `;
+    const starterProcess = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', starter],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const exited = new Promise((resolve) => starterProcess.once('exit', resolve));
+    let pid = NaN;
+    for await (const line of createInterface({ input: starterProcess.stdout })) {
+      const match = /^broker pid (\d+)$/.exec(line);
+      if (match) {
+        pid = Number(match[1]);
+        break;
+      }
+    }
+    if (!(pid > 0)) throw new Error('the starter process ended without starting a broker');
+    try {
+      expect(isAlive(pid)).toBe(true);
+      starterProcess.kill('SIGKILL');
+      await exited;
+      expect(await gone(pid, 20_000)).toBe(true);
+    } finally {
+      // Not to leave a broker behind when the lifeline failed.
+      if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    }
+  }, 120_000);
+});
