@@ -34,9 +34,9 @@ export async function measure(
 }
 
 /** One table row: the measured system next to its raw baseline, and the throughput ratio. */
-export function formatRow(name: string, system: Measurement, raw: Measurement): string {
+export function formatRow(name: string, system: Measurement, raw: Measurement, rawLabel = 'raw'): string {
   const ratio = (100 * system.perSecond) / raw.perSecond;
   const cell = (m: Measurement): string =>
     `${m.perSecond.toFixed(0).padStart(7)}/s  p50 ${m.p50Ms.toFixed(2).padStart(6)} ms  p99 ${m.p99Ms.toFixed(2).padStart(6)} ms`;
-  return `${name.padEnd(26)} ${cell(system)}   | raw ${cell(raw)}   | ${ratio.toFixed(0).padStart(3)}%`;
+  return `${name.padEnd(26)} ${cell(system)}   | ${rawLabel} ${cell(raw)}   | ${ratio.toFixed(0).padStart(3)}%`;
 }

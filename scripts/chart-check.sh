@@ -299,6 +299,7 @@ for ing in by_kind("Ingress"):
         svc = routes.get(path)
         return svc and next((c for c in services_enabled.values() if svc.endswith("-" + c)), None)
     expected_routes = {"/oauth": "auth", "/.well-known": "auth", "/admin": "auth",
+                       "/v2/authenticate": "auth", "/api/v2/authenticate": "auth",
                        "/v2/webhooks": "webhook-dispatcher", "/v2/webhook_deliveries": "webhook-dispatcher",
                        "/api/v2/webhooks": "webhook-dispatcher", "/api/v2/webhook_deliveries": "webhook-dispatcher",
                        "/v2": "api", "/api/v2": "api"}

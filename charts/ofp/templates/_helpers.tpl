@@ -1,0 +1,290 @@
+{{/* vim: set filetype=mustache: */}}
+
+{{/*
+The chart name, truncated to 63 characters (DNS label limit).
+*/}}
+{{- define "ofp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The release-qualified name. The longest component suffix is "-webhook-dispatcher" (19), so the
+base is cut to 43 characters to keep every derived name a valid DNS label.
+*/}}
+{{- define "ofp.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 43 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 43 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 43 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The name of one component's resources. Call with (dict "root" $ "component" "webhook-dispatcher").
+*/}}
+{{- define "ofp.componentFullname" -}}
+{{- printf "%s-%s" (include "ofp.fullname" .root) .component -}}
+{{- end -}}
+
+{{/*
+The namespace of every resource.
+*/}}
+{{- define "ofp.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Chart name and version, as used by the helm.sh/chart label.
+*/}}
+{{- define "ofp.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels of every resource.
+*/}}
+{{- define "ofp.labels" -}}
+helm.sh/chart: {{ include "ofp.chart" . }}
+{{ include "ofp.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "ofp.versionLabel" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: ofp
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The app.kubernetes.io/version label: the image tag (or appVersion) made a valid label value
+(a skaffold tag such as `abc123@sha256:...` has characters a label cannot hold).
+*/}}
+{{- define "ofp.versionLabel" -}}
+{{- $version := .Values.image.tag | default .Chart.AppVersion | toString -}}
+{{- regexReplaceAll "[^-A-Za-z0-9_.]" $version "_" | trunc 63 | trimAll "-_." -}}
+{{- end -}}
+
+{{/*
+Selector labels of the release (every component).
+*/}}
+{{- define "ofp.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ofp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+Labels of one component's resources. Call with (dict "root" $ "component" "api").
+*/}}
+{{- define "ofp.componentLabels" -}}
+{{ include "ofp.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+Selector labels of one component. Call with (dict "root" $ "component" "api").
+*/}}
+{{- define "ofp.componentSelectorLabels" -}}
+{{ include "ofp.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+Annotations of every resource (commonAnnotations), as a YAML block or nothing.
+*/}}
+{{- define "ofp.annotations" -}}
+{{- with .Values.commonAnnotations }}
+{{- toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The image reference: [registry/]repository(:tag|@digest); the tag defaults to the appVersion.
+*/}}
+{{- define "ofp.image" -}}
+{{- $registry := .Values.global.imageRegistry | default .Values.image.registry -}}
+{{- $repository := .Values.image.repository -}}
+{{- $ref := printf ":%s" (.Values.image.tag | default .Chart.AppVersion | toString) -}}
+{{- if .Values.image.digest -}}
+{{- $ref = printf "@%s" .Values.image.digest -}}
+{{- end -}}
+{{- if $registry -}}
+{{- printf "%s/%s%s" $registry $repository $ref -}}
+{{- else -}}
+{{- printf "%s%s" $repository $ref -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+imagePullSecrets of a pod spec (global and chart ones, deduplicated), or nothing.
+*/}}
+{{- define "ofp.imagePullSecrets" -}}
+{{- $secrets := uniq (concat .Values.global.imagePullSecrets .Values.imagePullSecrets) -}}
+{{- if $secrets -}}
+imagePullSecrets:
+{{- range $secrets }}
+  - name: {{ . | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ServiceAccount of the services.
+*/}}
+{{- define "ofp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "ofp.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ServiceAccount of the migration hook: a hook-owned one while the chart creates ServiceAccounts
+(the release's own does not exist yet before install), else the one given.
+*/}}
+{{- define "ofp.migration.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- printf "%s-migrate" (include "ofp.fullname" .) -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The Secret holding DATABASE_URL and ADMIN_TOKEN.
+*/}}
+{{- define "ofp.secretName" -}}
+{{- default (include "ofp.fullname" .) .Values.existingSecret -}}
+{{- end -}}
+
+{{/*
+The Secret the migration hook reads DATABASE_URL from: the existing Secret, or a hook-owned copy
+(the release's own Secret does not exist yet before install).
+*/}}
+{{- define "ofp.migration.secretName" -}}
+{{- if .Values.existingSecret -}}
+{{- .Values.existingSecret -}}
+{{- else -}}
+{{- printf "%s-migrate" (include "ofp.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The admin token: the given one, else the one already in the release's Secret (kept across
+upgrades), else a new random one. `helm template` cannot look the Secret up and generates one.
+*/}}
+{{- define "ofp.adminToken" -}}
+{{- if .Values.adminToken -}}
+{{- .Values.adminToken -}}
+{{- else -}}
+{{- $existing := lookup "v1" "Secret" (include "ofp.namespace" .) (include "ofp.fullname" .) -}}
+{{- $key := .Values.existingSecretKeys.adminToken -}}
+{{- if and $existing $existing.data (hasKey $existing.data $key) -}}
+{{- index $existing.data $key | b64dec -}}
+{{- else -}}
+{{- randAlphaNum 40 -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The public base URL (the OAuth issuer): publicUrl, else derived from the Ingress host.
+*/}}
+{{- define "ofp.publicUrl" -}}
+{{- if .Values.publicUrl -}}
+{{- .Values.publicUrl -}}
+{{- else if .Values.ingress.enabled -}}
+{{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls) .Values.ingress.hostname -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Where api and webhook-dispatcher reach the auth service inside the cluster.
+*/}}
+{{- define "ofp.authUrl" -}}
+{{- if .Values.authUrl -}}
+{{- .Values.authUrl -}}
+{{- else -}}
+{{- printf "http://%s:%v" (include "ofp.componentFullname" (dict "root" . "component" "auth")) .Values.auth.service.ports.http -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The non-secret environment of every service, as a YAML map (the ConfigMap's data; the migration
+hook inlines it, since the ConfigMap does not exist yet before install).
+*/}}
+{{- define "ofp.configEnv" -}}
+LOG_LEVEL: {{ .Values.logLevel | quote }}
+{{- with (include "ofp.publicUrl" .) }}
+PUBLIC_URL: {{ . | quote }}
+{{- end }}
+{{- if .Values.kafka.brokers }}
+KAFKA_BROKERS: {{ join "," .Values.kafka.brokers | quote }}
+{{- end }}
+KAFKA_TOPIC_PREFIX: {{ .Values.kafka.topicPrefix | quote }}
+KAFKA_TOPIC_PARTITIONS: {{ .Values.kafka.topicPartitions | toString | quote }}
+KAFKA_REPLICATION_FACTOR: {{ .Values.kafka.replicationFactor | toString | quote }}
+DATABASE_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
+READ_YOUR_WRITES_TIMEOUT_MS: {{ .Values.readYourWritesTimeoutMs | toString | quote }}
+WEBHOOK_ALLOW_PRIVATE_TARGETS: {{ .Values.webhookAllowPrivateTargets | toString | quote }}
+AUTH_URL: {{ include "ofp.authUrl" . | quote }}
+{{- with .Values.otelExporterOtlpEndpoint }}
+OTEL_EXPORTER_OTLP_ENDPOINT: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A security context without the chart's `enabled` switch and without empty lists, maps and strings
+(booleans and numbers are kept), or nothing when disabled.
+*/}}
+{{- define "ofp.securityContext" -}}
+{{- if .enabled -}}
+{{- $context := dict -}}
+{{- range $name, $value := omit . "enabled" -}}
+{{- if or $value (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) (kindIs "int" $value) -}}
+{{- $_ := set $context $name $value -}}
+{{- end -}}
+{{- end -}}
+{{- if $context -}}
+{{- toYaml $context -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A probe from its values (without `enabled`) and the path to GET on the http port.
+Call with (dict "probe" .Values.api.livenessProbe "path" "/livez").
+*/}}
+{{- define "ofp.probe" -}}
+httpGet:
+  path: {{ .path }}
+  port: http
+{{ toYaml (omit .probe "enabled") }}
+{{- end -}}
+
+{{/*
+The values keys of the services, in deployment order; the component name is their kebab case.
+*/}}
+{{- define "ofp.serviceKeys" -}}
+auth api projector webhookDispatcher
+{{- end -}}
+
+{{/*
+Checks that need more than the schema; fails the render with every problem at once.
+*/}}
+{{- define "ofp.validateValues" -}}
+{{- $messages := list -}}
+{{- if and (not .Values.existingSecret) (not .Values.database.url) -}}
+{{- $messages = append $messages "ofp: set database.url (the Postgres connection URL) or existingSecret (a Secret holding it)." -}}
+{{- end -}}
+{{- if and (not .Values.kafka.brokers) (or .Values.api.enabled .Values.projector.enabled .Values.webhookDispatcher.enabled) -}}
+{{- $messages = append $messages "ofp: set kafka.brokers; api, projector and webhook-dispatcher need Kafka." -}}
+{{- end -}}
+{{- if $messages -}}
+{{- printf "\nVALUES VALIDATION:\n%s" (join "\n" $messages) | fail -}}
+{{- end -}}
+{{- end -}}
