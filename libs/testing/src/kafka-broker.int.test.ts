@@ -1,15 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { startKafkaBroker } from './kafka-broker.js';
 import { testLogger } from './logger.js';
 import { CACHE_DIR } from './postgres.js';
 
-const REPO_ROOT = join(import.meta.dirname, '../../..');
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 function isAlive(pid: number): boolean {
   try {
@@ -116,7 +115,7 @@ describe('startKafkaBroker', () => {
   }, 120_000);
 
   it('stops the broker when the process that started it is killed with SIGKILL', async () => {
-    const moduleUrl = (file: string) => JSON.stringify(pathToFileURL(join(import.meta.dirname, file)).href);
+    const moduleUrl = (file: string) => JSON.stringify(new URL(file, import.meta.url).href);
     const starter = `
       const { startKafkaBroker } = await import(${moduleUrl('kafka-broker.ts')});
       const { testLogger } = await import(${moduleUrl('logger.ts')});

@@ -1,8 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -31,7 +32,7 @@ export interface RunningKafka {
   stop(): Promise<void>;
 }
 
-const POM = resolve(import.meta.dirname, '../kafka/pom.xml');
+const POM = fileURLToPath(new URL('../kafka/pom.xml', import.meta.url));
 // Enough for test traffic; Kafka's own start script defaults to 1 GB.
 const JVM_OPTIONS = ['-Xms128m', '-Xmx512m', '-Djava.awt.headless=true'];
 const STARTUP_TIMEOUT_MS = 60_000;

@@ -1,10 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { freePort } from './ports.js';
 
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
-const PLATFORM_MAIN = resolve(import.meta.dirname, '../../../platform/dist/main.js');
+const PLATFORM_MAIN = fileURLToPath(new URL('../../../platform/dist/main.js', import.meta.url));
 
 export interface RunningPlatform {
   /** Base URL of the auth service (`/oauth`, `/admin`, `/v2/authenticate`). */

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import pg from 'pg';
@@ -5,7 +6,7 @@ import { createPool, startEmbeddedPostgres, type Logger, type Pool } from '@ofp/
 import { freePort } from './ports.js';
 
 /** The folder where test infrastructure keeps its state between runs (git-ignored). */
-export const CACHE_DIR = resolve(import.meta.dirname, '../../../.cache');
+export const CACHE_DIR = fileURLToPath(new URL('../../../.cache', import.meta.url));
 
 /**
  * The Postgres that tests use: `DATABASE_URL` when set, else an embedded cluster kept in
