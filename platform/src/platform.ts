@@ -2,15 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { createApiModule, migrateApi } from '@ofp/api';
+import { createApiModule, createProcessManagersModule, migrateApi } from '@ofp/api';
 import { createAuthModule, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
 import {
   RevocationDenyList,
   TokenBucketLimiter,
   createJwksKeySource,
-  createPostgresRevocationFeed,
+  createBusRevocationFeed,
   createRevocationModule,
   createTokenVerifier,
   issuerFromPublicUrl,
@@ -88,7 +89,9 @@ export async function runPlatform(
     partitions: config.KAFKA_TOPIC_PARTITIONS,
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
   };
-  const store = new EventStore(pool, { outbox: kafka !== undefined });
+  // Outbox rows are written in every process of a Kafka deployment (the api's relay publishes what
+  // any service appended, the auth service's revocations included); standalone reads the log itself.
+  const store = new EventStore(pool, { outbox: kafka !== undefined || target !== 'all' });
   const bus: Bus = kafka
     ? new KafkaBus(kafka, logger, { topics, batchSize: 500 })
     : new PgLogBus(pool, database.url, store, logger, { batchSize: 500, pollIntervalMs: 1000 });
@@ -114,6 +117,7 @@ export async function runPlatform(
     if (!adminToken) throw new Error('ADMIN_TOKEN is required with TARGET=auth');
     const auth = createAuthModule({
       pool,
+      store,
       logger,
       clock,
       settings: {
@@ -132,7 +136,12 @@ export async function runPlatform(
 
   if (includes(config.TARGET, 'api')) {
     const denyList = new RevocationDenyList(clock);
-    modules.push(createRevocationModule(createPostgresRevocationFeed({ pool, logger }), denyList));
+    modules.push(
+      createRevocationModule(
+        createBusRevocationFeed({ bus, group: `revocations-${target}-${hostname()}` }),
+        denyList,
+      ),
+    );
     const keys = createJwksKeySource({
       url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
       clock,
@@ -153,6 +162,8 @@ export async function runPlatform(
       readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
     });
     modules.push(api);
+    // The process managers issue commands onto the api's event store, so they run where the api runs.
+    modules.push(createProcessManagersModule({ pool, store, bus, logger, clock }));
     mounts.push((app) => app.use(['/v2', '/api/v2'], api.routes));
     if (kafka)
       modules.push(
@@ -244,6 +255,7 @@ async function migrateOwn(
 ): Promise<void> {
   switch (target) {
     case 'auth':
+      await migrateEventStore(pool, logger);
       return migrateAuth(pool, logger);
     case 'api':
       await migrateEventStore(pool, logger);

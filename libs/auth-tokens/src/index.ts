@@ -4,7 +4,7 @@ export * from './scopes.js';
 export * from './jwks.js';
 export * from './verifier.js';
 export * from './revocations.js';
-export * from './postgres-revocation-feed.js';
 export * from './middleware.js';
 export * from './token-bucket.js';
 export * from './rate-limit.js';
+export * from './bus-revocation-feed.js';

@@ -13,6 +13,12 @@ export interface SubscribeOptions {
   /** Stream types (`people`, `orders`...) to receive. */
   readonly streamTypes: readonly string[];
   readonly handle: BatchHandler;
+  /**
+   * Every process reads every event, from the beginning, and no progress is kept (for state each
+   * process holds in memory, such as the revocation deny-list). `group` then names the subscription
+   * only in logs and metrics.
+   */
+  readonly transient?: boolean;
 }
 
 export interface Subscription {

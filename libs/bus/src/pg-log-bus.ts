@@ -68,8 +68,10 @@ class PgLogConsumer implements Subscription {
     await this.listener.query(`LISTEN ${EVENTS_CHANNEL}`);
     this.loop = (async () => {
       // One active consumer per group; another process of the same group waits as a standby.
-      while (this.running && !(await this.tryLead())) await this.wakeup.wait(this.options.pollIntervalMs);
-      let checkpoint = await this.readCheckpoint();
+      const transient = this.subscription.transient === true;
+      while (this.running && !transient && !(await this.tryLead()))
+        await this.wakeup.wait(this.options.pollIntervalMs);
+      let checkpoint = transient ? START : await this.readCheckpoint();
       let failures = 0;
       while (this.running) {
         try {
@@ -83,7 +85,7 @@ class PgLogConsumer implements Subscription {
           }
           await this.subscription.handle(events);
           checkpoint = events[events.length - 1]!.position;
-          await this.writeCheckpoint(checkpoint);
+          if (!transient) await this.writeCheckpoint(checkpoint);
           failures = 0;
         } catch (error) {
           failures++;

@@ -1,5 +1,7 @@
 /** A record as the API renders it: `id`, its fields, nested lists and objects, `version`, timestamps. */
-export type RecordJson = { readonly id: number; readonly version: number } & Readonly<Record<string, unknown>>;
+export type RecordJson = { readonly id: number; readonly version: number } & Readonly<
+  Record<string, unknown>
+>;
 
 /**
  * The data of every record event (`person.created`, `order.cancelled`, ...): the record after the

@@ -64,8 +64,7 @@ describe('EventStore', () => {
       const won = attempts.filter((a) => a.status === 'fulfilled');
       const lost = attempts.filter((a) => a.status === 'rejected');
       expect(won).toHaveLength(1);
-      for (const failure of lost)
-        expect((failure).reason).toBeInstanceOf(WrongExpectedVersion);
+      for (const failure of lost) expect(failure.reason).toBeInstanceOf(WrongExpectedVersion);
     }
     expect((await store.readStream('c-1')).map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6]);
   });

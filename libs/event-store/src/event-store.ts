@@ -87,6 +87,8 @@ export interface EventStoreOptions {
  * Appends and reads events. Appends run in their own transaction: the events' INSERT is that
  * transaction's first write, so its transaction id is assigned only after the caller read the
  * stream. That keeps one stream's events in transaction-id order, which the global order relies on.
+ * A multi-stream append keeps the rule: every stream it writes was read before its transaction
+ * began, and all its events INSERTs come before any other write.
  */
 export class EventStore {
   constructor(
@@ -103,26 +105,69 @@ export class EventStore {
     input: AppendInput,
     alsoInTransaction?: (client: PoolClient, result: AppendResult) => Promise<void>,
   ): Promise<AppendResult> {
-    if (input.events.length === 0) throw new Error('append needs at least one event');
+    const [result] = await this.appendToStreams(
+      [input],
+      alsoInTransaction && ((client, results) => alsoInTransaction(client, results[0]!)),
+    );
+    return result!;
+  }
+
+  /**
+   * Appends to several streams in one transaction, each at its expected version: all commit or none
+   * does (a command deciding on two aggregates, such as a shipment and its fulfillment order). The
+   * streams are written in stream id order, so two such appends sharing streams queue on the same
+   * stream first rather than deadlock. Results come in the order of `inputs`.
+   * @throws WrongExpectedVersion naming the first stream another writer changed.
+   */
+  async appendToStreams(
+    inputs: readonly AppendInput[],
+    alsoInTransaction?: (client: PoolClient, results: readonly AppendResult[]) => Promise<void>,
+  ): Promise<AppendResult[]> {
+    if (inputs.length === 0 || inputs.some((input) => input.events.length === 0))
+      throw new Error('append needs at least one event per stream');
+    if (new Set(inputs.map((input) => input.streamId)).size !== inputs.length)
+      throw new Error('append names a stream twice');
+    const ordered = [...inputs].sort((a, b) =>
+      a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0,
+    );
     const client = await this.pool.connect();
+    let current: AppendInput | undefined;
     try {
       await client.query('BEGIN');
-      const result = await this.insert(client, input);
-      if (alsoInTransaction) await alsoInTransaction(client, result);
+      const byStream = new Map<string, AppendResult>();
+      for (const input of ordered) {
+        current = input;
+        byStream.set(input.streamId, await this.insert(client, input));
+      }
+      current = undefined;
+      const results = inputs.map((input) => byStream.get(input.streamId)!);
+      if (alsoInTransaction) await alsoInTransaction(client, results);
       await client.query('COMMIT');
-      return result;
+      return results;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       if (
+        current &&
         (error as { code?: string }).code === '23505' &&
         (error as { constraint?: string }).constraint === 'events_stream_id_version_key'
       ) {
-        throw new WrongExpectedVersion(input.streamId, input.expectedVersion);
+        throw new WrongExpectedVersion(current.streamId, current.expectedVersion);
       }
       throw error;
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * Appends inside a transaction the caller owns (another service's state change that must commit
+   * with its event, like a revoked grant). Only for streams whose order does not depend on the
+   * transaction id: a new stream (`expectedVersion` 0) of its own, as the events of one record
+   * otherwise need their INSERT to be the transaction's first write (see the class comment).
+   */
+  async appendNewStreamIn(client: PoolClient, input: AppendInput): Promise<AppendResult> {
+    if (input.expectedVersion !== 0) throw new Error('appendNewStreamIn only starts new streams');
+    return this.insert(client, input);
   }
 
   private async insert(client: PoolClient, input: AppendInput): Promise<AppendResult> {

@@ -75,17 +75,6 @@ CREATE TABLE auth.signing_keys (
 -- Exactly one key signs at a time.
 CREATE UNIQUE INDEX signing_keys_one_active ON auth.signing_keys ((true)) WHERE retired_at IS NULL;
 
--- Revocations for the verifiers' deny-lists (@ofp/auth-tokens reads this table in standalone mode; it
--- is also the outbox a bus relay publishes from). token_id null: every token of the grant.
-CREATE TABLE auth.revocations (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  grant_id uuid NOT NULL,
-  token_id uuid,
-  expires_at timestamptz NOT NULL,
-  recorded_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX revocations_recorded_at ON auth.revocations (recorded_at);
-
 -- The standalone demo client (ensureDemoTenant). Its secret is kept readable on purpose: the runner
 -- prints it on every start, and only this one demo client of a local installation is stored this way.
 CREATE TABLE auth.demo_tenant (

@@ -1,6 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import type { IRouter } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { EventStore } from '@ofp/event-store';
 import {
+  GRANT_REVOKED,
+  REVOCATIONS_STREAM_TYPE,
+  announcementOf,
   createTokenVerifier,
   issuerFromPublicUrl,
   TokenBucketLimiter,
@@ -27,6 +32,8 @@ export interface AuthSettings {
 export interface AuthModuleDeps {
   /** A pool on a database migrated with {@link migrateAuth}. */
   pool: Pool;
+  /** Where revocations are announced (the event store on the same database). */
+  store: EventStore;
   logger: Logger;
   clock: Clock;
   settings: AuthSettings;
@@ -57,6 +64,16 @@ export function createAuthModule(deps: AuthModuleDeps): AuthModule {
   const keys = new SigningKeys(deps.pool, deps.clock);
   const grants = new Grants({
     keys,
+    // One stream per announcement: the revocation and its event commit in the revoking transaction.
+    announce: async (tx, revocation) => {
+      await deps.store.appendNewStreamIn(tx, {
+        streamId: `${REVOCATIONS_STREAM_TYPE}-${randomUUID()}`,
+        streamType: REVOCATIONS_STREAM_TYPE,
+        expectedVersion: 0,
+        orgId: null,
+        events: [{ eventId: randomUUID(), type: GRANT_REVOKED, data: announcementOf(revocation) }],
+      });
+    },
     issuer,
     clock: deps.clock,
     refreshTokenTtlSeconds: deps.settings.refreshTokenTtlSeconds,

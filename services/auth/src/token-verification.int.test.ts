@@ -4,7 +4,7 @@ import jwt from 'jsonwebtoken';
 import {
   authOf,
   createJwksKeySource,
-  createPostgresRevocationFeed,
+  createBusRevocationFeed,
   createRevocationModule,
   createTokenVerifier,
   rateLimit,
@@ -14,6 +14,7 @@ import {
   TokenBucketLimiter,
   type Clock,
 } from '@ofp/auth-tokens';
+import { PgLogBus } from '@ofp/bus';
 import { singleEnvelope } from '@ofp/contracts';
 import type { Module } from '@ofp/runtime';
 import { testLogger } from '@ofp/testing';
@@ -30,7 +31,7 @@ const anyString: unknown = expect.any(String);
 
 /**
  * The auth service and, in the same app, a resource server that verifies its tokens the way every
- * service does: JWKS over HTTP, the deny-list fed from `auth.revocations`.
+ * service does: JWKS over HTTP, the deny-list fed by the `grant.revoked` announcements on the bus.
  */
 describe('bearer token verification against the auth service', () => {
   let server: AuthTestServer;
@@ -43,7 +44,13 @@ describe('bearer token verification against the auth service', () => {
     const clock: Clock = () => verifierClock();
     const denyList = new RevocationDenyList(clock);
     revocations = createRevocationModule(
-      createPostgresRevocationFeed({ pool: auth.pool, logger, intervalMs: 1_000 }),
+      createBusRevocationFeed({
+        bus: new PgLogBus(auth.pool, auth.databaseUrl, auth.store, logger, {
+          batchSize: 100,
+          pollIntervalMs: 1_000,
+        }),
+        group: 'resource-server',
+      }),
       denyList,
     );
     const verifier = createTokenVerifier({

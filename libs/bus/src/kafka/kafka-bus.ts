@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
 import { retryDelay, type Bus, type SubscribeOptions, type Subscription } from '../bus.js';
 import { fromKafkaMessage } from './cloudevents.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
+
+/** How long subscribe waits for the consumer group to be joined before going on anyway. */
+const GROUP_JOIN_TIMEOUT_MS = 30_000;
 
 export interface KafkaBusOptions {
   readonly topics: TopicSettings;
@@ -32,10 +36,20 @@ export class KafkaBus implements Bus {
     } finally {
       await admin.disconnect();
     }
-    const consumer = this.kafka.consumer({ groupId: options.group, allowAutoTopicCreation: false });
+    // A transient subscription is a consumer group of its own, read from the beginning every time.
+    const groupId = options.transient ? `${options.group}-${randomUUID()}` : options.group;
+    const consumer = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
     await consumer.connect();
     await consumer.subscribe({ topics, fromBeginning: true });
     const logger = this.logger.child({ group: options.group });
+    // Subscribed means assigned partitions: a service is not ready while it could still miss events.
+    const joined = new Promise<boolean>((resolve) => {
+      const remove = consumer.on(consumer.events.GROUP_JOIN, () => {
+        remove();
+        resolve(true);
+      });
+      setTimeout(() => resolve(false), GROUP_JOIN_TIMEOUT_MS).unref();
+    });
     let stopping = false;
     await consumer.run({
       autoCommit: false,
@@ -65,6 +79,8 @@ export class KafkaBus implements Bus {
         }
       },
     });
+    if (!(await joined))
+      logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
     return {
       async stop() {
         stopping = true;

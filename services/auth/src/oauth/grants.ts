@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock, Scope } from '@ofp/auth-tokens';
+import type { Clock, Revocation, Scope } from '@ofp/auth-tokens';
 import type { PoolClient } from '@ofp/runtime';
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from '../access-tokens.js';
 import { digestSecret, newSecret } from '../secrets.js';
@@ -38,6 +38,8 @@ export interface RefreshTokenRow {
 
 export interface GrantsOptions {
   keys: SigningKeys;
+  /** Announces a revocation to every verifier, inside the transaction that revokes (API.md §7). */
+  announce: (tx: PoolClient, revocation: Revocation) => Promise<void>;
   issuer: string;
   clock: Clock;
   refreshTokenTtlSeconds: number;
@@ -46,7 +48,7 @@ export interface GrantsOptions {
 /**
  * Grants and the token pairs issued under them, in `auth.grants` and `auth.refresh_tokens`. Every
  * method runs on the caller's transaction, so that a state change and the revocation it announces
- * (`auth.revocations`) commit together.
+ * (a `grant.revoked` event) commit together.
  */
 export class Grants {
   constructor(private readonly options: GrantsOptions) {}
@@ -218,11 +220,11 @@ export class Grants {
       replacement,
     ]);
     if (superseded.accessTokenExpiresAt > this.options.clock()) {
-      await tx.query('INSERT INTO auth.revocations (grant_id, token_id, expires_at) VALUES ($1, $2, $3)', [
-        superseded.grantId,
-        superseded.accessTokenId,
-        superseded.accessTokenExpiresAt,
-      ]);
+      await this.options.announce(tx, {
+        grantId: superseded.grantId,
+        tokenId: superseded.accessTokenId,
+        expiresAt: superseded.accessTokenExpiresAt,
+      });
     }
   }
 
@@ -243,7 +245,7 @@ export class Grants {
     );
     const last = rows[0]?.last;
     if (last != null && last > now) {
-      await tx.query('INSERT INTO auth.revocations (grant_id, expires_at) VALUES ($1, $2)', [grantId, last]);
+      await this.options.announce(tx, { grantId, expiresAt: last });
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import express, { type IRouter } from 'express';
 import type { TokenBucketConfig } from '@ofp/auth-tokens';
+import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { closeServer, createHttpApp, createMetricsRegistry, listen, type Pool } from '@ofp/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import { createAuthModule, migrateAuth, type AuthModule } from '../module.js';
@@ -27,6 +28,9 @@ export interface AuthTestServer {
   issuer: string;
   adminToken: string;
   pool: Pool;
+  /** The connection string of the test database, and the event store revocations are announced in. */
+  databaseUrl: string;
+  store: EventStore;
   clock: TestClock;
   auth: AuthModule;
   /** Registers an organization and a client through the admin API. */
@@ -48,6 +52,8 @@ export async function startAuthTestServer(
   const logger = testLogger('auth-test');
   const database: TestDatabase = await createTestDatabase();
   await migrateAuth(database.pool, logger);
+  await migrateEventStore(database.pool, logger);
+  const store = new EventStore(database.pool, { outbox: false });
   // The issuer is the listening URL, known only once listening: routes mount on this router afterwards.
   const router = express.Router();
   const app = createHttpApp({
@@ -62,6 +68,7 @@ export async function startAuthTestServer(
   const adminToken = 'test-admin-token-0123456789';
   const auth = createAuthModule({
     pool: database.pool,
+    store,
     logger,
     clock,
     settings: {
@@ -79,6 +86,8 @@ export async function startAuthTestServer(
     issuer: auth.issuer,
     adminToken,
     pool: database.pool,
+    databaseUrl: database.url,
+    store,
     clock,
     auth,
     async registerClient(client = {}) {

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createIntegrator,
+  createTestDatabase,
+  startPlatform,
+  type RunningPlatform,
+  type TestDatabase,
+} from '@ofp/testing';
+
+/** API.md §7: a revoked grant's access tokens fail at every service within 5 seconds. */
+describe.each([
+  { mode: 'standalone', kafka: false },
+  { mode: 'distributed', kafka: true },
+])('revocation reaches the api ($mode)', ({ kafka }) => {
+  let db: TestDatabase;
+  let platform: RunningPlatform;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    platform = await startPlatform({
+      databaseUrl: db.url,
+      ...(kafka
+        ? {
+            kafkaBrokers: process.env.KAFKA_BROKERS!.split(','),
+            env: { KAFKA_TOPIC_PREFIX: `e2e.${randomUUID().slice(0, 8)}.` },
+          }
+        : {}),
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await platform?.stop();
+    await db?.drop();
+  }, 60_000);
+
+  it('refuses a revoked token at the api within 5 s', async () => {
+    const integrator = await createIntegrator(platform, { name: 'Revoked' });
+    expect((await integrator.request('GET', '/v2/people')).status).toBe(200);
+    const revoked = await fetch(`${platform.authUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${integrator.clientId}:${integrator.clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ token: integrator.accessToken }),
+    });
+    expect(revoked.status).toBe(200);
+    const begun = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - begun < 10_000) {
+      status = (await integrator.request('GET', '/v2/people')).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(401);
+    expect(Date.now() - begun).toBeLessThan(5_000);
+  }, 30_000);
+});
