@@ -8,6 +8,7 @@ for (const dir of ['libs', 'services']) {
   for (const name of readdirSync(dir)) {
     if (existsSync(`${dir}/${name}/src/index.ts`)) {
       workspaceSources[`^@ofp/${name}$`] = `<rootDir>/${dir}/${name}/src/index.ts`;
+      workspaceSources[`^@ofp/${name}/([a-z-]+)$`] = `<rootDir>/${dir}/${name}/src/$1.ts`;
     }
   }
 }

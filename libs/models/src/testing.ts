@@ -1,0 +1,8 @@
+/**
+ * For tests of the services built on this package: the in-memory reading of API.md §4 that the
+ * search compiler's own tests check against, so that tests over HTTP compare the api with the same
+ * independent oracle. Not for production code.
+ *
+ * @packageDocumentation
+ */
+export { oracleSearch, type OracleWorld } from './search-oracle.fixture.js';
