@@ -63,6 +63,17 @@ describe('createTokenVerifier', () => {
     });
   });
 
+  it('still checks expiry and revocation of a token it verified before', async () => {
+    const token = sign(claims());
+    await verifier.verify(token);
+    now = T0 + (10800 + 31) * 1000;
+    expect(await rejection(token)).toBe('The access token expired');
+    now = T0;
+    await verifier.verify(token);
+    denyList.add({ grantId: 'grant-1', expiresAt: new Date(T0 + 10800 * 1000) });
+    expect(await rejection(token)).toBe('The access token was revoked');
+  });
+
   it('refuses an unsigned token (alg none)', async () => {
     const token = `${base64url({ alg: 'none', typ: 'JWT', kid: 'k1' })}.${base64url(claims())}.`;
     expect(await rejection(token)).toBe('The access token is not signed with RS256');

@@ -47,6 +47,9 @@ export interface TokenVerifierOptions {
   clockToleranceSeconds?: number;
 }
 
+/** How many verified tokens a process remembers (oldest forgotten first). */
+const VERIFIED_TOKENS_KEPT = 10_000;
+
 /** The only algorithm accepted: pinning it defeats `alg: none` and HS256-with-the-public-key forgeries. */
 const ALGORITHM = 'RS256';
 
@@ -66,45 +69,65 @@ const claimsSchema = z.object({
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const clockTolerance = options.clockToleranceSeconds ?? 30;
+  // A client sends the same token with every request for up to 3 hours: the signature and claims of
+  // a token once verified are remembered (what can change, time and revocation, is checked on every
+  // use), which saves an RSA verification per request.
+  const verified = new Map<string, AuthContext>();
   return {
     async verify(token) {
-      const decoded = jwt.decode(token, { complete: true });
-      if (decoded === null || typeof decoded.payload === 'string') {
-        throw new TokenRejectedError('The access token is malformed');
+      const known = verified.get(token);
+      if (known !== undefined) {
+        if (epochSeconds(options.clock()) <= epochSeconds(known.expiresAt) + clockTolerance) {
+          if (options.denyList.isDenied(known.grantId, known.tokenId))
+            throw new TokenRejectedError('The access token was revoked');
+          return known;
+        }
+        verified.delete(token);
       }
-      if (decoded.header.alg !== ALGORITHM) {
-        throw new TokenRejectedError('The access token is not signed with RS256');
-      }
-      const kid = decoded.header.kid;
-      if (typeof kid !== 'string') throw new TokenRejectedError('The access token names no signing key');
-      const key = await options.keys.getKey(kid);
-      if (key === undefined) throw new TokenRejectedError('The access token is signed with an unknown key');
-
-      let payload: unknown;
-      try {
-        payload = jwt.verify(token, key, {
-          algorithms: [ALGORITHM],
-          issuer: options.issuer,
-          clockTimestamp: epochSeconds(options.clock()),
-          clockTolerance,
-        });
-      } catch (error) {
-        throw new TokenRejectedError(describe(error));
-      }
-      const claims = claimsSchema.safeParse(payload);
-      if (!claims.success) throw new TokenRejectedError('The access token lacks required claims');
-      const { sub, org, scope, gid, jti, exp } = claims.data;
-      if (options.denyList.isDenied(gid, jti)) throw new TokenRejectedError('The access token was revoked');
-      return {
-        clientId: sub,
-        orgId: org,
-        scopes: scope.split(' ').filter(isScope),
-        grantId: gid,
-        tokenId: jti,
-        expiresAt: new Date(exp * 1000),
-      };
+      const context = await verifyToken(token);
+      if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
+      verified.set(token, context);
+      return context;
     },
   };
+
+  async function verifyToken(token: string): Promise<AuthContext> {
+    const decoded = jwt.decode(token, { complete: true });
+    if (decoded === null || typeof decoded.payload === 'string') {
+      throw new TokenRejectedError('The access token is malformed');
+    }
+    if (decoded.header.alg !== ALGORITHM) {
+      throw new TokenRejectedError('The access token is not signed with RS256');
+    }
+    const kid = decoded.header.kid;
+    if (typeof kid !== 'string') throw new TokenRejectedError('The access token names no signing key');
+    const key = await options.keys.getKey(kid);
+    if (key === undefined) throw new TokenRejectedError('The access token is signed with an unknown key');
+
+    let payload: unknown;
+    try {
+      payload = jwt.verify(token, key, {
+        algorithms: [ALGORITHM],
+        issuer: options.issuer,
+        clockTimestamp: epochSeconds(options.clock()),
+        clockTolerance,
+      });
+    } catch (error) {
+      throw new TokenRejectedError(describe(error));
+    }
+    const claims = claimsSchema.safeParse(payload);
+    if (!claims.success) throw new TokenRejectedError('The access token lacks required claims');
+    const { sub, org, scope, gid, jti, exp } = claims.data;
+    if (options.denyList.isDenied(gid, jti)) throw new TokenRejectedError('The access token was revoked');
+    return {
+      clientId: sub,
+      orgId: org,
+      scopes: scope.split(' ').filter(isScope),
+      grantId: gid,
+      tokenId: jti,
+      expiresAt: new Date(exp * 1000),
+    };
+  }
 }
 
 function describe(error: unknown): string {

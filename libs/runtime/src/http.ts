@@ -105,6 +105,27 @@ function fromParserError(error: unknown): DomainError | undefined {
   }
 }
 
+/**
+ * Whether an error means the database (or another dependency) cannot be reached right now, which is
+ * a 503 (API.md §3), not a 500: refused or broken connections, Postgres shutting down or out of
+ * connections (SQLSTATE classes 08 and 57P, 53300), a pool that found no connection in time.
+ */
+function isDependencyDown(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (
+    typeof code === 'string' &&
+    (/^(08|57P)/.test(code) || ['53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code))
+  ) {
+    return true;
+  }
+  const message = (error as { message?: unknown }).message;
+  return (
+    typeof message === 'string' &&
+    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+  );
+}
+
 function errorHandler(error: unknown, req: Request, res: Response, _next: NextFunction): void {
   const domain = isDomainError(error) ? error : fromParserError(error);
   if (res.headersSent) {
@@ -115,6 +136,12 @@ function errorHandler(error: unknown, req: Request, res: Response, _next: NextFu
   if (domain) {
     for (const [name, value] of Object.entries(domain.headers)) res.setHeader(name, value);
     res.status(statusOf(domain.kind)).json(errorEnvelope(domain.errors));
+    return;
+  }
+  if (isDependencyDown(error)) {
+    req.log.warn({ err: error }, 'a dependency is unavailable');
+    res.setHeader('Retry-After', '1');
+    res.status(503).json(errorEnvelope({ base: [`Service temporarily unavailable (request ${req.id})`] }));
     return;
   }
   req.log.error({ err: error }, 'unhandled error');
