@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createTestDatabase } from './postgres.js';
 import { freePort } from './ports.js';
 
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
@@ -114,4 +115,41 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
   await exited;
   clearTimeout(timer);
+}
+
+export type RunMode = 'standalone' | 'distributed';
+
+/** Both ways to run, for `describe.each(RUN_MODES)('... ($mode)', ({ mode }) => ...)`. */
+export const RUN_MODES: readonly { mode: RunMode }[] = [{ mode: 'standalone' }, { mode: 'distributed' }];
+
+/**
+ * The platform in `mode` on a test database of its own; distributed on the test run's Kafka broker
+ * with topics of its own. `stop` also drops the database.
+ */
+export async function startTestPlatform(
+  mode: RunMode,
+  env: Readonly<Record<string, string>> = {},
+): Promise<RunningPlatform> {
+  const database = await createTestDatabase();
+  try {
+    const platform = await startPlatform(
+      mode === 'standalone'
+        ? { databaseUrl: database.url, env }
+        : {
+            databaseUrl: database.url,
+            kafkaBrokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
+            env: { KAFKA_TOPIC_PREFIX: `test.${randomBytes(4).toString('hex')}.`, ...env },
+          },
+    );
+    return {
+      ...platform,
+      async stop() {
+        await platform.stop();
+        await database.drop();
+      },
+    };
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
   createIntegrator,
-  createTestDatabase,
+  RUN_MODES,
   searchPath,
-  startPlatform,
+  startTestPlatform,
   type Integrator,
   type RunningPlatform,
-  type TestDatabase,
 } from '@ofp/testing';
 
 interface Phone {
@@ -45,27 +44,14 @@ function dataset(): Record<string, unknown>[] {
 
 const byBytes = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-describe.each([
-  { mode: 'standalone', kafka: false },
-  { mode: 'distributed', kafka: true },
-])('people over HTTP ($mode)', ({ kafka }) => {
-  let db: TestDatabase;
+describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
   let platform: RunningPlatform;
   let acme: Integrator;
   let other: Integrator;
   let people: Person[];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    platform = await startPlatform({
-      databaseUrl: db.url,
-      ...(kafka
-        ? {
-            kafkaBrokers: process.env.KAFKA_BROKERS!.split(','),
-            env: { KAFKA_TOPIC_PREFIX: `e2e.${randomUUID().slice(0, 8)}.` },
-          }
-        : {}),
-    });
+    platform = await startTestPlatform(mode);
     [acme, other] = await Promise.all([
       createIntegrator(platform, { name: 'Acme' }),
       createIntegrator(platform, { name: 'Other' }),
@@ -90,8 +76,7 @@ describe.each([
   }, 180_000);
   afterAll(async () => {
     await platform?.stop();
-    await db?.drop();
-  });
+  }, 60_000);
 
   async function search(q: unknown): Promise<{ ids: number[]; total: number }> {
     const response = await acme.request<Person[]>('GET', searchPath('people', q));

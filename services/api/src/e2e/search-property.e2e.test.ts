@@ -3,12 +3,10 @@ import { parseQuery, people, phoneNumberTypes } from '@ofp/models';
 import { oracleSearch } from '@ofp/models/testing';
 import {
   createIntegrator,
-  createTestDatabase,
   searchPath,
-  startPlatform,
   type Integrator,
   type RunningPlatform,
-  type TestDatabase,
+  startTestPlatform,
 } from '@ofp/testing';
 
 // Random searches over HTTP (issue 3): valid `q` answered exactly as the in-memory reading of API.md §4
@@ -118,15 +116,13 @@ const invalidQ: fc.Arbitrary<string> = fc.oneof(
 );
 
 describe('random searches over HTTP', () => {
-  let db: TestDatabase;
   let platform: RunningPlatform;
   let acme: Integrator;
   const records: Person[] = [];
   let types: Person[];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    platform = await startPlatform({ databaseUrl: db.url });
+    platform = await startTestPlatform('standalone');
     acme = await createIntegrator(platform, { name: 'Acme' });
     const decoy = await createIntegrator(platform, { name: 'Decoy' });
     for (const body of fc.sample(personArbitrary, { seed: 20261121, numRuns: 60 })) {
@@ -140,7 +136,6 @@ describe('random searches over HTTP', () => {
   }, 180_000);
   afterAll(async () => {
     await platform?.stop();
-    await db?.drop();
   }, 60_000);
 
   it('answers random valid q like the in-memory reading of the q language', async () => {

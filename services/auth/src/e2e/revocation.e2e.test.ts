@@ -1,35 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import {
-  createIntegrator,
-  createTestDatabase,
-  startPlatform,
-  type RunningPlatform,
-  type TestDatabase,
-} from '@ofp/testing';
+import { createIntegrator, RUN_MODES, startTestPlatform, type RunningPlatform } from '@ofp/testing';
 
 /** API.md §7: a revoked grant's access tokens fail at every service within 5 seconds. */
-describe.each([
-  { mode: 'standalone', kafka: false },
-  { mode: 'distributed', kafka: true },
-])('revocation reaches the api ($mode)', ({ kafka }) => {
-  let db: TestDatabase;
+describe.each(RUN_MODES)('revocation reaches the api ($mode)', ({ mode }) => {
   let platform: RunningPlatform;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    platform = await startPlatform({
-      databaseUrl: db.url,
-      ...(kafka
-        ? {
-            kafkaBrokers: process.env.KAFKA_BROKERS!.split(','),
-            env: { KAFKA_TOPIC_PREFIX: `e2e.${randomUUID().slice(0, 8)}.` },
-          }
-        : {}),
-    });
+    platform = await startTestPlatform(mode);
   }, 120_000);
   afterAll(async () => {
     await platform?.stop();
-    await db?.drop();
   }, 60_000);
 
   it('refuses a revoked token at the api within 5 s', async () => {
