@@ -47,6 +47,23 @@ describe('EventStore', () => {
     expect((await store.readStream('b-1')).map((e) => e.version)).toEqual([1]);
   });
 
+  it('appends to several streams in one transaction, or to none when one is stale', async () => {
+    await store.append({ streamId: 'm-2', streamType: 'm', expectedVersion: 0, orgId: 1, events: [event()] });
+    const stale = store.appendToStreams([
+      { streamId: 'm-1', streamType: 'm', expectedVersion: 0, orgId: 1, events: [event()] },
+      { streamId: 'm-2', streamType: 'm', expectedVersion: 0, orgId: 1, events: [event()] },
+    ]);
+    await expect(stale).rejects.toMatchObject({ streamId: 'm-2', expectedVersion: 0 });
+    expect(await store.readStream('m-1')).toEqual([]);
+    const results = await store.appendToStreams([
+      { streamId: 'm-2', streamType: 'm', expectedVersion: 1, orgId: 1, events: [event()] },
+      { streamId: 'm-1', streamType: 'm', expectedVersion: 0, orgId: 1, events: [event(), event()] },
+    ]);
+    expect(results.map((r) => r.version)).toEqual([2, 2]);
+    const [m1, m2] = [await store.readStream('m-1'), await store.readStream('m-2')];
+    expect(m1[0]!.position.transactionId).toBe(m2[1]!.position.transactionId);
+  });
+
   it('lets exactly one of many concurrent appends at the same version win', async () => {
     await store.append({ streamId: 'c-1', streamType: 'c', expectedVersion: 0, orgId: 1, events: [event()] });
     for (let round = 1; round <= 5; round++) {

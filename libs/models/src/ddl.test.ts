@@ -1,6 +1,5 @@
 import { readModelDdl } from './ddl.js';
-import { items, people, phoneNumberTypes } from './registry.js';
-import { shipments } from './sketched-models.fixture.js';
+import { items, people, phoneNumberTypes, shipments } from './registry.js';
 
 const statements = (ddl: string) => ddl.split(';\n').filter(Boolean);
 

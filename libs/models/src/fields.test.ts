@@ -1,4 +1,4 @@
-import { column, defineModel, embedded, list, reference, type FieldMap } from './fields.js';
+import { column, defineModel, embedded, joined, list, reference, type FieldMap } from './fields.js';
 import { people, phoneNumberTypes } from './registry.js';
 
 const declare = (fields: FieldMap, extra: object = {}) =>
@@ -42,6 +42,16 @@ describe('defineModel', () => {
     ],
   ])('refuses %s', (_case, fields) => {
     expect(() => declare(fields as FieldMap)).toThrow();
+  });
+
+  it('refuses a joined relation that starts from no column of the model, or from inside a list', () => {
+    const shipped = () => people;
+    expect(() => declare({ things: joined(shipped, { column: 'nothing', targetColumn: 'id' }) })).toThrow(
+      'things.things: joins by nothing, which is not a column of things',
+    );
+    expect(() =>
+      declare({ lines: list({ people: joined(shipped, { column: 'id', targetColumn: 'id' }) }) }),
+    ).toThrow('things.lines.people: joined relations belong to models');
   });
 
   it('refuses a state machine over a column that is not enumerated', () => {

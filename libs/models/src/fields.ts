@@ -99,8 +99,23 @@ export interface ReferenceDefinition {
   readonly required: boolean;
 }
 
+/**
+ * A relation to records of another model joined by column values, not stored with the record: a
+ * fulfillment order's `shipments` (shipments whose `fulfillment_order_id` is its `id`), an inventory
+ * record's `item` (the item whose `sku` is its `sku`). Followed by dot syntax; neither written nor
+ * rendered, because the related records change without the record's version changing.
+ */
+export interface JoinedDefinition {
+  readonly kind: 'joined';
+  /** A thunk, so that models may refer to each other whatever order they are declared in. */
+  readonly target: () => ModelDefinition;
+  /** The column of this model whose value the target's `targetColumn` must equal. */
+  readonly column: string;
+  readonly targetColumn: string;
+}
+
 /** A relation a `q` operand may follow with dot syntax. */
-export type RelationDefinition = ListDefinition | ObjectDefinition | ReferenceDefinition;
+export type RelationDefinition = ListDefinition | ObjectDefinition | ReferenceDefinition | JoinedDefinition;
 
 export type FieldDefinition = ColumnDefinition | RelationDefinition;
 
@@ -110,6 +125,12 @@ export type FieldMap = Readonly<Record<string, FieldDefinition>>;
 /** Which token scope writes a model (API.md §7). */
 export type WriteScope = 'write' | 'operations';
 
+/**
+ * Which writes a model takes: `all` (create, update, delete), `append-only` (create only:
+ * inventory adjustments) or `read-only` (none: the inventory projection). Other methods are a 405.
+ */
+export type WriteAccess = 'all' | 'append-only' | 'read-only';
+
 /** One model, declared once; validation, read-model SQL and the `q` compiler are derived from it. */
 export interface ModelDefinition {
   /** Plural, as in the endpoint path: `people`. */
@@ -117,6 +138,12 @@ export interface ModelDefinition {
   /** Singular, as in event types: `person` (`person.created`). */
   readonly singular: string;
   readonly writeScope: WriteScope;
+  /**
+   * Some changes of the model are the fulfillment operator's (API.md §7: fulfillment status, receiving):
+   * a token with `operations` may then write too, and the decided change names the scope it needs.
+   */
+  readonly operatorChanges: boolean;
+  readonly writes: WriteAccess;
   /** False for models whose records must not vanish (invoices): DELETE answers 405. */
   readonly deletable: boolean;
   /** Every field, the common ones (`id`, `external_id`, timestamps, `version`) included. */
@@ -202,6 +229,17 @@ export function reference(
   };
 }
 
+/**
+ * A relation to the `target` records whose `targetColumn` equals this record's `column`
+ * (`joined(() => shipments, { column: 'id', targetColumn: 'fulfillment_order_id' })`).
+ */
+export function joined(
+  target: () => ModelDefinition,
+  options: { column: string; targetColumn: string },
+): JoinedDefinition {
+  return { kind: 'joined', target, column: options.column, targetColumn: options.targetColumn };
+}
+
 /** Columns every record has (API.md §1). `id` leads a record; the others close it. */
 export const RECORD_ID = 'id';
 export const RECORD_METADATA = {
@@ -225,6 +263,8 @@ export interface ModelDeclaration {
   readonly name: string;
   readonly singular: string;
   readonly writeScope: WriteScope;
+  readonly operatorChanges?: boolean;
+  readonly writes?: WriteAccess;
   readonly deletable?: boolean;
   /** The model's own fields; the common ones are added. */
   readonly fields: FieldMap;
@@ -237,7 +277,7 @@ export interface ModelDeclaration {
  * Throws at declaration time, so a bad entry fails every test rather than one request.
  */
 export function defineModel(declaration: ModelDeclaration): ModelDefinition {
-  const { stateMachine, deletable, ...rest } = declaration;
+  const { stateMachine, deletable, operatorChanges, writes, ...rest } = declaration;
   const fields: FieldMap = {
     [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1 }),
     ...declaration.fields,
@@ -248,12 +288,15 @@ export function defineModel(declaration: ModelDeclaration): ModelDefinition {
       throw new Error(`${declaration.name}.${name}: a common field, added by defineModel`);
   }
   checkFieldMap(declaration.name, fields);
+  checkJoins(declaration.name, fields);
   if (!FIELD_NAME.test(declaration.name))
     throw new Error(`model name ${declaration.name} is not an identifier`);
   const model: ModelDefinition = {
     ...rest,
     fields,
-    deletable: deletable ?? true,
+    operatorChanges: operatorChanges ?? false,
+    writes: writes ?? 'all',
+    deletable: (deletable ?? true) && (writes ?? 'all') === 'all',
     ...(stateMachine ? { stateMachine } : {}),
   };
   if (stateMachine) checkStateMachine(model, stateMachine);
@@ -271,7 +314,24 @@ function checkFieldMap(path: string, fields: FieldMap): void {
       throw new Error(`${where}: reserved or unsafe name`);
     if (field.kind === 'reference' && Object.hasOwn(fields, `${name}_id`))
       throw new Error(`${where}: the reference is stored as ${name}_id, which is also a field`);
-    if (field.kind === 'list' || field.kind === 'object') checkFieldMap(where, field.fields);
+    if (field.kind === 'list' || field.kind === 'object') {
+      checkNoJoins(where, field.fields);
+      checkFieldMap(where, field.fields);
+    }
+  }
+}
+
+/** A joined relation starts from a column of the model itself (only a model's row has an `id`). */
+function checkJoins(path: string, fields: FieldMap): void {
+  for (const [name, field] of Object.entries(fields)) {
+    if (field.kind === 'joined' && fields[field.column]?.kind !== 'column')
+      throw new Error(`${path}.${name}: joins by ${field.column}, which is not a column of ${path}`);
+  }
+}
+
+function checkNoJoins(path: string, fields: FieldMap): void {
+  for (const [name, field] of Object.entries(fields)) {
+    if (field.kind === 'joined') throw new Error(`${path}.${name}: joined relations belong to models`);
   }
 }
 

@@ -8,6 +8,7 @@ export {
   column,
   defineModel,
   embedded,
+  joined,
   list,
   reference,
   RECORD_ID,
@@ -21,6 +22,7 @@ export {
   type FieldDefinition,
   type FieldMap,
   type IntegerColumn,
+  type JoinedDefinition,
   type ListDefinition,
   type ModelDeclaration,
   type ModelDefinition,
@@ -30,10 +32,26 @@ export {
   type StringColumn,
   type TextPattern,
   type TimestampColumn,
+  type WriteAccess,
   type WriteScope,
 } from './fields.js';
+export { allowedMethods } from './methods.js';
 export { transitionError, type StateMachine } from './state-machine.js';
-export { findModel, items, MODELS, people, PHONE_NUMBER_TYPE_SEEDS, phoneNumberTypes } from './registry.js';
+export {
+  findModel,
+  fulfillmentOrders,
+  inventory,
+  inventoryAdjustments,
+  invoices,
+  items,
+  MODELS,
+  orders,
+  people,
+  PHONE_NUMBER_TYPE_SEEDS,
+  phoneNumberTypes,
+  purchaseOrders,
+  shipments,
+} from './registry.js';
 export { columnPath, validateCreate, validateUpdate, type RecordBody } from './validation.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
 export { deleteRecord, writeRecord, type RecordState } from './projection.js';
@@ -64,5 +82,12 @@ export {
   type ChildTable,
   type StoredColumn,
   type StoredReference,
+  type TableJoin,
   type TableNode,
 } from './tables.js';
+export {
+  WEBHOOK_ATTEMPT_ERROR_KINDS,
+  WEBHOOK_DELIVERY_STATUSES,
+  webhookDeliveries,
+  webhooks,
+} from './registry.js';

@@ -2,10 +2,9 @@ import { inTransaction } from '@ofp/runtime';
 import { createTestDatabase, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
 import { deleteRecord, writeRecord } from './projection.js';
-import { people, phoneNumberTypes } from './registry.js';
+import { people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
 import { getRecord, searchRecords, type RecordJson } from './search.js';
-import { shipments } from './sketched-models.fixture.js';
 
 const ORG = 7;
 const AT = '2026-11-21T07:30:00.000Z';

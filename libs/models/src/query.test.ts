@@ -1,7 +1,6 @@
 import { DomainError } from '@ofp/contracts';
 import { parseQuery, type SearchQuery } from './query.js';
-import { items, people } from './registry.js';
-import { orders, shipments } from './sketched-models.fixture.js';
+import { fulfillmentOrders, inventory, items, orders, people, shipments } from './registry.js';
 import type { ModelDefinition } from './fields.js';
 
 /** The errors of a refused `q`, or a failure when it was accepted or refused otherwise than with a 400. */
@@ -89,6 +88,22 @@ describe('parseQuery', () => {
         }),
       );
       expect(parsed.filters.map((f) => f.relations)).toEqual([[], ['ship_to']]);
+    });
+
+    it('operands through joined relations to other models', () => {
+      const parsed = parseQuery(
+        fulfillmentOrders,
+        q({ filters: [filter('shipments.packages.tracking_number', '=', '1Z')] }),
+      );
+      expect(parsed.filters[0]).toMatchObject({
+        relations: ['shipments', 'packages'],
+        column: 'tracking_number',
+        type: 'string',
+      });
+      expect(parseQuery(inventory, q({ filters: [filter('item.price', '>', 1)] })).filters[0]).toMatchObject({
+        relations: ['item'],
+        type: 'decimal',
+      });
     });
 
     it('empty in and not in lists', () => {
@@ -269,6 +284,11 @@ describe('parseQuery', () => {
         'q.filters[2].operator': ['must be one of =, !=, >, <, >=, <=, in, not in'],
         'q.filters[3].value': ['[1] must be a string'],
         'q.filters[4].value': ['is required'],
+      });
+      expect(errorsOf(q({ filters: [filter('shipments', '=', 1)] }), fulfillmentOrders)).toEqual({
+        'q.filters[0].operand': [
+          '"shipments" is a relation, not a column: name one of its columns, such as "shipments.id"',
+        ],
       });
     });
 

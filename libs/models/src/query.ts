@@ -1,5 +1,5 @@
 import { DomainError, type FieldErrors } from '@ofp/contracts';
-import type { ColumnType, FieldMap, ModelDefinition } from './fields.js';
+import type { ColumnType, FieldMap, ModelDefinition, RelationDefinition } from './fields.js';
 import { isDate, isTimestamp } from './formats.js';
 
 // The `q` language of searches (API.md §4): parsed strictly into a typed query, or refused with a
@@ -270,11 +270,10 @@ export function resolveOperand(model: ModelDefinition, operand: string): Operand
       case 'column':
         return { problem: `"${path}" is a column, not a relation` };
       case 'reference':
-        fields = relation.target().fields;
-        break;
+      case 'joined':
       case 'list':
       case 'object':
-        fields = relation.fields;
+        fields = relatedFields(relation);
         break;
       default: {
         const unhandled: never = relation;
@@ -285,14 +284,19 @@ export function resolveOperand(model: ModelDefinition, operand: string): Operand
   const field = Object.hasOwn(fields, column) ? fields[column] : undefined;
   if (!field) return { problem: `unknown column "${operand}"` };
   if (field.kind !== 'column') {
-    const example = Object.entries(field.kind === 'reference' ? field.target().fields : field.fields).find(
-      ([, candidate]) => candidate.kind === 'column',
-    );
+    const example = Object.entries(relatedFields(field)).find(([, candidate]) => candidate.kind === 'column');
     return {
       problem: `"${operand}" is a relation, not a column${example ? `: name one of its columns, such as "${operand}.${example[0]}"` : ''}`,
     };
   }
   return { relations, column, type: field.type };
+}
+
+/** The fields of the records a relation leads to. */
+function relatedFields(relation: RelationDefinition): FieldMap {
+  return relation.kind === 'reference' || relation.kind === 'joined'
+    ? relation.target().fields
+    : relation.fields;
 }
 
 function parseComparison(

@@ -1,4 +1,13 @@
-import { column, defineModel, list, reference, type ModelDefinition } from './fields.js';
+import {
+  column,
+  defineModel,
+  embedded,
+  joined,
+  list,
+  reference,
+  type FieldMap,
+  type ModelDefinition,
+} from './fields.js';
 
 // The model registry (API.md §6). Each model is declared here once.
 
@@ -55,14 +64,312 @@ export const items = defineModel({
   },
 });
 
+/** A postal address (API.md §5), embedded as `ship_to`. */
+const address: FieldMap = {
+  name: column.string(),
+  company: column.string(),
+  address1: column.string(),
+  address2: column.string(),
+  city: column.string(),
+  state: column.string(),
+  postal_code: column.string({ maxLength: 20 }),
+  country: column.string({
+    maxLength: 2,
+    pattern: { regex: /^[A-Z]{2}$/, message: 'must be an ISO 3166-1 alpha-2 code' },
+  }),
+  phone: column.string({ maxLength: 30 }),
+  email: column.string(),
+};
+
+export const orders = defineModel({
+  name: 'orders',
+  singular: 'order',
+  writeScope: 'write',
+  fields: {
+    order_number: column.string({ required: true, unique: true }),
+    status: column.string({
+      values: ['pending', 'open', 'on_hold', 'partially_fulfilled', 'fulfilled', 'cancelled'],
+    }),
+    customer_id: column.integer({ references: () => people }),
+    currency: column.string({ maxLength: 3, pattern: CURRENCY }),
+    total: column.decimal({ scale: 2, readOnly: true }),
+    requested_ship_date: column.date(),
+    anticipated_ship_date: column.date(),
+    shipping_method: column.string(),
+    notes: column.string({ maxLength: 4000 }),
+    ship_to: embedded(address),
+    lines: list({
+      item_id: column.integer({ references: () => items }),
+      sku: column.string({ required: true }),
+      quantity: column.integer({ required: true, min: 1 }),
+      unit_price: column.decimal({ scale: 2, min: 0 }),
+    }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'pending',
+    transitions: {
+      pending: ['open', 'cancelled'],
+      open: ['partially_fulfilled', 'fulfilled', 'cancelled'],
+      partially_fulfilled: ['fulfilled'],
+      on_hold: ['cancelled'],
+    },
+    derived: ['partially_fulfilled', 'fulfilled'],
+    hold: { state: 'on_hold', from: ['pending', 'open'] },
+  },
+});
+
+export const fulfillmentOrders = defineModel({
+  name: 'fulfillment_orders',
+  singular: 'fulfillment_order',
+  writeScope: 'write',
+  // Closing a shipped fulfillment order is the operator's move (API.md §7).
+  operatorChanges: true,
+  fields: {
+    order_id: column.integer({ references: () => orders }),
+    warehouse: column.string({ maxLength: 100 }),
+    status: column.string({
+      values: ['open', 'in_progress', 'on_hold', 'partially_shipped', 'shipped', 'closed', 'cancelled'],
+    }),
+    requested_ship_date: column.date(),
+    anticipated_ship_date: column.date(),
+    shipping_method: column.string(),
+    ship_to: embedded(address),
+    lines: list({
+      sku: column.string({ required: true }),
+      quantity: column.integer({ required: true, min: 1 }),
+      quantity_shipped: column.integer({ readOnly: true, min: 0, default: 0 }),
+    }),
+    shipments: joined(() => shipments, { column: 'id', targetColumn: 'fulfillment_order_id' }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'open',
+    transitions: {
+      open: ['in_progress', 'partially_shipped', 'shipped', 'cancelled'],
+      in_progress: ['partially_shipped', 'shipped', 'cancelled'],
+      partially_shipped: ['shipped'],
+      shipped: ['closed'],
+      on_hold: ['cancelled'],
+    },
+    derived: ['partially_shipped', 'shipped'],
+    hold: { state: 'on_hold', from: ['open', 'in_progress'] },
+  },
+});
+
+export const shipments = defineModel({
+  name: 'shipments',
+  singular: 'shipment',
+  writeScope: 'operations',
+  // A shipment counts as shipped from its creation: it is cancelled, never deleted (API.md §6).
+  deletable: false,
+  fields: {
+    fulfillment_order_id: column.integer({ required: true, references: () => fulfillmentOrders }),
+    status: column.string({
+      values: ['label_created', 'in_transit', 'out_for_delivery', 'delivered', 'exception', 'cancelled'],
+    }),
+    carrier: column.string(),
+    service: column.string(),
+    shipped_at: column.timestamp(),
+    estimated_delivery_at: column.timestamp(),
+    delivered_at: column.timestamp(),
+    packages: list({
+      tracking_number: column.string(),
+      tracking_url: column.string({ maxLength: 2000 }),
+      weight: column.decimal({ scale: 3, min: 0 }),
+      lines: list({
+        sku: column.string({ required: true }),
+        quantity: column.integer({ required: true, min: 1 }),
+      }),
+    }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'label_created',
+    transitions: {
+      label_created: ['in_transit', 'exception', 'cancelled'],
+      in_transit: ['out_for_delivery', 'exception', 'cancelled'],
+      out_for_delivery: ['delivered', 'exception', 'cancelled'],
+      exception: ['cancelled'],
+    },
+    derived: [],
+  },
+});
+
+export const purchaseOrders = defineModel({
+  name: 'purchase_orders',
+  singular: 'purchase_order',
+  writeScope: 'write',
+  // Receiving is the operator's change (API.md §7).
+  operatorChanges: true,
+  fields: {
+    po_number: column.string({ required: true, unique: true }),
+    vendor_name: column.string(),
+    warehouse: column.string({ maxLength: 100 }),
+    status: column.string({
+      values: ['draft', 'open', 'partially_received', 'received', 'closed', 'cancelled'],
+    }),
+    expected_arrival_date: column.date(),
+    currency: column.string({ maxLength: 3, pattern: CURRENCY }),
+    total: column.decimal({ scale: 2, readOnly: true }),
+    lines: list({
+      sku: column.string({ required: true }),
+      quantity: column.integer({ required: true, min: 1 }),
+      // Left out of a line of a PUT, it keeps its value: receiving is a PUT of the grown quantities.
+      quantity_received: column.integer({ min: 0 }),
+      unit_cost: column.decimal({ scale: 2, min: 0 }),
+    }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'draft',
+    transitions: {
+      draft: ['open', 'cancelled'],
+      open: ['partially_received', 'received', 'cancelled'],
+      partially_received: ['received'],
+      received: ['closed'],
+    },
+    derived: ['partially_received', 'received'],
+  },
+});
+
+export const invoices = defineModel({
+  name: 'invoices',
+  singular: 'invoice',
+  writeScope: 'operations',
+  deletable: false,
+  fields: {
+    invoice_number: column.string({ required: true, unique: true }),
+    order_id: column.integer({ references: () => orders }),
+    purchase_order_id: column.integer({ references: () => purchaseOrders }),
+    status: column.string({ values: ['open', 'partially_paid', 'paid', 'void'] }),
+    currency: column.string({ maxLength: 3, pattern: CURRENCY }),
+    issue_date: column.date(),
+    due_date: column.date(),
+    total: column.decimal({ scale: 2, readOnly: true }),
+    amount_paid: column.decimal({ scale: 2, min: 0, default: '0.00' }),
+    amount_due: column.decimal({ scale: 2, readOnly: true }),
+    lines: list({
+      description: column.string(),
+      sku: column.string(),
+      quantity: column.integer({ required: true, min: 1 }),
+      unit_price: column.decimal({ scale: 2, required: true }),
+      amount: column.decimal({ scale: 2, readOnly: true }),
+    }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'open',
+    transitions: { open: ['partially_paid', 'paid', 'void'], partially_paid: ['paid'] },
+    derived: ['partially_paid', 'paid'],
+  },
+});
+
+export const inventory = defineModel({
+  name: 'inventory',
+  singular: 'inventory',
+  writeScope: 'operations',
+  // Derived from events by the inventory process manager (API.md §6); no client writes it.
+  writes: 'read-only',
+  fields: {
+    item_id: column.integer({ readOnly: true }),
+    sku: column.string({ readOnly: true, nullable: false }),
+    warehouse: column.string({ readOnly: true, maxLength: 100 }),
+    on_hand: column.integer({ readOnly: true, nullable: false }),
+    committed: column.integer({ readOnly: true, nullable: false }),
+    available: column.integer({ readOnly: true, nullable: false }),
+    inbound: column.integer({ readOnly: true, nullable: false }),
+    // By sku rather than item_id: an item created after its stock was counted is still found.
+    item: joined(() => items, { column: 'sku', targetColumn: 'sku' }),
+  },
+});
+
+export const inventoryAdjustments = defineModel({
+  name: 'inventory_adjustments',
+  singular: 'inventory_adjustment',
+  writeScope: 'write',
+  writes: 'append-only',
+  fields: {
+    sku: column.string({ required: true }),
+    warehouse: column.string({ maxLength: 100 }),
+    quantity_delta: column.integer({ required: true }),
+    reason: column.string({ maxLength: 1000 }),
+  },
+});
+
 /** Every model of the registry, by endpoint name. */
 export const MODELS: Readonly<Record<string, ModelDefinition>> = {
   [phoneNumberTypes.name]: phoneNumberTypes,
   [people.name]: people,
   [items.name]: items,
+  [orders.name]: orders,
+  [fulfillmentOrders.name]: fulfillmentOrders,
+  [shipments.name]: shipments,
+  [purchaseOrders.name]: purchaseOrders,
+  [invoices.name]: invoices,
+  [inventory.name]: inventory,
+  [inventoryAdjustments.name]: inventoryAdjustments,
 };
 
 /** The model served at `/v2/<name>`, or `undefined` for an unknown name. */
 export function findModel(name: string): ModelDefinition | undefined {
   return Object.hasOwn(MODELS, name) ? MODELS[name] : undefined;
 }
+
+// Webhook subscriptions and their deliveries (API.md §8). Not in MODELS: the webhook-dispatcher serves
+// them (`/v2/webhooks*`, `/v2/webhook_deliveries*`) from its own schema, and keeps `secret` out of them.
+
+/** Where a delivery stands: queued, being sent, delivered, or given up (the ones `recover` re-sends). */
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'sending', 'succeeded', 'failed'] as const;
+
+/** Why an attempt failed: no answer in time, no address, refused or broken connection, a non-2xx. */
+export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
+  'timeout',
+  'dns',
+  'refused',
+  'tls',
+  'http_status',
+  'blocked',
+  'network',
+] as const;
+
+export const webhooks = defineModel({
+  name: 'webhooks',
+  singular: 'webhook',
+  writeScope: 'write',
+  fields: {
+    url: column.string({ required: true, maxLength: 2000 }),
+    // Event types (`order.created`) or `*`. Registry lists hold objects, so each element is `{type}`
+    // here (`q`: `events.type`); the dispatcher's HTTP layer reads and writes plain strings.
+    events: list({ type: column.string({ required: true, maxLength: 100 }) }, { maxItems: 100 }),
+    description: column.string({ maxLength: 1000 }),
+    enabled: column.boolean({ default: true }),
+    deliveries: joined(() => webhookDeliveries, { column: 'id', targetColumn: 'webhook_id' }),
+  },
+});
+
+export const webhookDeliveries = defineModel({
+  name: 'webhook_deliveries',
+  singular: 'webhook_delivery',
+  writeScope: 'write',
+  writes: 'read-only',
+  fields: {
+    webhook_id: column.integer({ readOnly: true, nullable: false }),
+    event_id: column.string({ readOnly: true, nullable: false, maxLength: 36 }),
+    event_type: column.string({ readOnly: true, nullable: false, maxLength: 100 }),
+    status: column.string({ readOnly: true, nullable: false, values: WEBHOOK_DELIVERY_STATUSES }),
+    attempts: column.integer({ readOnly: true, nullable: false, min: 0 }),
+    next_attempt_at: column.timestamp({ readOnly: true }),
+    last_status_code: column.integer({ readOnly: true }),
+    last_error: column.string({ readOnly: true, maxLength: 1000 }),
+    // One element per try (oldest first), so a subscriber can see what failed and when.
+    attempt_log: list({
+      started_at: column.timestamp({ readOnly: true, nullable: false }),
+      duration_ms: column.integer({ readOnly: true, nullable: false }),
+      status_code: column.integer({ readOnly: true }),
+      error_kind: column.string({ readOnly: true, values: WEBHOOK_ATTEMPT_ERROR_KINDS }),
+      error: column.string({ readOnly: true, maxLength: 1000 }),
+      response_excerpt: column.string({ readOnly: true, maxLength: 2000 }),
+    }),
+  },
+});

@@ -29,10 +29,10 @@ export function renderContext(
 /**
  * A SQL expression building the JSON of the row `alias` of `node` exactly as the API returns it:
  * keys in registry order, nested lists as arrays in their order, embedded objects, references as
- * `{id, ...display}` read from the target's current row.
+ * `{id, ...display}` read from the target's current row. Joined relations are not rendered.
  */
 export function renderRow(node: TableNode, alias: string, context: RenderContext): string {
-  const pairs = Object.entries(node.fields).map(([name, field]) => {
+  const pairs = Object.entries(node.fields).flatMap(([name, field]) => {
     switch (field.kind) {
       case 'column':
         return `'${name}', ${renderColumn(columnOf(alias, name), field)}`;
@@ -43,6 +43,8 @@ export function renderRow(node: TableNode, alias: string, context: RenderContext
         const child = node.children.find((candidate) => candidate.name === name)!.node;
         return `'${name}', ${renderChild(node, alias, child, field.kind, context)}`;
       }
+      case 'joined':
+        return [];
       default: {
         const unhandled: never = field;
         throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);

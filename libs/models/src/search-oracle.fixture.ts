@@ -75,6 +75,14 @@ function related(
       const id = (nested as { id: number } | null)?.id;
       return { fields: target.fields, values: world(target.name).filter((record) => record.id === id) };
     }
+    case 'joined': {
+      const target = field.target();
+      const key = value[field.column];
+      return {
+        fields: target.fields,
+        values: world(target.name).filter((record) => key != null && record[field.targetColumn] === key),
+      };
+    }
     case 'column':
       throw new Error(`${name} is a column`);
     default: {

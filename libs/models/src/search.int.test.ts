@@ -3,10 +3,9 @@ import { readModelDdl } from './ddl.js';
 import type { ModelDefinition } from './fields.js';
 import { writeRecord } from './projection.js';
 import { parseQuery } from './query.js';
-import { people, phoneNumberTypes } from './registry.js';
+import { orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { getRecord, searchRecords, type RecordJson } from './search.js';
 import { oracleSearch } from './search-oracle.fixture.js';
-import { orders, shipments } from './sketched-models.fixture.js';
 
 const ORG = 1;
 const OTHER_ORG = 2;

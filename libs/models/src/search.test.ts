@@ -1,7 +1,6 @@
 import { parseQuery } from './query.js';
-import { people } from './registry.js';
+import { fulfillmentOrders, people, shipments } from './registry.js';
 import { compileGet, compileSearch } from './search.js';
-import { shipments } from './sketched-models.fixture.js';
 import type { ModelDefinition } from './fields.js';
 
 const compile = (model: ModelDefinition, q: unknown) =>
@@ -33,6 +32,15 @@ describe('compileSearch', () => {
     expect(where.match(/EXISTS/g)).toHaveLength(2);
     expect(where).toMatch(
       /EXISTS \(SELECT 1 FROM "read"."shipments__packages" .*EXISTS \(SELECT 1 FROM "read"."shipments__packages__lines"/,
+    );
+  });
+
+  it('joins a joined relation through the columns it names', () => {
+    const { text } = compile(fulfillmentOrders, {
+      filters: [filter('shipments.packages.tracking_number', '=', '1Z')],
+    });
+    expect(pageWhere(text)).toMatch(
+      /EXISTS \(SELECT 1 FROM "read"."shipments" (t\d+) WHERE \1.org_id = \$1::bigint AND \1."fulfillment_order_id" = t0."id" AND EXISTS/,
     );
   });
 

@@ -227,6 +227,12 @@ function relatedTable(
       target: tableTree(reference.definition.target()),
       join: `${inner}.id = ${columnOf(alias, reference.column)}`,
     };
+  const joined = node.joins.find(({ name }) => name === relation);
+  if (joined)
+    return {
+      target: tableTree(joined.definition.target()),
+      join: `${columnOf(inner, joined.definition.targetColumn)} = ${columnOf(alias, joined.definition.column)}`,
+    };
   throw new Error(`${node.table} has no relation ${relation}: the query was not parsed against this model`);
 }
 

@@ -1,5 +1,5 @@
 import { DomainError } from '@ofp/contracts';
-import { orders } from './sketched-models.fixture.js';
+import { orders } from './registry.js';
 import { transitionError } from './state-machine.js';
 
 const machine = orders.stateMachine!;

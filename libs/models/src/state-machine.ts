@@ -9,7 +9,10 @@ export interface StateMachine {
   readonly column: string;
   /** The state of a new record. */
   readonly initial: string;
-  /** Allowed moves by current state, the system's moves into derived states included. */
+  /**
+   * Allowed moves by current state, the system's moves into derived states included. The system
+   * decides those from quantities (a cancelled shipment can also take a record back a step).
+   */
   readonly transitions: Readonly<Record<string, readonly string[]>>;
   /** States only the system sets (starred in API.md §6); a client asking for one gets a 422. */
   readonly derived: readonly string[];

@@ -1,6 +1,7 @@
 import type {
   ColumnDefinition,
   FieldMap,
+  JoinedDefinition,
   ListDefinition,
   ModelDefinition,
   ObjectDefinition,
@@ -17,7 +18,8 @@ import type {
  *   child tables too, holding at most one row, so that dot syntax, "no related record never matches"
  *   and rendering work the same way for `ship_to` as for `lines`;
  * - a reference is a `<name>_id` column; its display fields are joined from the target's table when
- *   rendering, so renaming a phone number type shows at once in every person.
+ *   rendering, so renaming a phone number type shows at once in every person;
+ * - a joined relation stores nothing: dot syntax reaches the target's table through the columns it names.
  */
 export interface TableNode {
   /** Unqualified table name. */
@@ -30,6 +32,12 @@ export interface TableNode {
   readonly columns: readonly StoredColumn[];
   readonly references: readonly StoredReference[];
   readonly children: readonly ChildTable[];
+  readonly joins: readonly TableJoin[];
+}
+
+export interface TableJoin {
+  readonly name: string;
+  readonly definition: JoinedDefinition;
 }
 
 export interface StoredColumn {
@@ -73,6 +81,7 @@ function buildNode(
   const columns: StoredColumn[] = [];
   const references: StoredReference[] = [];
   const children: ChildTable[] = [];
+  const joins: TableJoin[] = [];
   for (const [name, definition] of Object.entries(fields)) {
     switch (definition.kind) {
       case 'column':
@@ -80,6 +89,9 @@ function buildNode(
         break;
       case 'reference':
         references.push({ name, column: `${name}_id`, definition });
+        break;
+      case 'joined':
+        joins.push({ name, definition });
         break;
       case 'list':
       case 'object': {
@@ -100,7 +112,7 @@ function buildNode(
       }
     }
   }
-  return { table, fields, keyColumns, parentColumns, columns, references, children };
+  return { table, fields, keyColumns, parentColumns, columns, references, children, joins };
 }
 
 /** Rows of a model are keyed by its bigint `id`; child rows add integer ordinals to the `record_id`. */

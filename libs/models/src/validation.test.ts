@@ -1,6 +1,5 @@
 import { DomainError } from '@ofp/contracts';
-import { items, people, phoneNumberTypes } from './registry.js';
-import { invoices, orders, shipments } from './sketched-models.fixture.js';
+import { invoices, items, orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { columnPath, validateCreate, validateUpdate } from './validation.js';
 import type { ModelDefinition } from './fields.js';
 

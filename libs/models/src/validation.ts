@@ -106,6 +106,8 @@ function fieldSchema(field: FieldDefinition, mode: Mode): z.ZodType | undefined 
       return presence(objectSchema(field.fields, 'create'), relationPresence(field), mode);
     case 'reference':
       return presence(referenceSchema(field), relationPresence(field), mode);
+    case 'joined':
+      return undefined;
     default: {
       const unhandled: never = field;
       throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);

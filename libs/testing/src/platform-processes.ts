@@ -79,14 +79,21 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   }
 }
 
+/** Settings of the test run that must not leak into a platform process (standalone means no Kafka). */
+const PLATFORM_SETTINGS =
+  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$)/;
+
 function spawnTarget(
   target: string,
   port: number,
   env: Record<string, string>,
   output: 'inherit' | 'ignore',
 ): ChildProcess {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !PLATFORM_SETTINGS.test(name)),
+  );
   return spawn(process.execPath, [PLATFORM_MAIN], {
-    env: { ...process.env, ...env, TARGET: target, PORT: String(port) },
+    env: { ...inherited, ...env, TARGET: target, PORT: String(port) },
     stdio: ['ignore', output, output],
   });
 }

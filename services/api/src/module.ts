@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { RequestHandler } from 'express';
+import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
 import { IdempotencyStore } from './commands/idempotency.js';
@@ -9,6 +10,9 @@ import { ReferenceResolver } from './commands/references.js';
 import { TenantSeeder } from './commands/tenant-seeder.js';
 import { UniqueValues } from './commands/unique-values.js';
 import { apiRoutes } from './http/routes.js';
+import { InventoryManager } from './process-managers/inventory-manager.js';
+import { OrderProgressManager } from './process-managers/order-progress-manager.js';
+import { processManagersModule } from './process-managers/process-manager.js';
 import { ProjectionWaiter } from './queries/projection-waiter.js';
 import { RecordQueries } from './queries/record-queries.js';
 
@@ -28,6 +32,31 @@ export interface ApiDependencies {
 export interface ApiModule extends Module {
   /** The `/v2` model endpoints; mount under `/v2` and `/api/v2`. */
   readonly routes: ReturnType<typeof apiRoutes>;
+}
+
+export interface ProcessManagersDependencies {
+  readonly pool: Pool;
+  readonly store: EventStore;
+  readonly bus: Bus;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+}
+
+/**
+ * The api's process managers (order progress, inventory) as one module of bus consumers. Run it
+ * wherever the api runs: they issue commands onto the api's event store.
+ */
+export function createProcessManagersModule(deps: ProcessManagersDependencies): Module {
+  const records = new RecordStore(deps.pool, deps.store);
+  const unique = new UniqueValues(deps.pool);
+  return processManagersModule(
+    deps.bus,
+    [
+      new OrderProgressManager(deps.pool, records, deps.clock),
+      new InventoryManager(deps.pool, records, unique, deps.clock),
+    ],
+    deps.logger,
+  );
 }
 
 export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {

@@ -1,19 +1,38 @@
-import type { RecordJson } from '@ofp/contracts';
-import { baseError, fieldError } from '@ofp/contracts';
+import { setTimeout } from 'node:timers/promises';
+import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
 import type { GlobalPosition } from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
 import type { PoolClient } from '@ofp/runtime';
 import type { IdempotencyStore, StoredResponse } from './idempotency.js';
-import { decide, type RecordCommand, type RecordEvent, type RecordState } from './record-decider.js';
-import { WrongExpectedVersion, type EventMetadata, type RecordStore } from './record-store.js';
+import { rulesOf } from '../domain/rules-by-model.js';
+import {
+  ABSENT,
+  decide,
+  type Actor,
+  type RecordCommand,
+  type RecordEvent,
+  type RecordState,
+  type RelatedState,
+} from './record-decider.js';
+import {
+  WrongExpectedVersion,
+  type EventMetadata,
+  type RecordStore,
+  type RecordStreamChange,
+} from './record-store.js';
 import type { ReferenceResolver } from './references.js';
 import type { UniqueValue, UniqueValues } from './unique-values.js';
 
-/** How often a command is decided again after losing a race to a concurrent writer (without If-Match). */
-const MAX_ATTEMPTS = 5;
+/**
+ * How often a command is decided again after losing a race to a concurrent writer (without
+ * If-Match). Shipments of one fulfillment order all append to its stream, so a burst of them
+ * queues there: each round one wins, and the others decide again on its result.
+ */
+const MAX_ATTEMPTS = 40;
 
 export interface WriteContext extends EventMetadata {
   readonly orgId: number;
+  readonly by: Actor;
 }
 
 /** An Idempotency-Key's request, and how to build the response to store with the change. */
@@ -32,17 +51,24 @@ export interface WriteOutcome {
   readonly record: RecordJson;
   readonly created: boolean;
   /** The stream and version to wait for (read-your-writes); absent when nothing changed. */
-  readonly written?: {
-    readonly streamId: string;
-    readonly version: number;
+  readonly written?: StreamVersion & {
     readonly position: GlobalPosition;
+    /** Other records the write changed with it (a shipment's fulfillment order): wait for them too. */
+    readonly also: readonly StreamVersion[];
   };
 }
 
+export interface StreamVersion {
+  readonly streamId: string;
+  readonly version: number;
+}
+
 /**
- * Runs a write: resolves references, loads the record, decides, and appends with the unique-value
- * reservations and the idempotency record in the same transaction. A lost race is decided again on
- * the new state, unless the client pinned a version with If-Match (then it is a 412).
+ * Runs a write: resolves references, loads the record (and the record its model's rules decide on
+ * with it, such as a shipment's fulfillment order), decides, and appends both records' events with
+ * the unique-value reservations and the idempotency record in one transaction. A lost race is
+ * decided again on the new state, unless the client pinned its record's version with If-Match
+ * (then it is a 412).
  */
 export class RecordCommands {
   constructor(
@@ -63,92 +89,110 @@ export class RecordCommands {
       request.kind === 'delete' ? {} : await this.references.resolve(model, context.orgId, request.body);
     for (let attempt = 1; ; attempt++) {
       const id = request.kind === 'create' ? (request.id ?? (await this.records.nextId())) : request.id;
-      const loaded = await this.records.load(model, id);
-      // Another organization's record behaves exactly like one that does not exist (API.md §1),
-      // except that its id stays taken.
-      const state: RecordState =
-        loaded.orgId === undefined || loaded.orgId === context.orgId || request.kind === 'create'
-          ? loaded.state
-          : { status: 'absent' };
-      const command = this.command(request, id, body);
-      const events = decide(model, command, state);
+      const state = await this.loadOwn(model, id, context.orgId, request.kind === 'create');
+      const related = await this.loadRelated(
+        model,
+        context.orgId,
+        request.kind === 'create' ? body : state.status === 'live' ? state.record : undefined,
+      );
+      const decision = decide(model, this.command(request, id, body, context.by), state, related);
+      const { events } = decision;
       if (events.length === 0) {
         if (state.status !== 'live') throw new Error('a decision without events needs a live record');
         return { record: state.record, created: false };
       }
       const last = events[events.length - 1]!;
+      const streamId = recordStreamId(model.name, id);
       try {
         let outcome: WriteOutcome | undefined;
-        const appended = await this.records.append(
-          model,
-          context.orgId,
-          id,
-          state,
-          events,
-          context,
-          async (client, result) => {
-            await this.reserveUniqueValues(
+        const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
+        if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
+        await this.records.append(changes, context, async (client, [result, ...others]) => {
+          await this.reserveUniqueValues(client, model, context.orgId, id, request.kind === 'create', events);
+          outcome = {
+            record: last.data.record,
+            created: request.kind === 'create',
+            written: {
+              streamId,
+              version: result!.version,
+              position: result!.position,
+              also: changes.slice(1).map((change, i) => ({
+                streamId: recordStreamId(change.model.name, change.id),
+                version: others[i]!.version,
+              })),
+            },
+          };
+          if (
+            idempotent &&
+            !(await this.idempotency.record(
               client,
-              model,
               context.orgId,
-              id,
-              request.kind === 'create',
-              events,
-            );
-            outcome = {
-              record: last.data.record,
-              created: request.kind === 'create',
-              written: {
-                streamId: `${model.name}-${id}`,
-                version: result.version,
-                position: result.position,
-              },
-            };
-            if (
-              idempotent &&
-              !(await this.idempotency.record(
-                client,
-                context.orgId,
-                idempotent.key,
-                idempotent.hash,
-                idempotent.respond(outcome),
-              ))
-            ) {
-              throw baseError('Conflict', 'A request with the same Idempotency-Key is being processed');
-            }
-          },
-        );
-        if (!outcome) throw new Error(`append of ${appended.version} produced no outcome`);
+              idempotent.key,
+              idempotent.hash,
+              idempotent.respond(outcome),
+            ))
+          ) {
+            throw baseError('Conflict', 'A request with the same Idempotency-Key is being processed');
+          }
+        });
+        if (!outcome) throw new Error(`append to ${streamId} produced no outcome`);
         return outcome;
       } catch (error) {
         if (!(error instanceof WrongExpectedVersion)) throw error;
-        if (request.kind !== 'create' && request.ifMatch !== undefined) {
+        // If-Match pins the client's record; a race on the related record is not the client's to lose.
+        if (error.streamId === streamId && request.kind !== 'create' && request.ifMatch !== undefined) {
           throw baseError(
             'PreconditionFailed',
             'The record was changed concurrently; If-Match no longer matches',
           );
         }
-        if (request.kind === 'create' && request.id !== undefined)
+        if (error.streamId === streamId && request.kind === 'create' && request.id !== undefined)
           throw fieldError('Conflict', 'id', 'has already been taken');
         if (attempt >= MAX_ATTEMPTS) throw error;
+        // Jitter spreads the losers of one round apart, so that the next round is not a crowd again.
+        await setTimeout(Math.random() * 5 * Math.min(attempt, 10));
       }
     }
   }
 
-  private command(request: WriteRequest, id: number, body: RecordBody): RecordCommand {
+  /**
+   * The record's state as this organization sees it: another organization's record behaves exactly
+   * like one that does not exist (API.md §1), except that its id stays taken.
+   */
+  private async loadOwn(
+    model: ModelDefinition,
+    id: number,
+    orgId: number,
+    creating: boolean,
+  ): Promise<RecordState> {
+    const loaded = await this.records.load(model, id);
+    return loaded.orgId === undefined || loaded.orgId === orgId || creating ? loaded.state : ABSENT;
+  }
+
+  /** The record the model's rules decide on with this one, named by the request's or the record's fields. */
+  private async loadRelated(
+    model: ModelDefinition,
+    orgId: number,
+    fields: Readonly<Record<string, unknown>> | undefined,
+  ): Promise<RelatedState | undefined> {
+    const relation = rulesOf(model).related;
+    const id = relation && fields ? relation.idOf(fields) : undefined;
+    if (!relation || id === undefined) return undefined;
+    const target = relation.model();
+    return { model: target, id, state: await this.loadOwn(target, id, orgId, false) };
+  }
+
+  private command(request: WriteRequest, id: number, body: RecordBody, by: Actor): RecordCommand {
     const at = this.clock().toISOString();
+    const ifMatch =
+      request.kind !== 'create' && request.ifMatch !== undefined ? { ifMatch: request.ifMatch } : {};
     switch (request.kind) {
       case 'create':
-        return { kind: 'create', id, fields: body, at };
+        return { kind: 'create', id, fields: body, at, by };
       case 'update':
-        return {
-          kind: 'update',
-          fields: body,
-          at,
-          ...(request.ifMatch === undefined ? {} : { ifMatch: request.ifMatch }),
-        };
+        return { kind: 'update', fields: body, at, by, ...ifMatch };
       case 'delete':
-        return { kind: 'delete', at, ...(request.ifMatch === undefined ? {} : { ifMatch: request.ifMatch }) };
+        return { kind: 'delete', at, by, ...ifMatch };
       default: {
         const unhandled: never = request;
         throw new Error(`unhandled request ${JSON.stringify(unhandled)}`);

@@ -1,4 +1,4 @@
-import { DomainError, baseError, fieldError, type RecordChange, type RecordJson } from '@ofp/contracts';
+import { baseError, fieldError, type RecordChange, type RecordJson } from '@ofp/contracts';
 import {
   transitionError,
   type FieldDefinition,
@@ -6,6 +6,8 @@ import {
   type ModelDefinition,
   type RecordBody,
 } from '@ofp/models';
+import { changedFields } from '../domain/record-rules.js';
+import { rulesOf } from '../domain/rules-by-model.js';
 
 /** A record's state, folded from its stream. */
 export type RecordState =
@@ -15,10 +17,29 @@ export type RecordState =
 
 export const ABSENT: RecordState = { status: 'absent' };
 
+/**
+ * Who asks for a change: a client with its token's scopes, or the system (a process manager moving
+ * a record into a quantity-driven status, which no client may set).
+ */
+export type Actor =
+  { readonly kind: 'client'; readonly scopes: readonly string[] } | { readonly kind: 'system' };
+
 export type RecordCommand =
-  | { readonly kind: 'create'; readonly id: number; readonly fields: RecordBody; readonly at: string }
-  | { readonly kind: 'update'; readonly fields: RecordBody; readonly at: string; readonly ifMatch?: number }
-  | { readonly kind: 'delete'; readonly at: string; readonly ifMatch?: number };
+  | {
+      readonly kind: 'create';
+      readonly id: number;
+      readonly fields: RecordBody;
+      readonly at: string;
+      readonly by: Actor;
+    }
+  | {
+      readonly kind: 'update';
+      readonly fields: RecordBody;
+      readonly at: string;
+      readonly by: Actor;
+      readonly ifMatch?: number;
+    }
+  | { readonly kind: 'delete'; readonly at: string; readonly by: Actor; readonly ifMatch?: number };
 
 /** A decided change: the event type and its data. */
 export interface RecordEvent {
@@ -26,30 +47,64 @@ export interface RecordEvent {
   readonly data: RecordChange;
 }
 
+/** A record a decision reads and may change besides its own (a shipment's fulfillment order). */
+export interface RelatedState {
+  readonly model: ModelDefinition;
+  readonly id: number;
+  readonly state: RecordState;
+}
+
+/** What a command decided: its record's events, and the related record's, to commit together. */
+export interface Decision {
+  readonly events: RecordEvent[];
+  readonly related?: RelatedState & { readonly events: RecordEvent[] };
+}
+
 /**
  * Decides what a command does to a record (pure): the events to append, or a DomainError.
- * An update that changes nothing decides no event.
+ * The generic rules (existence, If-Match, the client's status moves, holds) come first, then the
+ * model's own (derived fields, invariants, scopes, event types). A change that changes nothing
+ * decides no event.
  */
-export function decide(model: ModelDefinition, command: RecordCommand, state: RecordState): RecordEvent[] {
+export function decide(
+  model: ModelDefinition,
+  command: RecordCommand,
+  state: RecordState,
+  related?: RelatedState,
+): Decision {
+  const rules = rulesOf(model);
+  const relatedRecord = related?.state.status === 'live' ? related.state.record : undefined;
   switch (command.kind) {
     case 'create': {
       if (state.status !== 'absent') throw fieldError('Conflict', 'id', 'has already been taken');
-      const record = createdRecord(model, command);
-      return [{ type: `${model.singular}.created`, data: { record, previous: {}, deleted: false } }];
+      const settled = rules.settle({
+        before: undefined,
+        after: createdRecord(model, command),
+        ...(relatedRecord ? { related: relatedRecord } : {}),
+      });
+      const record = stamp(model, settled.record, 1, command.at);
+      requireScopes(rules.scopes(undefined, record), command.by);
+      const type = rules.eventType(undefined, record) ?? `${model.singular}.created`;
+      return withRelated(
+        { events: [{ type, data: { record, previous: {}, deleted: false } }] },
+        related,
+        settled.related,
+        command.at,
+      );
     }
     case 'update': {
       const current = live(state, command.ifMatch);
-      const changed = Object.keys(command.fields).filter(
-        (name) => JSON.stringify(command.fields[name]) !== JSON.stringify(current.record[name]),
-      );
-      if (changed.length === 0) return [];
-      const heldFrom = nextHeldFrom(model, current, command.fields);
-      const record = stamp(
-        model,
-        { ...current.record, ...command.fields },
-        current.record.version + 1,
-        command.at,
-      );
+      const heldFrom = nextHeldFrom(model, current, command.fields, command.by);
+      const version = current.record.version + 1;
+      const settled = rules.settle({
+        before: current.record,
+        after: stamp(model, { ...current.record, ...command.fields }, version, command.at),
+        ...(relatedRecord ? { related: relatedRecord } : {}),
+      });
+      const record = stamp(model, settled.record, version, command.at);
+      const changed = changedFields(current.record, record);
+      if (changed.length === 0) return { events: [] };
+      requireScopes(rules.scopes(current.record, record), command.by);
       const previous = Object.fromEntries(changed.map((name) => [name, current.record[name]]));
       const data: RecordChange = {
         record,
@@ -57,19 +112,16 @@ export function decide(model: ModelDefinition, command: RecordCommand, state: Re
         deleted: false,
         ...(heldFrom === undefined ? {} : { heldFrom }),
       };
-      return [{ type: `${model.singular}.updated`, data }];
+      const type = rules.eventType(current.record, record) ?? `${model.singular}.updated`;
+      return withRelated({ events: [{ type, data }] }, related, settled.related, command.at);
     }
     case 'delete': {
       const current = live(state, command.ifMatch);
-      if (!model.deletable) {
-        throw new DomainError(
-          'MethodNotAllowed',
-          { base: [`${model.name} cannot be deleted`] },
-          { Allow: 'GET, PUT, PATCH' },
-        );
-      }
+      requireScopes([model.writeScope], command.by);
       const record = stamp(model, current.record, current.record.version + 1, command.at);
-      return [{ type: `${model.singular}.deleted`, data: { record, previous: {}, deleted: true } }];
+      return {
+        events: [{ type: `${model.singular}.deleted`, data: { record, previous: {}, deleted: true } }],
+      };
     }
     default: {
       const unhandled: never = command;
@@ -84,6 +136,41 @@ export function evolve(_state: RecordState, change: RecordChange): RecordState {
   return change.heldFrom === undefined
     ? { status: 'live', record: change.record }
     : { status: 'live', record: change.record, heldFrom: change.heldFrom };
+}
+
+/** Adds the related record's change, when the model's rules changed it, as its next version. */
+function withRelated(
+  decision: Decision,
+  related: RelatedState | undefined,
+  next: RecordJson | undefined,
+  at: string,
+): Decision {
+  if (!related || related.state.status !== 'live' || next === undefined) return decision;
+  const current = related.state;
+  const rules = rulesOf(related.model);
+  const record = stamp(related.model, next, current.record.version + 1, at);
+  const changed = changedFields(current.record, record);
+  if (changed.length === 0) return decision;
+  const data: RecordChange = {
+    record,
+    previous: Object.fromEntries(changed.map((name) => [name, current.record[name]])),
+    deleted: false,
+    ...(current.heldFrom === undefined ? {} : { heldFrom: current.heldFrom }),
+  };
+  const type = rules.eventType(current.record, record) ?? `${related.model.singular}.updated`;
+  return { ...decision, related: { ...related, events: [{ type, data }] } };
+}
+
+/** A client's token must hold every scope the change needs (API.md §7); the system needs none. */
+function requireScopes(needed: readonly string[], by: Actor): void {
+  if (by.kind === 'system') return;
+  const missing = needed.find((scope) => !by.scopes.includes(scope));
+  if (missing === undefined) return;
+  const description = `The access token lacks the ${missing} scope`;
+  // The challenge of RFC 6750 §3.1, as the scope check at the route gives it.
+  throw baseError('Forbidden', description, {
+    'WWW-Authenticate': `Bearer error="insufficient_scope", error_description="${description}", scope="${missing}"`,
+  });
 }
 
 function live(state: RecordState, ifMatch: number | undefined): Extract<RecordState, { status: 'live' }> {
@@ -114,6 +201,7 @@ function inFieldOrder(fields: FieldMap, value: Readonly<Record<string, unknown>>
   const ordered: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(fields)) {
     const nested = value[name];
+    if (field.kind === 'joined') continue;
     if (field.kind === 'list' && Array.isArray(nested)) {
       ordered[name] = nested.map((element: Record<string, unknown>) => inFieldOrder(field.fields, element));
     } else if (field.kind === 'object' && nested !== null && typeof nested === 'object') {
@@ -122,7 +210,7 @@ function inFieldOrder(fields: FieldMap, value: Readonly<Record<string, unknown>>
       const reference = nested as Record<string, unknown>;
       ordered[name] = Object.fromEntries(['id', ...field.display].map((key) => [key, reference[key]]));
     } else {
-      ordered[name] = nested;
+      ordered[name] = nested ?? emptyValue(field);
     }
   }
   return ordered;
@@ -135,12 +223,12 @@ function createdRecord(
 ): RecordJson {
   const record: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(model.fields)) {
-    record[name] = command.fields[name] ?? emptyValue(field);
+    if (field.kind !== 'joined') record[name] = command.fields[name] ?? emptyValue(field);
   }
   const machine = model.stateMachine;
   if (machine) {
     const requested = command.fields[machine.column];
-    if (typeof requested === 'string' && requested !== machine.initial) {
+    if (typeof requested === 'string' && requested !== machine.initial && command.by.kind === 'client') {
       const error = transitionError(machine, machine.initial, requested);
       if (error) throw error;
     }
@@ -163,6 +251,7 @@ function emptyValue(field: FieldDefinition): unknown {
       return 'default' in field ? (field.default ?? null) : null;
     case 'object':
     case 'reference':
+    case 'joined':
       return null;
     default: {
       const unhandled: never = field;
@@ -172,20 +261,24 @@ function emptyValue(field: FieldDefinition): unknown {
 }
 
 /**
- * Checks a requested status move and returns what the record's `heldFrom` becomes: set when the
- * record goes on hold, cleared when it leaves the hold, kept otherwise.
+ * Checks a client's status move and returns what the record's `heldFrom` becomes: set when the
+ * record goes on hold, cleared when it leaves the hold, kept otherwise. The system's moves are the
+ * quantity-driven ones, decided by the model's rules, and are not checked here.
  */
 function nextHeldFrom(
   model: ModelDefinition,
   current: Extract<RecordState, { status: 'live' }>,
   fields: RecordBody,
+  by: Actor,
 ): string | undefined {
   const machine = model.stateMachine;
   if (!machine || !(machine.column in fields)) return current.heldFrom;
   const from = String(current.record[machine.column]);
   const to = String(fields[machine.column]);
-  const error = transitionError(machine, from, to, current.heldFrom);
-  if (error) throw error;
+  if (by.kind === 'client') {
+    const error = transitionError(machine, from, to, current.heldFrom);
+    if (error) throw error;
+  }
   if (from === to) return current.heldFrom;
   if (machine.hold && to === machine.hold.state) return from;
   return undefined;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { recordStreamId, type RecordChange } from '@ofp/contracts';
 import { WrongExpectedVersion, type AppendResult, type EventStore } from '@ofp/event-store';
 import type { ModelDefinition } from '@ofp/models';
-import type { Pool, PoolClient } from '@ofp/runtime';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
 import { ABSENT, evolve, type RecordEvent, type RecordState } from './record-decider.js';
 
 /** A record's state and the organization it belongs to (undefined for a record that never existed). */
@@ -37,34 +37,46 @@ export class RecordStore {
   }
 
   /**
-   * Appends events at the state's version; `alsoInTransaction` adds writes that must commit with
-   * them. Throws WrongExpectedVersion when a concurrent writer changed the record first.
+   * Appends each record's events at its state's version, all in one transaction; `alsoInTransaction`
+   * adds writes that must commit with them. Throws WrongExpectedVersion when a concurrent writer
+   * changed one of the records first. Results come in the order of `changes`. With no events at
+   * all, `alsoInTransaction` runs in a transaction of its own.
    */
-  append(
-    model: ModelDefinition,
-    orgId: number,
-    id: number,
-    state: RecordState,
-    events: readonly RecordEvent[],
+  async append(
+    changes: readonly RecordStreamChange[],
     metadata: EventMetadata,
-    alsoInTransaction: (client: PoolClient, result: AppendResult) => Promise<void>,
-  ): Promise<AppendResult> {
-    return this.store.append(
-      {
-        streamId: recordStreamId(model.name, id),
-        streamType: model.name,
-        expectedVersion: versionOf(state),
-        orgId,
-        events: events.map((event) => ({
+    alsoInTransaction: (client: PoolClient, results: readonly AppendResult[]) => Promise<void>,
+  ): Promise<AppendResult[]> {
+    // A process manager's event that changes nothing is still marked handled.
+    if (changes.every((change) => change.events.length === 0)) {
+      await inTransaction(this.pool, (client) => alsoInTransaction(client, []));
+      return [];
+    }
+    return await this.store.appendToStreams(
+      changes.map((change) => ({
+        streamId: recordStreamId(change.model.name, change.id),
+        streamType: change.model.name,
+        expectedVersion: versionOf(change.state),
+        orgId: change.orgId,
+        events: change.events.map((event) => ({
           eventId: randomUUID(),
           type: event.type,
           data: event.data,
           metadata: { actor: metadata.actor, request_id: metadata.requestId },
         })),
-      },
+      })),
       alsoInTransaction,
     );
   }
+}
+
+/** Events decided on one record's state, to append at its version. */
+export interface RecordStreamChange {
+  readonly model: ModelDefinition;
+  readonly orgId: number;
+  readonly id: number;
+  readonly state: RecordState;
+  readonly events: readonly RecordEvent[];
 }
 
 export function versionOf(state: RecordState): number {

@@ -49,6 +49,8 @@ export class ReferenceResolver {
             at,
           );
           break;
+        case 'joined':
+          break;
         case 'column':
           if (field.type === 'integer' && field.references)
             await this.requireRecord(field.references(), orgId, given as number, at);

@@ -40,7 +40,7 @@ export class TenantSeeder {
       try {
         const outcome = await this.commands.write(
           phoneNumberTypes,
-          { orgId, actor: 'system', requestId: `seed-${orgId}` },
+          { orgId, actor: 'system', requestId: `seed-${orgId}`, by: { kind: 'system' } },
           { kind: 'create', body: { name } },
         );
         if (outcome.written) await this.waiter.waitFor(outcome.written.streamId, outcome.written.version);

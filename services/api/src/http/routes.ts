@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import { authOf, requireScope } from '@ofp/auth-tokens';
-import { findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
+import { allowedMethods, findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import {
   parseIdempotencyKey,
   requestHash,
@@ -35,11 +35,18 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
   });
 
   const readScope = requireScope('read');
-  const writeScope: RequestHandler = (req, res, next) =>
-    requireScope(modelOf(req).writeScope)(req, res, next);
+  // The scope every write of the model needs; models with operator changes also let an `operations`
+  // token through, and the decided change then names the exact scopes it needs (API.md §7).
+  const writeScope: RequestHandler = (req, res, next) => {
+    const model = modelOf(req);
+    const scope =
+      model.operatorChanges && authOf(req).scopes.includes('operations') ? 'operations' : model.writeScope;
+    requireScope(scope)(req, res, next);
+  };
 
   router
     .route('/:model')
+    .all(allowed('collection'))
     .get(readScope, async (req, res) => {
       const model = modelOf(req);
       const q = req.query.q;
@@ -49,11 +56,11 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
     })
     .post(writeScope, async (req, res) => {
       await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBody(req)) });
-    })
-    .all(methodNotAllowed('GET, POST'));
+    });
 
   router
     .route('/:model/:id')
+    .all(allowed('record'))
     .get(readScope, async (req, res) => {
       const model = modelOf(req);
       const record = await deps.queries.get(model, authOf(req).orgId, idOf(req));
@@ -73,8 +80,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
     .delete(writeScope, async (req, res) => {
       const ifMatch = parseIfMatch(req.get('if-match'));
       await write(req, res, { kind: 'delete', id: idOf(req), ...(ifMatch === undefined ? {} : { ifMatch }) });
-    })
-    .all(methodNotAllowed('GET, POST, PUT, PATCH, DELETE'));
+    });
 
   async function update(req: Request, res: Response): Promise<void> {
     const ifMatch = parseIfMatch(req.get('if-match'));
@@ -89,7 +95,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
 
   async function write(req: Request, res: Response, request: WriteRequest): Promise<void> {
     const model = modelOf(req);
-    const { orgId, clientId } = authOf(req);
+    const { orgId, clientId, scopes } = authOf(req);
     const key = parseIdempotencyKey(req.get('idempotency-key'));
     const idempotent =
       key === undefined
@@ -108,14 +114,15 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
     }
     const outcome = await deps.commands.write(
       model,
-      { orgId, actor: clientId, requestId: req.id },
+      { orgId, actor: clientId, requestId: req.id, by: { kind: 'client', scopes } },
       request,
       idempotent,
     );
     if (prefersAsync(req.get('prefer'))) {
       res.setHeader('Preference-Applied', 'respond-async');
     } else if (outcome.written) {
-      await deps.waiter.waitFor(outcome.written.streamId, outcome.written.version);
+      for (const { streamId, version } of [outcome.written, ...outcome.written.also])
+        await deps.waiter.waitFor(streamId, version);
     }
     send(res, respondTo(req)(outcome));
   }
@@ -167,9 +174,18 @@ function jsonBody(req: Request): unknown {
   return req.body as unknown;
 }
 
-function methodNotAllowed(allow: string): RequestHandler {
-  return (req) => {
-    modelOf(req);
-    throw baseError('MethodNotAllowed', `${req.method} is not allowed here`, { Allow: allow });
+/**
+ * Passes the methods the model answers on this path and refuses the others (OPTIONS and the like
+ * included) with a 405 naming them in `Allow`: invoices and shipments are not deleted, inventory is
+ * read-only, adjustments are append-only.
+ */
+function allowed(path: 'collection' | 'record'): RequestHandler {
+  return (req, _res, next) => {
+    const methods = allowedMethods(modelOf(req), path);
+    if (methods.includes(req.method) || (req.method === 'HEAD' && methods.includes('GET'))) {
+      next();
+      return;
+    }
+    throw baseError('MethodNotAllowed', `${req.method} is not allowed here`, { Allow: methods.join(', ') });
   };
 }

@@ -1,0 +1,112 @@
+import type { RecordChange, RecordJson } from '@ofp/contracts';
+import { inventory } from '@ofp/models';
+import { listOf, plainRules, type RecordRules } from './record-rules.js';
+
+// Inventory (API.md §6) is a projection kept as event-sourced records, one per (sku, warehouse):
+// adjustments add `quantity_delta` to `on_hand`; a fulfillment order commits its open line
+// quantities until they ship or it is cancelled (or closed), and what it ships leaves `on_hand`;
+// a purchase order adds its unreceived quantities to `inbound` while open or partly received, and
+// what it receives joins `on_hand`. Shipments act through their fulfillment order's
+// `quantity_shipped`, which changes in the same transaction as the shipment.
+
+/** Quantities of one (sku, warehouse), or changes to them. */
+export interface Stock {
+  readonly on_hand: number;
+  readonly committed: number;
+  readonly inbound: number;
+}
+
+/** Where stock is counted. */
+export interface StockKey {
+  readonly sku: string;
+  readonly warehouse: string | null;
+}
+
+/** Inventory records: `available` is `on_hand - committed`. */
+export const inventoryRules: RecordRules = {
+  ...plainRules(inventory),
+  settle: ({ after }) => ({
+    record: { ...after, available: Number(after.on_hand) - Number(after.committed) },
+  }),
+};
+
+/** The stream types whose events move stock. */
+export const STOCK_SOURCES = ['inventory_adjustments', 'fulfillment_orders', 'purchase_orders'] as const;
+
+/**
+ * What one event changes in stock, by (sku, warehouse): the effect of the record after the change
+ * minus the effect before it (`previous` holds the changed fields' old values). Zero changes are left out.
+ */
+export function stockChanges(streamType: string, change: RecordChange): Map<string, Stock & StockKey> {
+  const created = change.record.version === 1;
+  // A deletion's record is the record as it was; an update's `previous` turns it back into that.
+  const before = created
+    ? new Map<string, Stock & StockKey>()
+    : effects(streamType, change.deleted ? change.record : { ...change.record, ...change.previous }, false);
+  const result = effects(streamType, change.record, change.deleted);
+  for (const [key, stock] of before) add(result, key, stock, -1);
+  for (const [key, stock] of result)
+    if (stock.on_hand === 0 && stock.committed === 0 && stock.inbound === 0) result.delete(key);
+  return result;
+}
+
+/** The key of a (sku, warehouse) in maps and in the inventory's unique-value reservation. */
+export function stockKey(key: StockKey): string {
+  return JSON.stringify([key.sku, key.warehouse]);
+}
+
+interface Line {
+  readonly sku: string;
+  readonly quantity: number;
+  readonly quantity_shipped?: number;
+  readonly quantity_received?: number;
+}
+
+/** A record's standing effect on stock. */
+function effects(streamType: string, record: RecordJson, deleted: boolean): Map<string, Stock & StockKey> {
+  const result = new Map<string, Stock & StockKey>();
+  const warehouse = (record.warehouse as string | null | undefined) ?? null;
+  const put = (sku: string, stock: Stock) =>
+    add(result, stockKey({ sku, warehouse }), { ...stock, sku, warehouse }, 1);
+  switch (streamType) {
+    case 'inventory_adjustments':
+      if (!deleted)
+        put(String(record.sku), { on_hand: Number(record.quantity_delta), committed: 0, inbound: 0 });
+      break;
+    case 'fulfillment_orders': {
+      const committing = !deleted && record.status !== 'cancelled' && record.status !== 'closed';
+      for (const line of listOf<Line>(record, 'lines')) {
+        const shipped = line.quantity_shipped ?? 0;
+        put(line.sku, { on_hand: -shipped, committed: committing ? line.quantity - shipped : 0, inbound: 0 });
+      }
+      break;
+    }
+    case 'purchase_orders': {
+      const expecting = !deleted && (record.status === 'open' || record.status === 'partially_received');
+      for (const line of listOf<Line>(record, 'lines')) {
+        const received = line.quantity_received ?? 0;
+        put(line.sku, { on_hand: received, committed: 0, inbound: expecting ? line.quantity - received : 0 });
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return result;
+}
+
+function add(map: Map<string, Stock & StockKey>, key: string, stock: Stock & StockKey, sign: 1 | -1): void {
+  const current = map.get(key) ?? {
+    sku: stock.sku,
+    warehouse: stock.warehouse,
+    on_hand: 0,
+    committed: 0,
+    inbound: 0,
+  };
+  map.set(key, {
+    ...current,
+    on_hand: current.on_hand + sign * stock.on_hand,
+    committed: current.committed + sign * stock.committed,
+    inbound: current.inbound + sign * stock.inbound,
+  });
+}

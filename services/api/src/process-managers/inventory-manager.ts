@@ -1,0 +1,107 @@
+import type { RecordChange } from '@ofp/contracts';
+import { DomainError, isDomainError } from '@ofp/contracts';
+import type { StoredEvent } from '@ofp/event-store';
+import { inventory, items } from '@ofp/models';
+import type { Pool } from '@ofp/runtime';
+import { decide, type RecordState } from '../commands/record-decider.js';
+import { WrongExpectedVersion, type RecordStore, type RecordStreamChange } from '../commands/record-store.js';
+import type { UniqueValues } from '../commands/unique-values.js';
+import { STOCK_SOURCES, stockChanges, stockKey, type Stock, type StockKey } from '../domain/inventory.js';
+import { AlreadyHandled, HandledEvents } from './handled-events.js';
+import type { ProcessManager } from './process-manager.js';
+
+/** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
+const STOCK_KEY_FIELD = 'sku_warehouse';
+const MAX_ATTEMPTS = 40;
+
+/**
+ * Keeps the inventory records (API.md §6) from the events that move stock: for each event, the
+ * change of every (sku, warehouse) it touches is appended to that inventory record (created on first
+ * use) at its expected version, all in one transaction with the event's handled mark. A lost race
+ * is decided again on the new versions, so concurrent changes are never lost and a redelivered
+ * event is never counted twice.
+ */
+export class InventoryManager implements ProcessManager {
+  readonly name = 'inventory';
+  readonly streamTypes = STOCK_SOURCES;
+  private readonly handled: HandledEvents;
+
+  constructor(
+    pool: Pool,
+    private readonly records: RecordStore,
+    private readonly unique: UniqueValues,
+    private readonly clock: () => Date,
+  ) {
+    this.handled = new HandledEvents(pool, this.name);
+  }
+
+  async handle(event: StoredEvent): Promise<void> {
+    const orgId = event.orgId;
+    if (orgId === null || (await this.handled.wasHandled(event))) return;
+    const changes = [...stockChanges(event.streamType, event.data as RecordChange).values()];
+    for (let attempt = 1; ; attempt++) {
+      const decided = await Promise.all(changes.map((change) => this.decideChange(orgId, change)));
+      const appends: RecordStreamChange[] = decided.map(({ id, state, events }) => ({
+        model: inventory,
+        orgId,
+        id,
+        state,
+        events,
+      }));
+      try {
+        await this.records.append(
+          appends,
+          { actor: 'system', requestId: `${this.name}:${event.eventId}` },
+          async (client) => {
+            for (const { id, state, key } of decided) {
+              if (state.status === 'absent')
+                await this.unique.reserve(
+                  client,
+                  orgId,
+                  inventory.name,
+                  id,
+                  [STOCK_KEY_FIELD],
+                  [{ field: STOCK_KEY_FIELD, value: stockKey(key) }],
+                );
+            }
+            await this.handled.markHandled(client, event);
+          },
+        );
+        return;
+      } catch (error) {
+        if (error instanceof AlreadyHandled) return;
+        // A lost race: another change of the same record, or another first use of the same key.
+        const raced =
+          error instanceof WrongExpectedVersion || (isDomainError(error) && error.kind === 'Conflict');
+        if (!raced || attempt >= MAX_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /** The inventory record of a (sku, warehouse) after a change, as a command decided by the system. */
+  private async decideChange(orgId: number, change: Stock & StockKey) {
+    const key: StockKey = { sku: change.sku, warehouse: change.warehouse };
+    const existing = await this.unique.lookup(orgId, inventory.name, STOCK_KEY_FIELD, stockKey(key));
+    const id = existing ?? (await this.records.nextId());
+    const state: RecordState =
+      existing === undefined ? { status: 'absent' } : (await this.records.load(inventory, id)).state;
+    if (state.status === 'deleted') throw new DomainError('Conflict', { base: ['inventory record deleted'] });
+    const current = state.status === 'live' ? state.record : { on_hand: 0, committed: 0, inbound: 0 };
+    const fields = {
+      item_id: (await this.unique.lookup(orgId, items.name, 'sku', key.sku)) ?? null,
+      sku: key.sku,
+      warehouse: key.warehouse,
+      on_hand: Number(current.on_hand) + change.on_hand,
+      committed: Number(current.committed) + change.committed,
+      inbound: Number(current.inbound) + change.inbound,
+    };
+    const at = this.clock().toISOString();
+    const by = { kind: 'system' } as const;
+    const { events } = decide(
+      inventory,
+      state.status === 'absent' ? { kind: 'create', id, fields, at, by } : { kind: 'update', fields, at, by },
+      state,
+    );
+    return { id, state, key, events };
+  }
+}
