@@ -35,6 +35,8 @@ export class TenantSeeder {
   private async seed(orgId: number): Promise<void> {
     const done = await this.pool.query('SELECT 1 FROM api.seeded_organizations WHERE org_id = $1', [orgId]);
     if (done.rowCount === 1) return;
+    // Created one after another, then waited for together: the read model catches up on all at once.
+    const projected: Promise<boolean>[] = [];
     for (const name of PHONE_NUMBER_TYPE_SEEDS) {
       if ((await this.unique.lookup(orgId, phoneNumberTypes.name, 'name', name)) !== undefined) continue;
       try {
@@ -43,12 +45,14 @@ export class TenantSeeder {
           { orgId, actor: 'system', requestId: `seed-${orgId}`, by: { kind: 'system' } },
           { kind: 'create', body: { name } },
         );
-        if (outcome.written) await this.waiter.waitFor(outcome.written.streamId, outcome.written.version);
+        if (outcome.written)
+          projected.push(this.waiter.waitFor(outcome.written.streamId, outcome.written.version));
       } catch (error) {
         // Another process seeding the same organization at the same moment took the name first.
         if (!(isDomainError(error) && error.kind === 'Conflict')) throw error;
       }
     }
+    await Promise.all(projected);
     await this.pool.query(
       'INSERT INTO api.seeded_organizations (org_id) VALUES ($1) ON CONFLICT DO NOTHING',
       [orgId],
