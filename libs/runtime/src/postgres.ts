@@ -20,6 +20,8 @@ export function createPool(options: PoolOptions): Pool {
     application_name: options.applicationName,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
+    // Retire a connection after this many queries, and with it the prepared statements it keeps.
+    maxUses: 20_000,
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});

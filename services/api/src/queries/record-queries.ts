@@ -1,4 +1,5 @@
-import { compileGet, compileSearch, parseQuery, type ModelDefinition } from '@ofp/models';
+import { createHash } from 'node:crypto';
+import { compileGet, compileSearch, parseQuery, type CompiledQuery, type ModelDefinition } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
 
 /**
@@ -27,8 +28,10 @@ export class RecordQueries {
     const query = parseQuery(model, rawQ);
     const compiled = compileSearch(model, orgId, query);
     const { rows } = await this.pool.query<{ total_results: number; count: number; results: string }>(
-      `SELECT s.total_results, json_array_length(s.results) AS count, s.results::text AS results FROM (${compiled.text}) s`,
-      compiled.values,
+      prepared({
+        text: `SELECT s.total_results, json_array_length(s.results) AS count, s.results::text AS results FROM (${compiled.text}) s`,
+        values: compiled.values,
+      }),
     );
     const row = rows[0]!;
     return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
@@ -37,11 +40,22 @@ export class RecordQueries {
   async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJsonText | undefined> {
     const compiled = compileGet(model, orgId, id);
     const { rows } = await this.pool.query<{ version: number; json: string }>(
-      `SELECT (g.record->>'version')::int AS version, g.record::text AS json FROM (${compiled.text}) g`,
-      compiled.values,
+      prepared({
+        text: `SELECT (g.record->>'version')::int AS version, g.record::text AS json FROM (${compiled.text}) g`,
+        values: compiled.values,
+      }),
     );
     return rows[0];
   }
+}
+
+/**
+ * A named (server-side prepared) statement: a search of the same shape, whatever its values, is
+ * planned once per connection. Planning these statements costs about as much as running them. The
+ * statements a connection keeps are bounded by the pool retiring connections (`maxUses`).
+ */
+function prepared(query: CompiledQuery): CompiledQuery & { name: string } {
+  return { name: `q_${createHash('sha1').update(query.text).digest('base64url')}`, ...query };
 }
 
 /** The search envelope (API.md §2) around a page of JSON text. */
