@@ -1,6 +1,6 @@
 /**
  * The distributed shape on this machine, for end-to-end trials and demos: a real Kafka broker, a
- * Postgres, and one process per service (auth, api, projector), until Ctrl-C.
+ * Postgres, and one process per service (auth, api, projector, webhook-dispatcher), until Ctrl-C.
  *
  *   npm run dev:distributed
  *
@@ -32,6 +32,7 @@ process.stdout.write(
     'Distributed platform running (one process per service):',
     `  auth:          ${platform.authUrl}   (/oauth, /.well-known, /admin, /v2/authenticate)`,
     `  api:           ${platform.apiUrl}   (/v2, /api/v2)`,
+    `  webhooks:      ${platform.webhooksUrl}   (/v2/webhooks*, /v2/webhook_deliveries*)`,
     `  admin token:   ${platform.adminToken}`,
     `  KAFKA_BROKERS: ${infrastructure.kafkaBrokers.join(',')}`,
     `  DATABASE_URL:  ${url.toString()}`,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { env } from '@ofp/runtime';
+import { webhookDispatcherConfigShape } from '@ofp/webhook-dispatcher';
 
 /** `all` is the standalone mode; `migrate` applies every service's migrations and exits (the Helm hook Job). */
 export const TARGETS = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher', 'migrate'] as const;
@@ -35,7 +36,7 @@ export const platformConfigSchema = z
     DATABASE_POOL_SIZE: env.positiveInt(20),
     /** Longest a write's response waits for the read model (read-your-writes). */
     READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000),
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false),
+    ...webhookDispatcherConfigShape,
     LOG_LEVEL: env.logLevel(),
   })
   .superRefine((config, ctx) => {

@@ -22,6 +22,11 @@ import { KafkaBus, OutboxRelay, PgLogBus, type Bus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
+  createWebhookDispatcherModule,
+  migrateWebhookDispatcher,
+  webhookDispatcherSettings,
+} from '@ofp/webhook-dispatcher';
+import {
   ConfigError,
   ModuleRunner,
   closeServer,
@@ -37,7 +42,7 @@ import {
   type Module,
   type Pool,
 } from '@ofp/runtime';
-import type { Express } from 'express';
+import type { Express, RequestHandler } from 'express';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 
 const includes = (target: Target, service: Exclude<Target, 'all' | 'migrate'>): boolean =>
@@ -134,7 +139,11 @@ export async function runPlatform(
     mounts.push((app) => auth.routes(app));
   }
 
-  if (includes(config.TARGET, 'api')) {
+  // Bearer-token verification for the services that serve /v2: JWKS from the auth service, the
+  // deny-list fed by revocation announcements, and the per-client rate limit.
+  const servesV2 = includes(target, 'api') || includes(target, 'webhook-dispatcher');
+  const authenticate = servesV2 ? bearerAuthentication() : [];
+  function bearerAuthentication(): RequestHandler[] {
     const denyList = new RevocationDenyList(clock);
     modules.push(
       createRevocationModule(
@@ -152,13 +161,33 @@ export async function runPlatform(
       { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND },
       clock,
     );
+    return [requireBearer(verifier), rateLimit({ limiter })];
+  }
+
+  // Mounted before the api: it answers /v2/webhooks* and /v2/webhook_deliveries*, and lets the rest through.
+  if (includes(target, 'webhook-dispatcher')) {
+    const webhooks = createWebhookDispatcherModule({
+      pool,
+      connectionString: database.url,
+      store,
+      bus,
+      logger,
+      clock,
+      authenticate,
+      ...webhookDispatcherSettings(config),
+    });
+    modules.push(webhooks);
+    mounts.push((app) => app.use(['/v2', '/api/v2'], webhooks.routes));
+  }
+
+  if (includes(target, 'api')) {
     const api = createApiModule({
       pool,
       connectionString: database.url,
       store,
       logger,
       clock,
-      authenticate: [requireBearer(verifier), rateLimit({ limiter })],
+      authenticate,
       readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
     });
     modules.push(api);
@@ -246,6 +275,7 @@ async function migrateAll(pool: Pool, logger: Logger): Promise<void> {
   await migrateEventStore(pool, logger);
   await migrateAuth(pool, logger);
   await migrateApi(pool, logger);
+  await migrateWebhookDispatcher(pool, logger);
 }
 
 async function migrateOwn(
@@ -261,8 +291,10 @@ async function migrateOwn(
       await migrateEventStore(pool, logger);
       return migrateApi(pool, logger);
     case 'projector':
-    case 'webhook-dispatcher':
       return migrateEventStore(pool, logger);
+    case 'webhook-dispatcher':
+      await migrateEventStore(pool, logger);
+      return migrateWebhookDispatcher(pool, logger);
     default: {
       const unhandled: never = target;
       throw new Error(`unhandled target ${String(unhandled)}`);

@@ -80,7 +80,7 @@ export async function createIntegrator(
           typeof requestOptions.body === 'string' ? requestOptions.body : JSON.stringify(requestOptions.body);
         headers['content-type'] ??= 'application/json';
       }
-      const base = path.startsWith('/v2/authenticate') ? platform.authUrl : platform.apiUrl;
+      const base = baseUrlOf(platform, path);
       const response = await fetch(`${base}${path}`, {
         method,
         headers,
@@ -94,6 +94,13 @@ export async function createIntegrator(
       };
     },
   };
+}
+
+/** Which process answers a path, as the ingress routes it (charts/ofp/templates/ingress.yaml). */
+function baseUrlOf(platform: RunningPlatform, path: string): string {
+  if (/^\/(api\/)?v2\/authenticate\b/.test(path)) return platform.authUrl;
+  if (/^\/(api\/)?v2\/(webhooks|webhook_deliveries)\b/.test(path)) return platform.webhooksUrl;
+  return platform.apiUrl;
 }
 
 /** `/v2/<model>?q=<escaped JSON>`. */

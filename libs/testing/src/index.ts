@@ -6,3 +6,5 @@ export * from './ports.js';
 export * from './logger.js';
 export * from './platform-processes.js';
 export * from './api-client.js';
+export * from './manual-clock.js';
+export * from './webhook-receiver.js';

@@ -12,6 +12,8 @@ export interface RunningPlatform {
   readonly authUrl: string;
   /** Base URL of the `/v2` model endpoints. */
   readonly apiUrl: string;
+  /** Base URL of `/v2/webhooks*` and `/v2/webhook_deliveries*` (the webhook dispatcher). */
+  readonly webhooksUrl: string;
   readonly adminToken: string;
   /** Sends SIGTERM to every process and waits for them to exit (SIGKILL after 15 s). */
   stop(): Promise<void>;
@@ -29,7 +31,7 @@ export interface PlatformOptions {
 
 /**
  * Runs the platform as real processes over real HTTP: standalone (`TARGET=all`) or distributed
- * (`TARGET=auth`, `api`, `projector` against Kafka). For end-to-end tests, benchmarks and the local
+ * (`TARGET=auth`, `api`, `projector`, `webhook-dispatcher` against Kafka). For end-to-end tests, benchmarks and the local
  * distributed run.
  */
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
@@ -51,9 +53,14 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       children.push(spawnTarget('all', port, common, output));
       const url = `http://localhost:${port}`;
       await waitReady(url, children);
-      return { authUrl: url, apiUrl: url, adminToken, stop };
+      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, stop };
     }
-    const [authPort, apiPort, projectorPort] = [await freePort(), await freePort(), await freePort()];
+    const [authPort, apiPort, projectorPort, webhooksPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     const authUrl = `http://localhost:${authPort}`;
     const distributed = {
       ...common,
@@ -63,16 +70,18 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     };
     children.push(spawnTarget('auth', authPort, distributed, output));
     await waitReady(authUrl, children);
+    const urls = {
+      api: `http://localhost:${apiPort}`,
+      projector: `http://localhost:${projectorPort}`,
+      webhooks: `http://localhost:${webhooksPort}`,
+    };
     children.push(
       spawnTarget('api', apiPort, distributed, output),
       spawnTarget('projector', projectorPort, distributed, output),
+      spawnTarget('webhook-dispatcher', webhooksPort, distributed, output),
     );
-    const apiUrl = `http://localhost:${apiPort}`;
-    await Promise.all([
-      waitReady(apiUrl, children),
-      waitReady(`http://localhost:${projectorPort}`, children),
-    ]);
-    return { authUrl, apiUrl, adminToken, stop };
+    await Promise.all(Object.values(urls).map((url) => waitReady(url, children)));
+    return { authUrl, apiUrl: urls.api, webhooksUrl: urls.webhooks, adminToken, stop };
   } catch (error) {
     await stop();
     throw error;

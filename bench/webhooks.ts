@@ -1,0 +1,292 @@
+// `npm run bench:webhooks`: webhook deliveries per second to a local receiver at concurrency 64, next to a
+// plain undici POST loop to the same receiver in the same run, and the latency from an event's commit
+// to its delivery (issue 6). The receiver runs in a process of its own, so that it takes the same CPU
+// from both loops rather than from the one it shares a process with.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Presets, SingleBar } from 'cli-progress';
+import type { RequestHandler } from 'express';
+import pg from 'pg';
+import { Agent, request } from 'undici';
+import { PgLogBus } from '@ofp/bus';
+import { EventStore, migrateEventStore } from '@ofp/event-store';
+import { closeServer, createHttpApp, createMetricsRegistry, createPool, listen } from '@ofp/runtime';
+import { startTestPostgres, testLogger } from '@ofp/testing';
+import { createWebhookDispatcherModule, migrateWebhookDispatcher } from '@ofp/webhook-dispatcher';
+import { measure } from './measure.js';
+
+const CONCURRENCY = 64;
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
+/** Versions per record: later ones wait for earlier ones (per-record order), as in real traffic. */
+const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 4);
+const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 2_000);
+const LATENCY_RATE_PER_SECOND = 200;
+const SEED_CONCURRENCY = 32;
+
+if (process.argv[2] === 'receiver') await runReceiver();
+else await runBenchmark();
+
+/**
+ * The receiver: answers every POST with 204, remembering when each `webhook-id` first arrived
+ * (`GET /arrivals` hands them over), and counts requests (`GET /count`).
+ */
+async function runReceiver(): Promise<void> {
+  let count = 0;
+  const arrivals = new Map<string, number>();
+  const server = createServer((req, res) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.url === '/arrivals' ? [...arrivals] : { count }));
+      return;
+    }
+    req.resume();
+    req.on('end', () => {
+      count++;
+      const id = req.headers['webhook-id'];
+      if (typeof id === 'string' && !arrivals.has(id)) arrivals.set(id, Date.now());
+      res.writeHead(204);
+      res.end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
+  });
+  await new Promise(() => {});
+}
+
+async function runBenchmark(): Promise<void> {
+  const logger = testLogger('bench');
+  const receiverProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), 'receiver'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const port = await new Promise<number>((resolve) =>
+    receiverProcess.stdout.once('data', (data: Buffer) => resolve(Number(data.toString().trim()))),
+  );
+  const receiverUrl = `http://127.0.0.1:${port}`;
+  const receiverAgent = new Agent({ connections: 4 });
+  const receiverGet = async <T>(path: string): Promise<T> => {
+    const response = await request(`${receiverUrl}${path}`, { dispatcher: receiverAgent });
+    return (await response.body.json()) as T;
+  };
+
+  const server = await startTestPostgres(logger);
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  const dbName = `bench_webhooks_${randomUUID().slice(0, 8)}`;
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const url = new URL(server.url);
+  url.pathname = `/${dbName}`;
+  const databaseUrl = url.toString();
+  const pool = createPool({ connectionString: databaseUrl, applicationName: 'bench-webhooks', max: 40 });
+
+  try {
+    // The raw loop: a plain undici POST of a body the size of a delivery's, at the same concurrency.
+    const body = JSON.stringify({
+      id: randomUUID(),
+      type: 'person.updated',
+      timestamp: new Date().toISOString(),
+      sequence: 2,
+      data: { id: 1, first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', version: 2 },
+      previous_attributes: { first_name: 'Augusta' },
+    });
+    const rawAgent = new Agent({ connections: CONCURRENCY });
+    const post = async (): Promise<void> => {
+      const response = await request(`${receiverUrl}/raw`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        dispatcher: rawAgent,
+      });
+      await response.body.dump();
+    };
+    await measure(2_000, CONCURRENCY, post);
+    const raw = await measure(EVENTS, CONCURRENCY, post);
+    await rawAgent.close();
+
+    await migrateEventStore(pool, logger);
+    await migrateWebhookDispatcher(pool, logger);
+    const store = new EventStore(pool, { outbox: false });
+    const orgId = 1;
+    const authenticate: RequestHandler = (req, _res, next) => {
+      req.auth = {
+        clientId: 'bench',
+        orgId,
+        scopes: ['read', 'write'],
+        grantId: 'bench',
+        tokenId: 'bench',
+        expiresAt: new Date(Date.now() + 3_600_000),
+      };
+      next();
+    };
+    const dispatcher = createWebhookDispatcherModule({
+      pool,
+      connectionString: databaseUrl,
+      store,
+      bus: new PgLogBus(pool, databaseUrl, store, logger, { batchSize: 500, pollIntervalMs: 50 }),
+      logger,
+      clock: () => new Date(),
+      authenticate: [authenticate],
+      allowPrivateTargets: true,
+      // 64 requests in flight at most (the worker pool). The endpoint limit counts what is claimed, in flight
+      // or about to be, so it is set above the pool plus what is claimed ahead to leave the pool as the limit.
+      limits: { concurrency: CONCURRENCY, claimAhead: 4 * CONCURRENCY, endpointConcurrency: 8 * CONCURRENCY },
+    });
+    const app = createHttpApp({
+      logger,
+      metrics: createMetricsRegistry('bench'),
+      ready: () => true,
+      routes: (root) => root.use('/v2', dispatcher.routes),
+    });
+    const api = await listen(app, 0, '127.0.0.1');
+    const created = await request(`http://127.0.0.1:${api.port}/v2/webhooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${receiverUrl}/hooks`, events: ['*'] }),
+    });
+    if (created.statusCode !== 201) throw new Error(`webhook not created: ${await created.body.text()}`);
+    await created.body.dump();
+
+    // Seeding: the events are committed before the dispatcher starts, so it works off a backlog.
+    const bar = new SingleBar(
+      { format: 'seeding  [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
+      Presets.shades_classic,
+    );
+    bar.start(EVENTS, 0);
+    const records = EVENTS / VERSIONS;
+    let appended = 0;
+    for (let version = 1; version <= VERSIONS; version++) {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: SEED_CONCURRENCY }, async () => {
+          for (let n = next++; n < records; n = next++) {
+            await appendPerson(store, orgId, 1 + n, version);
+            if (++appended % 500 === 0) bar.update(appended);
+          }
+        }),
+      );
+    }
+    bar.update(EVENTS);
+    bar.stop();
+
+    const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
+    const started = performance.now();
+    const cpuBefore = process.cpuUsage();
+    await dispatcher.start();
+    const progress = new SingleBar(
+      { format: 'delivery [{bar}] {percentage}% | {value}/{total} deliveries | {duration}s' },
+      Presets.shades_classic,
+    );
+    progress.start(EVENTS, 0);
+    for (;;) {
+      const delivered = (await receiverGet<{ count: number }>('/count')).count - deliveredBefore;
+      progress.update(Math.min(delivered, EVENTS));
+      if (delivered >= EVENTS) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    progress.stop();
+    const perSecond = EVENTS / seconds;
+
+    // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
+    // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
+    const committed = new Map<string, number>();
+    const paced = new SingleBar(
+      { format: 'latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s | {duration}s' },
+      Presets.shades_classic,
+    );
+    paced.start(LATENCY_EVENTS, 0, { rate: LATENCY_RATE_PER_SECOND });
+    const pacedStart = performance.now();
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; i < LATENCY_EVENTS; i++) {
+      const due = pacedStart + (i * 1000) / LATENCY_RATE_PER_SECOND;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      inFlight.push(
+        appendPerson(store, orgId, records + 1 + i, 1).then((eventId) => {
+          committed.set(eventId, Date.now());
+        }),
+      );
+      if (i % 100 === 0) paced.update(i);
+    }
+    await Promise.all(inFlight);
+    paced.update(LATENCY_EVENTS);
+    paced.stop();
+    let arrivals = new Map<string, number>();
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+      arrivals = new Map(await receiverGet<[string, number][]>('/arrivals'));
+      if ([...committed.keys()].every((id) => arrivals.has(id))) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const latencies = [...committed]
+      .map(([id, at]) => (arrivals.get(id) ?? Number.NaN) - at)
+      .sort((a, b) => a - b);
+    const quantile = (q: number): number =>
+      latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+
+    await dispatcher.stop();
+    await closeServer(api.server);
+
+    const ratio = (100 * perSecond) / raw.perSecond;
+    const lines = [
+      '',
+      `Webhook deliveries to one local receiver, concurrency ${CONCURRENCY}, ${EVENTS} events (${records} records x ${VERSIONS} versions)`,
+      `  dispatcher (bus intake + queue + signed POST): ${perSecond.toFixed(0).padStart(6)} deliveries/s  (${seconds.toFixed(2)} s)`,
+      `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
+      `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
+      `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
+      `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
+        (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+  } finally {
+    receiverProcess.kill();
+    await receiverAgent.close();
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+    await server.stop();
+  }
+}
+
+/** Appends `person.created|updated` of `people-<id>` at `version`, as the api would; resolves with its id. */
+async function appendPerson(store: EventStore, orgId: number, id: number, version: number): Promise<string> {
+  const at = new Date().toISOString();
+  const eventId = randomUUID();
+  await store.append({
+    streamId: `people-${id}`,
+    streamType: 'people',
+    expectedVersion: version - 1,
+    orgId,
+    events: [
+      {
+        eventId,
+        type: version === 1 ? 'person.created' : 'person.updated',
+        data: {
+          record: {
+            id,
+            first_name: `First ${version}`,
+            last_name: `Last ${id}`,
+            created_at: at,
+            updated_at: at,
+            version,
+          },
+          previous: version === 1 ? {} : { first_name: `First ${version - 1}` },
+          deleted: false,
+        },
+      },
+    ],
+  });
+  return eventId;
+}

@@ -1,0 +1,61 @@
+import type { z } from 'zod';
+import { env } from '@ofp/runtime';
+import type { WorkerLimits } from './delivery/delivery-workers.js';
+
+/** Every limit of the dispatcher; the defaults are the contract's (API.md §8) or the deployment's. */
+export interface DeliveryLimits extends WorkerLimits {
+  /** The issue's connect timeout: 5 s. */
+  readonly connectTimeoutMs: number;
+  /** API.md §8: success is a 2xx within 15 s, connect included. */
+  readonly requestTimeoutMs: number;
+  /** How much of a response body an attempt keeps (the registry's `response_excerpt` holds 2000 characters). */
+  readonly maxExcerptBytes: number;
+}
+
+export const DEFAULT_LIMITS: DeliveryLimits = {
+  concurrency: 64,
+  claimAhead: 64,
+  endpointConcurrency: 16,
+  pollIntervalMs: 1000,
+  leaseMs: 10 * 60_000,
+  reapIntervalMs: 10_000,
+  connectTimeoutMs: 5_000,
+  requestTimeoutMs: 15_000,
+  maxExcerptBytes: 1024,
+};
+
+/**
+ * The dispatcher's environment variables, for the platform's config schema (`z.object({...shape})`):
+ *
+ * - `WEBHOOK_ALLOW_PRIVATE_TARGETS` (false): any target address, and plain `http` (API.md §8; local runs, tests);
+ * - `WEBHOOK_ALLOWED_NETWORKS` (none): comma-separated CIDR blocks allowed although not public;
+ * - `WEBHOOK_WORKER_CONCURRENCY` (64): deliveries in flight per process;
+ * - `WEBHOOK_ENDPOINT_CONCURRENCY` (16): deliveries in flight per endpoint, across processes;
+ * - `WEBHOOK_POLL_INTERVAL_MS` (1000): how often idle workers look for retries that fell due.
+ */
+export const webhookDispatcherConfigShape = {
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false),
+  WEBHOOK_ALLOWED_NETWORKS: env.list().optional(),
+  WEBHOOK_WORKER_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.concurrency),
+  WEBHOOK_ENDPOINT_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.endpointConcurrency),
+  WEBHOOK_POLL_INTERVAL_MS: env.positiveInt(DEFAULT_LIMITS.pollIntervalMs),
+};
+
+type WebhookDispatcherConfig = z.infer<z.ZodObject<typeof webhookDispatcherConfigShape>>;
+
+/** The dispatcher settings of a parsed config, for `createWebhookDispatcherModule`'s dependencies. */
+export function webhookDispatcherSettings(config: WebhookDispatcherConfig): {
+  allowPrivateTargets: boolean;
+  allowedNetworks: readonly string[];
+  limits: Partial<DeliveryLimits>;
+} {
+  return {
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    allowedNetworks: config.WEBHOOK_ALLOWED_NETWORKS ?? [],
+    limits: {
+      concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
+      endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    },
+  };
+}

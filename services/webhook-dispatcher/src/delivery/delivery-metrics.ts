@@ -1,0 +1,59 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { AttemptVerdict } from './retry-schedule.js';
+
+/** What became of an attempt's delivery: delivered, to be retried, or given up. */
+type Outcome = 'succeeded' | 'retrying' | 'failed';
+
+function outcomeOf(verdict: AttemptVerdict): Outcome {
+  switch (verdict.status) {
+    case 'succeeded':
+      return 'succeeded';
+    case 'pending':
+      return 'retrying';
+    case 'failed':
+      return 'failed';
+    default: {
+      const unhandled: never = verdict;
+      throw new Error(`unhandled verdict ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+/** The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth. */
+export class DeliveryMetrics {
+  private readonly attempts: Counter<'outcome'>;
+  private readonly duration: Histogram<'outcome'>;
+
+  constructor(registry: Registry, depth: () => Promise<{ pending: number; sending: number }>) {
+    this.attempts = new Counter({
+      name: 'webhook_delivery_attempts_total',
+      help: 'Webhook delivery attempts by what became of the delivery (succeeded, retrying, failed = given up)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    });
+    this.duration = new Histogram({
+      name: 'webhook_delivery_attempt_duration_seconds',
+      help: 'Duration of webhook delivery attempts, connect to response excerpt',
+      labelNames: ['outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+      registers: [registry],
+    });
+    new Gauge({
+      name: 'webhook_delivery_queue_depth',
+      help: 'Webhook deliveries queued (pending, due or not) and in flight (sending)',
+      labelNames: ['status'],
+      registers: [registry],
+      async collect() {
+        const { pending, sending } = await depth();
+        this.set({ status: 'pending' }, pending);
+        this.set({ status: 'sending' }, sending);
+      },
+    });
+  }
+
+  observe(verdict: AttemptVerdict, durationMs: number): void {
+    const outcome = outcomeOf(verdict);
+    this.attempts.inc({ outcome });
+    this.duration.observe({ outcome }, durationMs / 1000);
+  }
+}

@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
+import { DeliveryQueue, type ClaimedDelivery, type NewDelivery } from './delivery-queue.js';
+
+const NOW = new Date('2026-11-21T07:30:00.000Z');
+const CLAIM = { worker: 11, limit: 100, endpointConcurrency: 100, leaseMs: 60_000 };
+
+describe('the delivery queue', () => {
+  let harness: DispatcherHarness;
+  let queue: DeliveryQueue;
+  let webhookId: number;
+
+  beforeAll(async () => {
+    // The queue alone: no intake, no workers.
+    harness = await startDispatcherHarness({ start: false });
+    queue = new DeliveryQueue(harness.database.pool);
+    webhookId = (await harness.createWebhook(1, { url: 'http://127.0.0.1:9/hooks', events: ['*'] })).id;
+  });
+  afterAll(async () => {
+    await harness.close();
+  });
+  afterEach(async () => {
+    await harness.database.pool.query('DELETE FROM webhooks.webhook_deliveries');
+  });
+
+  const delivery = (streamId: string | null, sequence: number | null): NewDelivery => ({
+    orgId: 1,
+    webhookId,
+    eventId: randomUUID(),
+    eventType: 'person.updated',
+    streamId,
+    sequence,
+    payload: '{}',
+  });
+  const succeed = (claimed: readonly ClaimedDelivery[]) =>
+    queue.complete(
+      claimed.map((d) => ({
+        delivery: d,
+        attempt: {
+          startedAt: NOW,
+          durationMs: 1,
+          statusCode: 204,
+          errorKind: null,
+          error: null,
+          responseExcerpt: '',
+          retryAfter: null,
+        },
+        verdict: { status: 'succeeded' },
+      })),
+      NOW,
+      5 * 24 * 3_600_000,
+    );
+  const heads = async (): Promise<Record<string, boolean>> => {
+    const { rows } = await harness.database.pool.query<{ key: string; head: boolean }>(
+      `SELECT stream_id || '@' || sequence AS key, head FROM webhooks.webhook_deliveries WHERE status = 'pending'`,
+    );
+    return Object.fromEntries(rows.map((row) => [row.key, row.head]));
+  };
+
+  it('queues one delivery per endpoint and event, however often the event comes', async () => {
+    const once = delivery('people-1', 1);
+    expect(await queue.enqueue([once], NOW)).toHaveLength(1);
+    expect(await queue.enqueue([once, once], NOW)).toEqual([]);
+  });
+
+  it('gives a record’s turn to its first delivery, and passes it on when that one finishes', async () => {
+    await queue.enqueue([delivery('people-1', 1), delivery('people-1', 2)], NOW);
+    await queue.enqueue([delivery('people-1', 3), delivery('people-2', 1)], NOW);
+    expect(await heads()).toEqual({
+      'people-1@1': true,
+      'people-1@2': false,
+      'people-1@3': false,
+      'people-2@1': true,
+    });
+    const first = await queue.claim(CLAIM, NOW);
+    expect(first.map((d) => d.streamId).sort()).toEqual(['people-1', 'people-2']);
+    await succeed(first);
+    expect(await heads()).toEqual({ 'people-1@2': true, 'people-1@3': false });
+    const second = await queue.claim(CLAIM, NOW);
+    expect(second).toHaveLength(1);
+    await succeed(second);
+    expect(await heads()).toEqual({ 'people-1@3': true });
+  });
+
+  it('never claims a later delivery of a record while an earlier one is open', async () => {
+    await queue.enqueue([delivery('people-5', 1), delivery('people-5', 2)], NOW);
+    // Even a delivery marked as having the turn (a recovered one) waits for the earlier open one.
+    await harness.database.pool.query('UPDATE webhooks.webhook_deliveries SET head = true');
+    const claimed = await queue.claim(CLAIM, NOW);
+    expect(claimed).toHaveLength(1);
+    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+  });
+
+  it('sweeps up a turn that a process which died before passing it left behind', async () => {
+    await queue.enqueue([delivery('people-7', 1), delivery('people-7', 2)], NOW);
+    // The first one finished, but its turn was never passed.
+    await harness.database.pool.query(
+      `UPDATE webhooks.webhook_deliveries SET status = 'succeeded' WHERE stream_id = 'people-7' AND sequence = 1`,
+    );
+    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    expect(await queue.passTurns()).toBe(1);
+    expect(await queue.claim(CLAIM, NOW)).toHaveLength(1);
+  });
+
+  it('claims no more of an endpoint’s deliveries than its limit, counting those in flight', async () => {
+    await queue.enqueue(
+      Array.from({ length: 10 }, (_, n) => delivery(`items-${n}`, 1)),
+      NOW,
+    );
+    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toHaveLength(3);
+    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toEqual([]);
+    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 5 }, NOW)).toHaveLength(2);
+  });
+
+  it('queues again what a worker that is gone had claimed, and what it hands back', async () => {
+    await queue.enqueue([delivery(null, null), delivery(null, null)], NOW);
+    const [kept, handedBack] = await queue.claim(CLAIM, NOW);
+    expect(await queue.claimHolders(99)).toEqual([CLAIM.worker]);
+    expect(await queue.release({ worker: CLAIM.worker, ids: [handedBack!.id] }, NOW)).toBe(1);
+    expect(await queue.release({ worker: CLAIM.worker }, NOW)).toBe(1);
+    expect((await queue.claim(CLAIM, NOW)).map((d) => d.id).sort()).toEqual(
+      [kept!.id, handedBack!.id].sort(),
+    );
+    expect(await queue.release('lapsed', new Date(NOW.getTime() + CLAIM.leaseMs + 1))).toBe(2);
+  });
+});

@@ -1,0 +1,298 @@
+import { randomInt } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { retryDelay, Wakeup } from '@ofp/bus';
+import type { Logger } from '@ofp/runtime';
+import type { DeliveryMetrics } from './delivery-metrics.js';
+import {
+  DELIVERIES_CHANNEL,
+  type ClaimedDelivery,
+  type DeliveryQueue,
+  type FinishedAttempt,
+} from './delivery-queue.js';
+import type { HttpSender } from './http-sender.js';
+import { FAILING_PERIOD_MS, judgeAttempt } from './retry-schedule.js';
+import { signatureHeaders } from './signing.js';
+
+/** Sent with every delivery, so subscribers can tell our requests apart in their logs. */
+const USER_AGENT = 'ofp-webhook-dispatcher/0.1';
+
+/**
+ * The advisory lock space of worker liveness: each worker process holds the lock `(space, its key)` on
+ * a connection of its own for as long as it lives, and marks what it claims with its key. A claim
+ * whose key nobody holds belongs to a process that died, and is queued again at once.
+ */
+const WORKER_LOCK_SPACE = "hashtext('ofp:webhook-workers')";
+
+/**
+ * How often to pass the turns that a process which died between a commit and passing them left
+ * behind (see `DeliveryQueue.passTurns`); also done at start. It reads every waiting delivery.
+ */
+const TURN_SWEEP_MS = 5 * 60_000;
+
+/** Most attempts recorded in one statement. */
+const MAX_RECORDED_AT_ONCE = 500;
+
+export interface WorkerLimits {
+  /** Deliveries in flight at once in this process: the worker pool. */
+  readonly concurrency: number;
+  /**
+   * Deliveries claimed ahead of room in the pool, so that sending never waits for a claim. They count
+   * against the endpoint's limit like those in flight.
+   */
+  readonly claimAhead: number;
+  /** Deliveries of one endpoint claimed (in flight, or about to be) at once, across all processes. */
+  readonly endpointConcurrency: number;
+  /** How often to look for due deliveries without a notification (retries fall due by the clock). */
+  readonly pollIntervalMs: number;
+  /** How long a claim holds should its worker hang without dying; far longer than any request. */
+  readonly leaseMs: number;
+  /** How often to look for deliveries held by workers that are gone. */
+  readonly reapIntervalMs: number;
+}
+
+export interface DeliveryWorkersDependencies {
+  readonly connectionString: string;
+  readonly queue: DeliveryQueue;
+  readonly sender: HttpSender;
+  readonly metrics: DeliveryMetrics;
+  /** Asked to run when a recorded attempt demands that an endpoint be disabled. */
+  readonly onDisableRequested: () => void;
+  readonly clock: () => Date;
+  readonly random: () => number;
+  readonly logger: Logger;
+  readonly limits: WorkerLimits;
+}
+
+/**
+ * The worker pool: claims due deliveries from the queue, sends them signed, and records each attempt
+ * and its verdict. Attempts finished while a recording is under way are recorded together with the
+ * next one (group commit), which keeps the queue's write load per delivery small.
+ *
+ * At least once: a delivery is marked `sending` before its request and recorded after it; a process
+ * that dies in between leaves it `sending` under a key nobody holds any more, and the next reaping
+ * (at every start, then periodically, in any process) queues it again with the same `webhook-id`.
+ */
+export class DeliveryWorkers {
+  private readonly wakeup = new Wakeup();
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Claimed deliveries waiting for room in the pool. */
+  private readonly ready: ClaimedDelivery[] = [];
+  private readonly finished: FinishedAttempt[] = [];
+  private recording: Promise<void> | undefined;
+  private liveness: { readonly client: pg.Client; readonly key: number } | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private reaper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: DeliveryWorkersDependencies) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+    await this.reap();
+    this.running = true;
+    this.loop = this.run();
+    this.reaper = setInterval(() => {
+      this.reap().catch((error: unknown) => this.deps.logger.error({ err: error }, 'reaping claims failed'));
+    }, this.deps.limits.reapIntervalMs);
+    this.reaper.unref();
+  }
+
+  /**
+   * Stops claiming, hands back what was claimed but not sent, lets the requests in flight finish
+   * (bounded by the request timeout) and records them.
+   */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.reaper);
+    this.wakeup.notify();
+    await this.loop;
+    const unsent = this.ready.splice(0);
+    if (this.liveness && unsent.length > 0) {
+      await this.deps.queue
+        .release({ worker: this.liveness.key, ids: unsent.map((d) => d.id) }, this.deps.clock())
+        .catch((error: unknown) =>
+          this.deps.logger.warn({ err: error }, 'handing back claims failed; reaping will'),
+        );
+    }
+    await Promise.allSettled([...this.inFlight]);
+    while (this.recording) await this.recording;
+    const client = this.liveness?.client;
+    this.liveness = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  private async run(): Promise<void> {
+    const { concurrency, claimAhead } = this.deps.limits;
+    let failures = 0;
+    let swept = Number.NEGATIVE_INFINITY;
+    while (this.running) {
+      try {
+        const liveness = this.liveness ?? (await this.connect());
+        if (performance.now() - swept >= TURN_SWEEP_MS) {
+          await this.deps.queue.passTurns();
+          swept = performance.now();
+        }
+        const room = concurrency + claimAhead - this.inFlight.size - this.ready.length;
+        // Claims come in batches, when the deliveries ready to go run low, not one per freed slot.
+        if (room > 0 && this.ready.length <= claimAhead / 2) {
+          const claimed = await this.deps.queue.claim(
+            {
+              worker: liveness.key,
+              limit: room,
+              endpointConcurrency: this.deps.limits.endpointConcurrency,
+              leaseMs: this.deps.limits.leaseMs,
+            },
+            this.deps.clock(),
+          );
+          this.ready.push(...claimed);
+          this.sendReady();
+          failures = 0;
+          // A full claim may have left more due: look again at once.
+          if (claimed.length === room) continue;
+        }
+        await this.wakeup.wait(this.deps.limits.pollIntervalMs);
+      } catch (error) {
+        failures++;
+        this.deps.logger.error({ err: error, failures }, 'claiming webhook deliveries failed; retrying');
+        await this.wakeup.wait(retryDelay(failures));
+      }
+    }
+  }
+
+  /** Starts claimed deliveries while the pool has room. */
+  private sendReady(): void {
+    while (this.inFlight.size < this.deps.limits.concurrency) {
+      const delivery = this.ready.shift();
+      if (!delivery) return;
+      const sending = this.deliver(delivery)
+        .catch((error: unknown) => {
+          // Not expected (a send never throws); the claim lapses after leaseMs and the delivery goes again.
+          this.deps.logger.error(
+            { err: error, event_id: delivery.eventId },
+            'webhook delivery failed unexpectedly',
+          );
+        })
+        .finally(() => {
+          this.inFlight.delete(sending);
+          if (this.running) this.sendReady();
+          if (this.ready.length <= this.deps.limits.claimAhead / 2) this.wakeup.notify();
+        });
+      this.inFlight.add(sending);
+    }
+  }
+
+  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      ...signatureHeaders(delivery.secrets, delivery.eventId, this.deps.clock(), delivery.payload),
+    };
+    const attempt = await this.deps.sender.post(delivery.url, headers, delivery.payload);
+    const number = delivery.roundAttempts + 1;
+    const verdict = judgeAttempt(attempt, number, this.deps.clock(), this.deps.random);
+    this.deps.metrics.observe(verdict, attempt.durationMs);
+    if (verdict.status !== 'succeeded') {
+      this.deps.logger.warn(
+        {
+          event_id: delivery.eventId,
+          event_type: delivery.eventType,
+          delivery_id: delivery.id,
+          webhook_id: delivery.webhookId,
+          attempt: number,
+          status_code: attempt.statusCode,
+          error_kind: attempt.errorKind,
+          error: attempt.error,
+          verdict: verdict.status,
+          ...(verdict.status === 'pending' ? { next_attempt_at: verdict.nextAttemptAt.toISOString() } : {}),
+        },
+        'webhook delivery attempt failed',
+      );
+    }
+    this.finished.push({ delivery, attempt, verdict });
+    this.record();
+  }
+
+  /** Records what finished, one statement at a time; what finishes meanwhile waits for the next one. */
+  private record(): void {
+    if (this.recording) return;
+    this.recording = (async () => {
+      let failures = 0;
+      while (this.finished.length > 0) {
+        const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
+        try {
+          const toDisable = await this.deps.queue.complete(batch, this.deps.clock(), FAILING_PERIOD_MS);
+          failures = 0;
+          if (toDisable.length > 0) this.deps.onDisableRequested();
+        } catch (error) {
+          failures++;
+          this.deps.logger.error({ err: error, failures }, 'recording webhook attempts failed; retrying');
+          // Stopping with the database away: the claims stay ours until reaped, then are sent again.
+          if (!this.running) return;
+          this.finished.unshift(...batch);
+          await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
+        }
+      }
+    })().finally(() => {
+      this.recording = undefined;
+      this.wakeup.notify();
+    });
+  }
+
+  /** Opens the liveness connection: takes a key of its own and listens for due deliveries. */
+  private async connect(): Promise<{ client: pg.Client; key: number }> {
+    const client = new pg.Client({
+      connectionString: this.deps.connectionString,
+      application_name: 'webhook-workers',
+    });
+    client.on('notification', () => this.wakeup.notify());
+    client.on('error', (error) => {
+      // The lock went with the connection: claim again only under a new key.
+      this.deps.logger.warn({ err: error }, 'webhook worker liveness connection lost');
+      if (this.liveness?.client === client) this.liveness = undefined;
+      client.end().catch(() => {});
+    });
+    await client.connect();
+    try {
+      await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+      for (;;) {
+        const key = randomInt(1, 2 ** 31 - 1);
+        const { rows } = await client.query<{ locked: boolean }>(
+          `SELECT pg_try_advisory_lock(${WORKER_LOCK_SPACE}, $1) AS locked`,
+          [key],
+        );
+        if (rows[0]?.locked === true) {
+          this.liveness = { client, key };
+          return this.liveness;
+        }
+      }
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Queues again what workers that are gone (their lock is free) or that hang (lease lapsed) hold. */
+  private async reap(): Promise<void> {
+    const liveness = this.liveness;
+    if (!liveness) return;
+    const now = this.deps.clock();
+    await this.deps.queue.release('lapsed', now);
+    for (const holder of await this.deps.queue.claimHolders(liveness.key)) {
+      const { rows } = await liveness.client.query<{ gone: boolean }>(
+        `SELECT pg_try_advisory_lock(${WORKER_LOCK_SPACE}, $1) AS gone`,
+        [holder],
+      );
+      if (rows[0]?.gone !== true) continue;
+      try {
+        const released = await this.deps.queue.release({ worker: holder }, now);
+        this.deps.logger.warn(
+          { worker: holder, deliveries: released },
+          'queued again the deliveries of a worker that is gone',
+        );
+      } finally {
+        await liveness.client.query(`SELECT pg_advisory_unlock(${WORKER_LOCK_SPACE}, $1)`, [holder]);
+      }
+    }
+  }
+}

@@ -1,0 +1,315 @@
+import type { RecordJson } from '@ofp/contracts';
+import { startWebhookReceiver, type WebhookReceiver } from '@ofp/testing';
+import type { HostResolver } from './address-guard.js';
+import { eventually, startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
+
+/** Record ids are unique per model across organizations: each test's organization has its own. */
+const recordId = (orgId: number, n: number): number => orgId * 1000 + n;
+
+/** The deliveries of an organization matching `filters`, oldest first. */
+async function deliveries(
+  harness: DispatcherHarness,
+  orgId: number,
+  filters: unknown[] = [],
+): Promise<RecordJson[]> {
+  const q = encodeURIComponent(JSON.stringify({ filters, limit: 500 }));
+  const response = await harness.request('GET', `/webhook_deliveries?q=${q}`, { orgId });
+  expect(response.status).toBe(200);
+  return response.body.results as RecordJson[];
+}
+
+describe('webhook deliveries', () => {
+  let harness: DispatcherHarness;
+  const receivers: WebhookReceiver[] = [];
+  let org = 100;
+
+  beforeAll(async () => {
+    harness = await startDispatcherHarness({ limits: { endpointConcurrency: 2, requestTimeoutMs: 1_000 } });
+  });
+  afterAll(async () => {
+    await harness.close();
+    for (const receiver of receivers) await receiver.close();
+  });
+
+  /** A new organization with one endpoint (subscribed to `events`) and its verifying receiver. */
+  async function subscriber(events: string[] = ['*'], orgId = ++org) {
+    let secrets: string[] = [];
+    const receiver = await startWebhookReceiver({ secrets: () => secrets });
+    receivers.push(receiver);
+    const webhook = await harness.createWebhook(orgId, { url: receiver.url, events });
+    secrets = [webhook.secret];
+    return { orgId, receiver, webhook, setSecrets: (next: string[]) => (secrets = next) };
+  }
+
+  it('delivers each subscribed event once, signed, in the documented body', async () => {
+    const { orgId, receiver, webhook } = await subscriber(['person.created', 'person.updated']);
+    const created = await harness.appendRecordEvent({
+      orgId,
+      id: recordId(orgId, 1),
+      version: 1,
+      fields: { first_name: 'Ada' },
+    });
+    const updated = await harness.appendRecordEvent({
+      orgId,
+      id: recordId(orgId, 1),
+      version: 2,
+      fields: { first_name: 'Grace' },
+      previous: { first_name: 'Ada' },
+    });
+    await harness.appendRecordEvent({
+      orgId,
+      model: 'items',
+      singular: 'item',
+      id: recordId(orgId, 5),
+      version: 1,
+    });
+    await receiver.waitFor((r) => r.length >= 2);
+
+    expect(receiver.received.every((r) => r.verified)).toBe(true);
+    expect(receiver.received.map((r) => r.id)).toEqual([created.eventId, updated.eventId]);
+    expect(receiver.received[1]!.payload).toEqual({
+      id: updated.eventId,
+      type: 'person.updated',
+      timestamp: updated.recordedAt.toISOString(),
+      sequence: 2,
+      data: expect.objectContaining({ id: recordId(orgId, 1), first_name: 'Grace', version: 2 }),
+      previous_attributes: { first_name: 'Ada' },
+    });
+    const done = await eventually(async () => {
+      const rows = await deliveries(harness, orgId);
+      return rows.length === 2 && rows.every((d) => d.status === 'succeeded') ? rows : undefined;
+    }, 'both deliveries recorded');
+    expect(done[1]).toEqual({
+      id: expect.any(Number),
+      webhook_id: webhook.id,
+      event_id: updated.eventId,
+      event_type: 'person.updated',
+      status: 'succeeded',
+      attempts: 1,
+      next_attempt_at: null,
+      last_status_code: 204,
+      last_error: null,
+      attempt_log: [
+        {
+          started_at: expect.any(String),
+          duration_ms: expect.any(Number),
+          status_code: 204,
+          error_kind: null,
+          error: null,
+          response_excerpt: '',
+        },
+      ],
+      external_id: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      version: 3,
+    });
+    // The item event was not subscribed to: nothing more arrives.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.received).toHaveLength(2);
+  });
+
+  it('signs with both secrets during a rotation, so old and new secrets verify', async () => {
+    const { orgId, receiver, webhook, setSecrets } = await subscriber();
+    const rotated = await harness.request('POST', `/webhooks/${webhook.id}/rotate_secret`, { orgId });
+    const next = (rotated.body.results as { secret: string }).secret;
+
+    setSecrets([webhook.secret]);
+    await harness.appendRecordEvent({ orgId, id: recordId(orgId, 1), version: 1 });
+    await receiver.waitFor((r) => r.length === 1);
+    setSecrets([next]);
+    await harness.appendRecordEvent({ orgId, id: recordId(orgId, 1), version: 2 });
+    await receiver.waitFor((r) => r.length === 2);
+
+    expect(receiver.received.map((r) => r.verified)).toEqual([true, true]);
+    expect(receiver.received.map((r) => r.signature.split(' ').length)).toEqual([2, 2]);
+  });
+
+  it('sends webhook.test to that endpoint alone', async () => {
+    const first = await subscriber(['person.created']);
+    const second = await subscriber(['*'], first.orgId);
+    const response = await harness.request('POST', `/webhooks/${first.webhook.id}/test`, {
+      orgId: first.orgId,
+    });
+    expect(response.status).toBe(201);
+    const delivery = response.body.results as RecordJson;
+    expect(delivery).toMatchObject({
+      webhook_id: first.webhook.id,
+      event_type: 'webhook.test',
+      status: 'pending',
+    });
+    expect(response.headers.get('location')).toBe(`/v2/webhook_deliveries/${delivery.id}`);
+    await first.receiver.waitFor((r) => r.length === 1);
+    expect(first.receiver.received[0]!.payload).toMatchObject({
+      id: delivery.event_id,
+      type: 'webhook.test',
+      data: { id: first.webhook.id, url: first.receiver.url },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(second.receiver.received).toEqual([]);
+  });
+
+  it('disables an endpoint that answers 410 at once and tells the organization’s other endpoints', async () => {
+    const gone = await subscriber(['person.created', 'person.updated']);
+    const watcher = await subscriber(['webhook.disabled'], gone.orgId);
+    gone.receiver.answerWith(() => ({ status: 410 }));
+    const event = await harness.appendRecordEvent({
+      orgId: gone.orgId,
+      id: recordId(gone.orgId, 1),
+      version: 1,
+    });
+
+    await watcher.receiver.waitFor((r) => r.length === 1);
+    expect(watcher.receiver.received[0]!.payload).toMatchObject({
+      type: 'webhook.disabled',
+      sequence: 2,
+      data: { id: gone.webhook.id, enabled: false },
+      previous_attributes: { enabled: true },
+    });
+    const webhook = await harness.request('GET', `/webhooks/${gone.webhook.id}`, { orgId: gone.orgId });
+    expect(webhook.body.results).toMatchObject({ enabled: false, version: 2 });
+    const [delivery] = await deliveries(harness, gone.orgId, [
+      { operand: 'event_id', operator: '=', value: event.eventId },
+    ]);
+    expect(delivery).toMatchObject({ status: 'failed', attempts: 1, last_status_code: 410 });
+
+    // Dot syntax reaches the deliveries of a webhook, and the attempts of a delivery.
+    const search = async (path: string, filters: unknown[]) => {
+      const q = encodeURIComponent(JSON.stringify({ filters }));
+      const response = await harness.request('GET', `${path}?q=${q}`, { orgId: gone.orgId });
+      return (response.body.results as RecordJson[]).map((r) => r.id);
+    };
+    expect(
+      await search('/webhooks', [
+        { operand: 'deliveries.status', operator: '=', value: 'failed' },
+        { operand: 'deliveries.last_status_code', operator: '=', value: 410 },
+      ]),
+    ).toEqual([gone.webhook.id]);
+    expect(
+      await search('/webhook_deliveries', [
+        { operand: 'attempt_log.status_code', operator: '=', value: 410 },
+      ]),
+    ).toEqual([delivery!.id]);
+
+    // Nothing more is queued for it; its own webhook.disabled never went to itself.
+    await harness.appendRecordEvent({ orgId: gone.orgId, id: recordId(gone.orgId, 1), version: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(gone.receiver.received).toHaveLength(1);
+    expect(
+      await deliveries(harness, gone.orgId, [
+        { operand: 'webhook_id', operator: '=', value: gone.webhook.id },
+      ]),
+    ).toHaveLength(1);
+  });
+
+  it('re-sends one finished delivery on retry, with the same webhook-id', async () => {
+    const { orgId, receiver } = await subscriber();
+    const event = await harness.appendRecordEvent({ orgId, id: recordId(orgId, 1), version: 1 });
+    const [delivery] = await eventually(async () => {
+      const rows = await deliveries(harness, orgId, [
+        { operand: 'status', operator: '=', value: 'succeeded' },
+      ]);
+      return rows.length === 1 ? rows : undefined;
+    }, 'the first delivery');
+    const retried = await harness.request('POST', `/webhook_deliveries/${delivery!.id}/retry`, { orgId });
+    expect(retried.status).toBe(200);
+    expect(retried.body.results).toMatchObject({ status: 'pending' });
+    await receiver.waitFor((r) => r.length === 2);
+    expect(receiver.received.map((r) => r.id)).toEqual([event.eventId, event.eventId]);
+    expect(
+      (await harness.request('POST', `/webhook_deliveries/${delivery!.id}/retry`, { orgId: 1 })).status,
+    ).toBe(404);
+  });
+
+  it('keeps the per-endpoint concurrency limit', async () => {
+    const { orgId, receiver } = await subscriber();
+    let inFlight = 0;
+    let most = 0;
+    receiver.answerWith(() => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      setTimeout(() => inFlight--, 150);
+      return { status: 200, delayMs: 150 };
+    });
+    for (let n = 1; n <= 8; n++)
+      await harness.appendRecordEvent({ orgId, id: recordId(orgId, n), version: 1 });
+    await receiver.waitFor((r) => r.length === 8);
+    expect(most).toBe(2);
+  });
+
+  it('records a timeout and keeps a bounded excerpt of the response body', async () => {
+    const { orgId, receiver } = await subscriber();
+    receiver.answerWith((delivery) =>
+      delivery.payload?.data.id === recordId(orgId, 1)
+        ? { status: 200, delayMs: 3_000 }
+        : { status: 500, body: 'x'.repeat(5000) },
+    );
+    const slow = await harness.appendRecordEvent({ orgId, id: recordId(orgId, 1), version: 1 });
+    const failing = await harness.appendRecordEvent({ orgId, id: recordId(orgId, 2), version: 1 });
+    const byEvent = async (eventId: string) =>
+      eventually(async () => {
+        const [row] = await deliveries(harness, orgId, [
+          { operand: 'event_id', operator: '=', value: eventId },
+        ]);
+        return row && row.attempts === 1 ? row : undefined;
+      }, `the attempt of ${eventId}`);
+    const timedOut = await byEvent(slow.eventId);
+    expect(timedOut).toMatchObject({ status: 'pending', last_status_code: null });
+    expect(timedOut.attempt_log).toEqual([
+      expect.objectContaining({ error_kind: 'timeout', status_code: null }),
+    ]);
+    const refused = await byEvent(failing.eventId);
+    expect(refused).toMatchObject({ status: 'pending', last_status_code: 500, last_error: 'HTTP 500' });
+    const [attempt] = refused.attempt_log as { response_excerpt: string; error_kind: string }[];
+    expect(attempt!.error_kind).toBe('http_status');
+    expect(attempt!.response_excerpt).toBe('x'.repeat(1024));
+  });
+
+  it('counts attempts by outcome, and the queue depth, in its metrics', async () => {
+    const text = await harness.module.metrics.metrics();
+    expect(text).toMatch(/webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/);
+    expect(text).toMatch(/webhook_delivery_attempt_duration_seconds_count\{outcome="succeeded"\} [1-9]/);
+    expect(text).toMatch(/webhook_delivery_queue_depth\{status="pending"\} \d+/);
+  });
+});
+
+describe('the SSRF guard at delivery time', () => {
+  let harness: DispatcherHarness;
+  let receiver: WebhookReceiver;
+  let rebound = false;
+  // DNS rebinding: public when the webhook is created, loopback when it is delivered to.
+  const resolveHost: HostResolver = async (hostname) => {
+    if (hostname !== 'rebind.example.test')
+      throw Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' });
+    return [{ address: rebound ? '127.0.0.1' : '93.184.216.34', family: 4 }];
+  };
+
+  beforeAll(async () => {
+    harness = await startDispatcherHarness({ allowPrivateTargets: false, resolveHost });
+    receiver = await startWebhookReceiver({ secrets: () => [] });
+  });
+  afterAll(async () => {
+    await harness.close();
+    await receiver.close();
+  });
+
+  it('refuses a host name that resolves to 127.0.0.1 without connecting to it', async () => {
+    const url = `https://rebind.example.test:${receiver.port}/hooks`;
+    const { id } = await harness.createWebhook(1, { url, events: ['*'] });
+    rebound = true;
+    const event = await harness.appendRecordEvent({ orgId: 1, id: 1, version: 1 });
+    const delivery = await eventually(async () => {
+      const [row] = await deliveries(harness, 1, [
+        { operand: 'event_id', operator: '=', value: event.eventId },
+      ]);
+      return row && row.attempts === 1 ? row : undefined;
+    }, 'the refused attempt');
+    expect(delivery).toMatchObject({
+      webhook_id: id,
+      status: 'pending',
+      last_error: 'rebind.example.test resolves to 127.0.0.1: loopback',
+    });
+    expect(delivery.attempt_log).toEqual([expect.objectContaining({ error_kind: 'blocked' })]);
+    expect(receiver.connections()).toBe(0);
+  });
+});

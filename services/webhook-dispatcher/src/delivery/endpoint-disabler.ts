@@ -1,0 +1,56 @@
+import type { Logger, Pool } from '@ofp/runtime';
+import type { WebhookCommands } from '../subscriptions/webhook-commands.js';
+import type { DisableReason } from '../subscriptions/webhook-decider.js';
+
+/**
+ * Carries out the disables that recorded attempts asked for (`webhooks.endpoints.disable_reason`): a
+ * 410, or 5 days of failures (API.md §8). One run at a time; a request during a run gets another run.
+ * Also run at start, for requests a process left behind when it died.
+ */
+export class EndpointDisabler {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly commands: WebhookCommands,
+    private readonly logger: Logger,
+  ) {}
+
+  request(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Resolves once no run is under way. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async run(): Promise<void> {
+    do {
+      this.again = false;
+      const { rows } = await this.pool
+        .query<{ webhook_id: number; disable_reason: DisableReason }>(
+          'SELECT webhook_id, disable_reason FROM webhooks.endpoints WHERE disable_reason IS NOT NULL',
+        )
+        .catch((error: unknown) => {
+          this.logger.error({ err: error }, 'reading endpoints to disable failed');
+          return { rows: [] };
+        });
+      for (const { webhook_id: webhookId, disable_reason: reason } of rows) {
+        try {
+          await this.commands.disable(webhookId, reason);
+          this.logger.warn({ webhook_id: webhookId, reason }, 'webhook endpoint disabled');
+        } catch (error) {
+          this.logger.error({ err: error, webhook_id: webhookId }, 'disabling a webhook endpoint failed');
+        }
+      }
+    } while (this.again);
+  }
+}

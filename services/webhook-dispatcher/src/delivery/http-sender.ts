@@ -1,0 +1,163 @@
+import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import type { AttemptErrorKind, AttemptRecord } from './attempt.js';
+import { BlockedTargetError, guardedLookup, type AddressGuard, type HostResolver } from './address-guard.js';
+
+export interface HttpSenderOptions {
+  readonly guard: AddressGuard;
+  readonly resolve: HostResolver;
+  /** Stamps `startedAt` (the injected clock, so the attempt log lines up with the retry schedule). */
+  readonly clock: () => Date;
+  readonly connectTimeoutMs: number;
+  /** The whole request, connect included: a 2xx after it is no success (API.md §8, 15 s). */
+  readonly requestTimeoutMs: number;
+  /** Connections kept per origin: the per-endpoint concurrency limit. */
+  readonly connectionsPerOrigin: number;
+  /** How much of a response body the attempt log keeps. */
+  readonly maxExcerptBytes: number;
+}
+
+/**
+ * POSTs deliveries with undici: one keep-alive agent whose connections resolve through the SSRF
+ * guard, a connect timeout, and a timeout over the whole request. Never throws: every outcome,
+ * refused or timed out included, is an {@link AttemptRecord}.
+ */
+export class HttpSender {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: HttpSenderOptions) {
+    this.agent = new Agent({
+      connect: { timeout: options.connectTimeoutMs, lookup: guardedLookup(options.resolve, options.guard) },
+      connections: options.connectionsPerOrigin,
+      headersTimeout: options.requestTimeoutMs,
+      bodyTimeout: options.requestTimeoutMs,
+    });
+  }
+
+  async post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<AttemptRecord> {
+    const startedAt = this.options.clock();
+    const began = performance.now();
+    const durationMs = (): number => Math.round(performance.now() - began);
+    try {
+      this.refuseBlockedLiteral(url);
+      const response = await request(url, {
+        method: 'POST',
+        headers,
+        body,
+        dispatcher: this.agent,
+        signal: AbortSignal.timeout(this.options.requestTimeoutMs),
+      });
+      const ok = response.statusCode >= 200 && response.statusCode < 300;
+      // The status decides the outcome; a body that stalls or breaks only loses the excerpt.
+      const excerpt = await readExcerpt(response.body, this.options.maxExcerptBytes).catch(() => null);
+      const retryAfter = response.headers['retry-after'];
+      return {
+        startedAt,
+        durationMs: durationMs(),
+        statusCode: response.statusCode,
+        errorKind: ok ? null : 'http_status',
+        error: ok ? null : `HTTP ${response.statusCode}`,
+        responseExcerpt: excerpt,
+        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+      };
+    } catch (error) {
+      const failure = classifyFailure(error);
+      return {
+        startedAt,
+        durationMs: durationMs(),
+        statusCode: null,
+        errorKind: failure.kind,
+        error: failure.message,
+        responseExcerpt: null,
+        retryAfter: null,
+      };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  /** `net.connect` skips `lookup` for an IP literal, so a literal host is judged here. */
+  private refuseBlockedLiteral(url: string): void {
+    const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(host) === 0) return;
+    const reason = this.options.guard.refusal(host);
+    if (reason !== undefined) throw new BlockedTargetError(`${host}: ${reason}`);
+  }
+}
+
+async function readExcerpt(body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    // Leaving the loop destroys the rest of the body (and that connection): the excerpt is bounded.
+    if (size >= maxBytes) break;
+  }
+  // Postgres text cannot hold NUL.
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8').replaceAll('\u0000', '');
+}
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'ENODATA']);
+// OpenSSL verification codes (`CERT_HAS_EXPIRED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, ...) and Node's TLS errors.
+const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/;
+
+/** The parts of an error (or a DOMException, or anything thrown) that tell what went wrong. */
+interface ErrorLike {
+  readonly name?: unknown;
+  readonly message?: unknown;
+  readonly code?: unknown;
+  readonly cause?: unknown;
+  readonly errors?: unknown;
+}
+
+/**
+ * The error kind of a failed request, from the error or the causes it wraps (undici wraps socket
+ * errors; happy-eyeballs connects throw an AggregateError of one error per address).
+ */
+export function classifyFailure(error: unknown): { kind: AttemptErrorKind; message: string } {
+  const causes = causesOf(error);
+  for (const candidate of causes) {
+    const kind = kindOf(candidate);
+    if (kind !== undefined) return { kind, message: messageOf(candidate) ?? messageOf(error) ?? kind };
+  }
+  return { kind: 'network', message: messageOf(error) ?? String(error) };
+}
+
+function messageOf(error: unknown): string | undefined {
+  const { message, name } = (typeof error === 'object' && error !== null ? error : {}) as ErrorLike;
+  if (typeof message === 'string' && message !== '') return message;
+  return typeof name === 'string' ? name : undefined;
+}
+
+function kindOf(error: ErrorLike): AttemptErrorKind | undefined {
+  const { code, name } = error;
+  if (error instanceof BlockedTargetError) return 'blocked';
+  // AbortSignal.timeout aborts with a TimeoutError; only that signal aborts these requests.
+  if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
+  if (typeof code !== 'string') return undefined;
+  if (TIMEOUT_CODES.has(code)) return 'timeout';
+  if (DNS_CODES.has(code)) return 'dns';
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (TLS_CODE.test(code)) return 'tls';
+  return undefined;
+}
+
+function causesOf(error: unknown, depth = 0): ErrorLike[] {
+  if (typeof error !== 'object' || error === null || depth > 5) return [];
+  const { cause, errors } = error as ErrorLike;
+  const nested = [
+    ...(Array.isArray(errors) ? (errors as unknown[]) : []),
+    ...(cause === undefined ? [] : [cause]),
+  ];
+  return [error, ...nested.flatMap((inner) => causesOf(inner, depth + 1))];
+}

@@ -1,0 +1,8 @@
+export * from './module.js';
+export {
+  DEFAULT_LIMITS,
+  webhookDispatcherConfigShape,
+  webhookDispatcherSettings,
+  type DeliveryLimits,
+} from './config.js';
+export type { HostResolver, ResolvedAddress } from './delivery/address-guard.js';

@@ -1,0 +1,138 @@
+import { fileURLToPath } from 'node:url';
+import type { RequestHandler, Router } from 'express';
+import { Registry } from 'prom-client';
+import type { Bus, Subscription } from '@ofp/bus';
+import type { EventStore } from '@ofp/event-store';
+import { inTransaction, migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
+import { AddressGuard, systemResolver, type HostResolver } from './delivery/address-guard.js';
+import { DeliveryMetrics } from './delivery/delivery-metrics.js';
+import { DeliveryQueue } from './delivery/delivery-queue.js';
+import { DeliveryWorkers } from './delivery/delivery-workers.js';
+import { EndpointDisabler } from './delivery/endpoint-disabler.js';
+import { EventIntake, INTAKE_GROUP, intakeStreamTypes } from './delivery/event-intake.js';
+import { HttpSender } from './delivery/http-sender.js';
+import { webhookRoutes } from './http/routes.js';
+import { layOutTables } from './schema.js';
+import { UrlPolicy } from './subscriptions/url-policy.js';
+import { WebhookCommands } from './subscriptions/webhook-commands.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export interface WebhookDispatcherDependencies {
+  readonly pool: Pool;
+  /** For the workers' own connection (liveness lock, LISTEN for due deliveries). */
+  readonly connectionString: string;
+  /** Where `webhook.*` events are appended. */
+  readonly store: EventStore;
+  /** Where every model's events come from (Kafka, or the Postgres-log bus standalone). */
+  readonly bus: Bus;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  /** Verifies the bearer token (and applies the client's rate limit) on the dispatcher's routes. */
+  readonly authenticate: readonly RequestHandler[];
+  /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: any target address, and plain `http` (API.md §8). */
+  readonly allowPrivateTargets: boolean;
+  /** `WEBHOOK_ALLOWED_NETWORKS`: CIDR blocks allowed although not public. */
+  readonly allowedNetworks?: readonly string[];
+  /** Overrides of {@link DEFAULT_LIMITS}. */
+  readonly limits?: Partial<DeliveryLimits>;
+  /** Where the metrics go; a registry of the module's own (`module.metrics`) when left out. */
+  readonly metrics?: Registry;
+  /** The retry jitter's randomness, a number in [0, 1) (Math.random when left out). */
+  readonly random?: () => number;
+  /** DNS for the SSRF guard (the system resolver when left out). */
+  readonly resolveHost?: HostResolver;
+}
+
+export interface WebhookDispatcherModule extends Module {
+  /** `/webhooks*` and `/webhook_deliveries*`: mount under `/v2` and `/api/v2`, before the api's routes. */
+  readonly routes: Router;
+  /** The registry holding the dispatcher's metrics. */
+  readonly metrics: Registry;
+}
+
+/**
+ * Lays out schema `webhooks` (the registry's tables, then the migrations). Idempotent; run at every
+ * start, like the projector's read schema, so that registry fields appear as columns.
+ */
+export async function migrateWebhookDispatcher(pool: Pool, logger: Logger): Promise<void> {
+  await inTransaction(pool, layOutTables);
+  await migrate(pool, { component: 'webhook-dispatcher', directory: MIGRATIONS, logger });
+}
+
+/**
+ * The webhook dispatcher (API.md §8): the `webhooks` and `webhook_deliveries` endpoints, the bus
+ * consumer that queues one durable delivery per event and subscribed endpoint, and the workers that
+ * send them signed, retry, keep per-record order, and disable endpoints that are gone. `start` needs
+ * {@link migrateWebhookDispatcher} to have run; the routes work without `start`.
+ */
+export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencies): WebhookDispatcherModule {
+  const limits: DeliveryLimits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const logger = deps.logger.child({ module: 'webhook-dispatcher' });
+  const resolve = deps.resolveHost ?? systemResolver;
+  const guard = new AddressGuard({
+    allowPrivateTargets: deps.allowPrivateTargets,
+    allowedNetworks: deps.allowedNetworks ?? [],
+  });
+  const queue = new DeliveryQueue(deps.pool);
+  const commands = new WebhookCommands(
+    deps.pool,
+    deps.store,
+    queue,
+    new UrlPolicy(guard, resolve),
+    deps.clock,
+  );
+  const disabler = new EndpointDisabler(deps.pool, commands, logger);
+  const metrics = deps.metrics ?? new Registry();
+  const sender = new HttpSender({
+    guard,
+    resolve,
+    clock: deps.clock,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    requestTimeoutMs: limits.requestTimeoutMs,
+    connectionsPerOrigin: limits.endpointConcurrency,
+    maxExcerptBytes: limits.maxExcerptBytes,
+  });
+  const workers = new DeliveryWorkers({
+    connectionString: deps.connectionString,
+    queue,
+    sender,
+    metrics: new DeliveryMetrics(metrics, () => queue.depth()),
+    onDisableRequested: () => disabler.request(),
+    clock: deps.clock,
+    random: deps.random ?? Math.random,
+    logger,
+    limits,
+  });
+  const intake = new EventIntake(deps.pool, queue, deps.clock);
+  let subscription: Subscription | undefined;
+  let sweep: NodeJS.Timeout | undefined;
+  return {
+    name: 'webhook-dispatcher',
+    routes: webhookRoutes({ pool: deps.pool, commands, authenticate: deps.authenticate }),
+    metrics,
+    async start() {
+      await workers.start();
+      // Disables that a process which died left asked for, and any that failed: looked at again regularly.
+      disabler.request();
+      sweep = setInterval(() => disabler.request(), limits.reapIntervalMs);
+      sweep.unref();
+      subscription = await deps.bus.subscribe({
+        group: INTAKE_GROUP,
+        streamTypes: intakeStreamTypes(),
+        handle: (events) => intake.handle(events),
+      });
+    },
+    async stop() {
+      const intakeSubscription = subscription;
+      subscription = undefined;
+      clearInterval(sweep);
+      await intakeSubscription?.stop();
+      await workers.stop();
+      await disabler.idle();
+      await sender.close();
+    },
+    ready: () => subscription !== undefined,
+  };
+}

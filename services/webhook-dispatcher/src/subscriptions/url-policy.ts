@@ -1,0 +1,47 @@
+import { isIP } from 'node:net';
+import type { AddressGuard, HostResolver } from '../delivery/address-guard.js';
+
+/**
+ * Which URLs a webhook may have (API.md §8): `https` to a public address, or anything `http(s)` when the
+ * deployment allows private targets. A host name is resolved and judged by what it resolves to now;
+ * one that does not resolve yet is accepted, since every delivery resolves and judges it again.
+ */
+export class UrlPolicy {
+  constructor(
+    private readonly guard: AddressGuard,
+    private readonly resolve: HostResolver,
+  ) {}
+
+  /** Why `url` may not be a webhook URL, or undefined when it may. */
+  async problem(url: string): Promise<string | undefined> {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return 'must be an absolute URL';
+    }
+    const allowPrivate = this.guard.policy.allowPrivateTargets;
+    if (parsed.protocol !== 'https:' && !(allowPrivate && parsed.protocol === 'http:'))
+      return allowPrivate ? 'must be an http or https URL' : 'must be an https URL';
+    // Credentials in the URL would be shown by every GET and written to logs.
+    if (parsed.username !== '' || parsed.password !== '') return 'must not contain credentials';
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(host) !== 0) {
+      const reason = this.guard.refusal(host);
+      return reason === undefined ? undefined : `must point to a public address (${host} is ${reason})`;
+    }
+    if (allowPrivate) return undefined;
+    let addresses;
+    try {
+      addresses = await this.resolve(host);
+    } catch {
+      return undefined;
+    }
+    for (const { address } of addresses) {
+      const reason = this.guard.refusal(address);
+      if (reason !== undefined)
+        return `must point to a public address (${host} resolves to ${address}, ${reason})`;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,338 @@
+import { randomUUID } from 'node:crypto';
+import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
+import { WrongExpectedVersion, type EventStore } from '@ofp/event-store';
+import {
+  deleteRecord,
+  getRecord,
+  webhookDeliveries,
+  webhooks,
+  writeRecord,
+  type Queryable,
+} from '@ofp/models';
+import type { Pool, PoolClient } from '@ofp/runtime';
+import type { DeliveryQueue } from '../delivery/delivery-queue.js';
+import { deliveryBody } from '../delivery/payload.js';
+import { generateSecret } from '../delivery/signing.js';
+import { TABLES } from '../schema.js';
+import type { UrlPolicy } from './url-policy.js';
+import {
+  decide,
+  toApiRecord,
+  toStoredRecord,
+  type DisableReason,
+  type WebhookCommand,
+  type WebhookEvent,
+  type WebhookFields,
+} from './webhook-decider.js';
+
+/** API.md §8: after a rotation, the previous secret signs too for 24 hours. */
+export const ROTATION_GRACE_MS = 24 * 3_600_000;
+
+/** API.md §8: `recover` reaches at most 14 days back. */
+export const RECOVERY_WINDOW_MS = 14 * 24 * 3_600_000;
+
+/** How often a change is decided again after losing a race to a concurrent writer (without If-Match). */
+const MAX_DECISIONS = 5;
+
+/** Who asks for a change: the token's organization and client, and the request. */
+export interface Actor {
+  readonly orgId: number;
+  readonly clientId: string;
+  readonly requestId: string;
+}
+
+/** A webhook with its secret: what only create and rotate_secret answer. */
+export interface WebhookWithSecret {
+  readonly record: RecordJson;
+  readonly secret: string;
+}
+
+/** The dispatcher itself, as the actor of the changes it makes. */
+const DISPATCHER_ACTOR = 'webhook-dispatcher';
+
+/**
+ * The write side of the `webhooks` model. Each change appends its event (`webhook.created|updated|
+ * deleted|disabled`, stream `webhooks-<id>`, the record without its secret) and, in the same
+ * transaction, writes the registry table and the endpoint's secrets and health, so that what GET shows,
+ * what is delivered and what the event store says never disagree.
+ */
+export class WebhookCommands {
+  constructor(
+    private readonly pool: Pool,
+    private readonly store: EventStore,
+    private readonly queue: DeliveryQueue,
+    private readonly urls: UrlPolicy,
+    private readonly clock: () => Date,
+  ) {}
+
+  /** The organization's webhook `id` in its API form, or undefined. */
+  async get(orgId: number, id: number, db: Queryable = this.pool): Promise<RecordJson | undefined> {
+    const stored = await getRecord(db, webhooks, orgId, id, TABLES);
+    return stored && toApiRecord(stored);
+  }
+
+  async create(actor: Actor, fields: Partial<WebhookFields>, chosenId?: number): Promise<WebhookWithSecret> {
+    await this.checkUrl(fields.url);
+    const secret = generateSecret();
+    for (let decision = 1; ; decision++) {
+      const id = chosenId ?? (await this.nextId());
+      const command: WebhookCommand = { kind: 'create', id, fields, at: this.now() };
+      try {
+        const record = await this.apply(
+          actor.orgId,
+          id,
+          undefined,
+          decide(command, undefined),
+          actor,
+          async (client) => {
+            await client.query(
+              'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
+              [id, actor.orgId, secret],
+            );
+          },
+        );
+        return { record, secret };
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersion)) throw error;
+        // Any organization's webhook, deleted ones included, keeps its id (API.md §5: "the id is taken").
+        if (chosenId !== undefined) throw fieldError('Conflict', 'id', 'has already been taken');
+        if (decision >= MAX_DECISIONS) throw error;
+      }
+    }
+  }
+
+  async update(
+    actor: Actor,
+    id: number,
+    fields: Partial<WebhookFields>,
+    ifMatch?: number,
+  ): Promise<RecordJson> {
+    await this.checkUrl(fields.url);
+    return this.change(actor, id, ifMatch, (at) => ({
+      kind: 'update',
+      fields,
+      at,
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+    }));
+  }
+
+  async delete(actor: Actor, id: number, ifMatch?: number): Promise<RecordJson> {
+    return this.change(actor, id, ifMatch, (at) => ({
+      kind: 'delete',
+      at,
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+    }));
+  }
+
+  /**
+   * Disables an endpoint on the dispatcher's own decision (a 410, or 5 days of failures) and clears the
+   * request for it; `webhook.disabled` then reaches the organization's other endpoints (API.md §8).
+   */
+  async disable(webhookId: number, reason: DisableReason): Promise<void> {
+    const { rows } = await this.pool.query<{ org_id: number }>(
+      'SELECT org_id FROM webhooks.endpoints WHERE webhook_id = $1 AND disable_reason IS NOT NULL',
+      [webhookId],
+    );
+    const orgId = rows[0]?.org_id;
+    if (orgId === undefined) return;
+    const actor: Actor = { orgId, clientId: DISPATCHER_ACTOR, requestId: `disable:${reason}` };
+    await this.change(actor, webhookId, undefined, (at) => ({ kind: 'disable', reason, at }));
+    // The disable's own transaction cleared the request; an endpoint its owner had disabled already
+    // decides no event, and its request is done all the same.
+    await this.pool.query('UPDATE webhooks.endpoints SET disable_reason = NULL WHERE webhook_id = $1', [
+      webhookId,
+    ]);
+  }
+
+  /** A new secret; the previous one keeps signing for {@link ROTATION_GRACE_MS} (API.md §8). */
+  async rotateSecret(orgId: number, id: number): Promise<WebhookWithSecret> {
+    const secret = generateSecret();
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhooks.endpoints
+          SET previous_secret = secret, previous_secret_expires_at = $3, secret = $4
+        WHERE webhook_id = $1 AND org_id = $2`,
+      [id, orgId, new Date(this.clock().getTime() + ROTATION_GRACE_MS), secret],
+    );
+    const record = rowCount === 1 ? await this.get(orgId, id) : undefined;
+    if (!record) throw baseError('NotFound', `webhook ${id} not found`);
+    return { record, secret };
+  }
+
+  /**
+   * Queues one `webhook.test` event for this endpoint alone (API.md §8), disabled or not: a subscriber
+   * may check that an endpoint works again before enabling it. Returns the delivery's id.
+   */
+  async sendTest(orgId: number, id: number): Promise<number> {
+    const record = await this.get(orgId, id);
+    if (!record) throw baseError('NotFound', `webhook ${id} not found`);
+    const now = this.clock();
+    const eventId = randomUUID();
+    const [deliveryId] = await this.queue.enqueue(
+      [
+        {
+          orgId,
+          webhookId: id,
+          eventId,
+          eventType: 'webhook.test',
+          streamId: null,
+          sequence: null,
+          payload: deliveryBody({
+            id: eventId,
+            type: 'webhook.test',
+            timestamp: now,
+            sequence: record.version,
+            change: { record, previous: {}, deleted: false },
+          }),
+        },
+      ],
+      now,
+      { includeDisabled: true },
+    );
+    if (deliveryId === undefined) throw baseError('NotFound', `webhook ${id} not found`);
+    return deliveryId;
+  }
+
+  /**
+   * Re-sends every given-up delivery of the endpoint queued since `since`, at most
+   * {@link RECOVERY_WINDOW_MS} back (API.md §8). Returns how many.
+   */
+  async recover(orgId: number, id: number, since: Date): Promise<number> {
+    const now = this.clock();
+    if (since.getTime() < now.getTime() - RECOVERY_WINDOW_MS)
+      throw fieldError('Unprocessable', 'since', 'must be at most 14 days ago');
+    if (since.getTime() > now.getTime())
+      throw fieldError('Unprocessable', 'since', 'must not be in the future');
+    await this.enabledEndpoint(orgId, id);
+    return this.queue.recover(orgId, id, since, now);
+  }
+
+  /** The organization's delivery `id`, or undefined. */
+  async delivery(orgId: number, id: number): Promise<RecordJson | undefined> {
+    return (await getRecord(this.pool, webhookDeliveries, orgId, id, TABLES)) as RecordJson | undefined;
+  }
+
+  /** Sends a finished delivery again, in a new round of attempts (API.md §8 `retry`). */
+  async retryDelivery(orgId: number, id: number): Promise<void> {
+    const current = await this.delivery(orgId, id);
+    if (!current) throw baseError('NotFound', `webhook_delivery ${id} not found`);
+    if (current.status !== 'succeeded' && current.status !== 'failed')
+      throw fieldError('Conflict', 'status', `cannot retry a delivery that is ${String(current.status)}`);
+    await this.enabledEndpoint(orgId, Number(current.webhook_id));
+    if (!(await this.queue.retry(orgId, id, this.clock())))
+      throw fieldError('Conflict', 'status', 'the delivery was queued again meanwhile');
+  }
+
+  /** The endpoint `id`, which must exist and be enabled for its deliveries to be sent again. */
+  async enabledEndpoint(orgId: number, id: number): Promise<RecordJson> {
+    const record = await this.get(orgId, id);
+    if (!record) throw baseError('NotFound', `webhook ${id} not found`);
+    if (record.enabled !== true)
+      throw fieldError('Conflict', 'enabled', 'the webhook is disabled: enable it before sending again');
+    return record;
+  }
+
+  private async change(
+    actor: Actor,
+    id: number,
+    ifMatch: number | undefined,
+    command: (at: string) => WebhookCommand,
+  ): Promise<RecordJson> {
+    for (let decision = 1; ; decision++) {
+      const current = await this.get(actor.orgId, id);
+      const event = decide(command(this.now()), current);
+      if (!event) {
+        if (!current) throw baseError('NotFound', `webhook ${id} not found`);
+        return current;
+      }
+      try {
+        return await this.apply(actor.orgId, id, current, event, actor, (client) =>
+          this.alongside(client, id, event),
+        );
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersion)) throw error;
+        if (ifMatch !== undefined)
+          throw baseError(
+            'PreconditionFailed',
+            'The webhook was changed concurrently; If-Match no longer matches',
+          );
+        if (decision >= MAX_DECISIONS) throw error;
+      }
+    }
+  }
+
+  /** The endpoint's secrets, health and queue follow the record's change, in its transaction. */
+  private async alongside(client: PoolClient, id: number, event: WebhookEvent): Promise<void> {
+    const { record, previous, deleted } = event.data;
+    const now = this.clock();
+    if (deleted) {
+      await this.queue.abandon(client, id, 'endpoint deleted', now);
+      await client.query('DELETE FROM webhooks.endpoints WHERE webhook_id = $1', [id]);
+    } else if (previous.enabled === true && record.enabled === false) {
+      await this.queue.abandon(client, id, 'endpoint disabled', now);
+      await client.query('UPDATE webhooks.endpoints SET disable_reason = NULL WHERE webhook_id = $1', [id]);
+    } else if (previous.enabled === false && record.enabled === true) {
+      // A fresh start: the failures that led to the disable no longer count towards the next one.
+      await client.query(
+        'UPDATE webhooks.endpoints SET failing_since = NULL, disable_reason = NULL WHERE webhook_id = $1',
+        [id],
+      );
+    }
+  }
+
+  /** Appends the event and writes the registry table (and `alsoInTransaction`) in one transaction. */
+  private async apply(
+    orgId: number,
+    id: number,
+    current: RecordJson | undefined,
+    event: WebhookEvent | undefined,
+    actor: Actor,
+    alsoInTransaction: (client: PoolClient) => Promise<void>,
+  ): Promise<RecordJson> {
+    if (!event) throw new Error('a create always decides an event');
+    const { record, deleted } = event.data;
+    try {
+      await this.store.append(
+        {
+          streamId: recordStreamId(webhooks.name, id),
+          streamType: webhooks.name,
+          expectedVersion: current?.version ?? 0,
+          orgId,
+          events: [
+            {
+              eventId: randomUUID(),
+              type: event.type,
+              data: event.data,
+              metadata: { actor: actor.clientId, request_id: actor.requestId },
+            },
+          ],
+        },
+        async (client) => {
+          if (deleted) await deleteRecord(client, webhooks, orgId, id, record.version, TABLES);
+          else await writeRecord(client, webhooks, orgId, toStoredRecord(record), TABLES);
+          await alsoInTransaction(client);
+        },
+      );
+    } catch (error) {
+      const { code, constraint } = error as { code?: string; constraint?: string };
+      if (code === '23505' && constraint === 'webhooks_external_id')
+        throw fieldError('Conflict', 'external_id', 'has already been taken');
+      throw error;
+    }
+    return record;
+  }
+
+  private async checkUrl(url: string | undefined): Promise<void> {
+    if (url === undefined) return;
+    const problem = await this.urls.problem(url);
+    if (problem !== undefined) throw fieldError('Unprocessable', 'url', problem);
+  }
+
+  private async nextId(): Promise<number> {
+    const { rows } = await this.pool.query<{ id: number }>("SELECT nextval('webhooks.webhook_ids') AS id");
+    return rows[0]!.id;
+  }
+
+  private now(): string {
+    return this.clock().toISOString();
+  }
+}
