@@ -1,12 +1,11 @@
 // `npm run bench:auth` (issue 4): tokens issued per second, database included, next to a plain HTTP
 // loop to the same process; and the latency bearer verification adds to a request, next to the raw
 // cost of one jwt.verify, measured in the same run.
-import { randomUUID } from 'node:crypto';
+
 import { createPublicKey } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import express from 'express';
 import jwt from 'jsonwebtoken';
-import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import {
   RevocationDenyList,
@@ -15,7 +14,7 @@ import {
   requireBearer,
 } from '@ofp/auth-tokens';
 import { closeServer, listen } from '@ofp/runtime';
-import { createIntegrator, startPlatform, startTestPostgres, testLogger } from '@ofp/testing';
+import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
 import { formatRow, measure } from './measure.js';
 
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 2_000);
@@ -23,15 +22,9 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5_000);
 const CONCURRENCY = 8;
 
 const logger = testLogger('bench');
-const server = await startTestPostgres(logger);
-const admin = new pg.Client({ connectionString: server.url });
-await admin.connect();
-const dbName = `bench_auth_${randomUUID().slice(0, 8)}`;
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(server.url);
-url.pathname = `/${dbName}`;
+const database = await startScratchDatabase(logger, 'bench_auth');
 const platform = await startPlatform({
-  databaseUrl: url.toString(),
+  databaseUrl: database.url,
   env: { RATE_LIMIT_CAPACITY: '100000000', RATE_LIMIT_REFILL_PER_SECOND: '100000000' },
 });
 try {
@@ -121,7 +114,5 @@ try {
   await http.close();
 } finally {
   await platform.stop();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
-  await server.stop();
+  await database.stop();
 }

@@ -1,11 +1,11 @@
 // `npm run bench:query`: searches of the api against the same SQL sent straight through pg, in one run.
 // 200,000 people with two phone numbers each; six searches at concurrency 32 (issue 3).
-import { createHash, randomUUID } from 'node:crypto';
-import { SingleBar, Presets } from 'cli-progress';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { SingleBar, Presets } from 'cli-progress';
 import { Pool as HttpPool } from 'undici';
 import { compileSearch, parseQuery, people } from '@ofp/models';
-import { createIntegrator, startPlatform, startTestPostgres, testLogger } from '@ofp/testing';
+import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
 import { formatRow, measure } from './measure.js';
 
 const PEOPLE = Number(process.env.BENCH_PEOPLE ?? 200_000);
@@ -15,14 +15,8 @@ const CHUNK = 10_000;
 const LAST_NAMES = 1_000;
 
 const logger = testLogger('bench');
-const server = await startTestPostgres(logger);
-const admin = new pg.Client({ connectionString: server.url });
-await admin.connect();
-const dbName = `bench_query_${randomUUID().slice(0, 8)}`;
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(server.url);
-url.pathname = `/${dbName}`;
-const databaseUrl = url.toString();
+const database = await startScratchDatabase(logger, 'bench_query');
+const databaseUrl = database.url;
 
 const platform = await startPlatform({
   databaseUrl,
@@ -153,7 +147,5 @@ try {
 } finally {
   await raw.end();
   await platform.stop();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
-  await server.stop();
+  await database.stop();
 }

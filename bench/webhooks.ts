@@ -10,12 +10,11 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Presets, SingleBar } from 'cli-progress';
 import type { RequestHandler } from 'express';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { PgLogBus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { closeServer, createHttpApp, createMetricsRegistry, createPool, listen } from '@ofp/runtime';
-import { startTestPostgres, testLogger } from '@ofp/testing';
+import { startScratchDatabase, testLogger } from '@ofp/testing';
 import { createWebhookDispatcherModule, migrateWebhookDispatcher } from '@ofp/webhook-dispatcher';
 import { measure } from './measure.js';
 
@@ -78,14 +77,8 @@ async function runBenchmark(): Promise<void> {
     return (await response.body.json()) as T;
   };
 
-  const server = await startTestPostgres(logger);
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  const dbName = `bench_webhooks_${randomUUID().slice(0, 8)}`;
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(server.url);
-  url.pathname = `/${dbName}`;
-  const databaseUrl = url.toString();
+  const database = await startScratchDatabase(logger, 'bench_webhooks');
+  const databaseUrl = database.url;
   const pool = createPool({ connectionString: databaseUrl, applicationName: 'bench-webhooks', max: 40 });
 
   try {
@@ -254,9 +247,7 @@ async function runBenchmark(): Promise<void> {
     receiverProcess.kill();
     await receiverAgent.close();
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-    await server.stop();
+    await database.stop();
   }
 }
 

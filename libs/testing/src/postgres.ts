@@ -80,3 +80,28 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/**
+ * A database of its own on the test Postgres (started if need be), for benchmarks and scripts that run
+ * outside jest: `stop` drops it and stops what was started.
+ */
+export async function startScratchDatabase(
+  logger: Logger,
+  prefix: string,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server = await startTestPostgres(logger);
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const url = new URL(server.url);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async stop() {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await admin.end();
+      await server.stop();
+    },
+  };
+}
