@@ -7,3 +7,4 @@ export * from './metrics.js';
 export * from './postgres.js';
 export * from './migrations.js';
 export * from './embedded-postgres.js';
+export * from './record-http.js';

@@ -27,15 +27,21 @@ export async function ensureTopics(
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t));
   if (missing.length > 0) {
-    // Two processes may create the same topic at once; the loser's createTopics answers false.
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((topic) => ({
-        topic,
-        numPartitions: settings.partitions,
-        replicationFactor: settings.replicationFactor,
-      })),
-    });
+    // Several processes starting together create the same topics: whichever loses the race learns that
+    // they exist (an answer of false or TOPIC_ALREADY_EXISTS), and all then wait for the leaders below,
+    // rather than in kafkajs's waitForLeaders, which gives up on UNKNOWN_TOPIC_OR_PARTITION.
+    await admin
+      .createTopics({
+        waitForLeaders: false,
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: settings.partitions,
+          replicationFactor: settings.replicationFactor,
+        })),
+      })
+      .catch((error: unknown) => {
+        if (!onlyAlreadyExists(error)) throw error;
+      });
   }
   const deadline = Date.now() + LEADERS_TIMEOUT_MS;
   for (;;) {
@@ -50,4 +56,11 @@ export async function ensureTopics(
       );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** Whether a createTopics failure (one error, or kafkajs's aggregate of several) only says "exists". */
+function onlyAlreadyExists(error: unknown): boolean {
+  const nested = (error as { errors?: unknown }).errors;
+  const errors = Array.isArray(nested) ? (nested as unknown[]) : [error];
+  return errors.length > 0 && errors.every((e) => (e as { type?: unknown }).type === 'TOPIC_ALREADY_EXISTS');
 }

@@ -1,6 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import { authOf, requireScope } from '@ofp/auth-tokens';
+import { etagOf, jsonBodyOf, parseIfMatch, prefersAsync, recordIdOf } from '@ofp/runtime';
 import { allowedMethods, findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import {
   parseIdempotencyKey,
@@ -12,7 +13,6 @@ import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/rec
 import type { ProjectionWaiter } from '../queries/projection-waiter.js';
 import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';
 import type { TenantSeeder } from '../commands/tenant-seeder.js';
-import { etagOf, parseIfMatch, prefersAsync } from './write-headers.js';
 
 export interface ApiRoutesDependencies {
   readonly commands: RecordCommands;
@@ -55,7 +55,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
       res.type('application/json').send(searchEnvelopeJson(page));
     })
     .post(writeScope, async (req, res) => {
-      await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBody(req)) });
+      await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBodyOf(req)) });
     });
 
   router
@@ -72,7 +72,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
       await write(req, res, {
         kind: 'create',
         id: idOf(req),
-        body: validateCreate(modelOf(req), jsonBody(req)),
+        body: validateCreate(modelOf(req), jsonBodyOf(req)),
       });
     })
     .put(writeScope, update)
@@ -84,7 +84,7 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
 
   async function update(req: Request, res: Response): Promise<void> {
     const ifMatch = parseIfMatch(req.get('if-match'));
-    const body = validateUpdate(modelOf(req), jsonBody(req));
+    const body = validateUpdate(modelOf(req), jsonBodyOf(req));
     await write(req, res, {
       kind: 'update',
       id: idOf(req),
@@ -158,20 +158,8 @@ function modelOf(req: Request): ModelDefinition {
   return model;
 }
 
-const ID = /^[1-9]\d{0,14}$/;
-
 function idOf(req: Request): number {
-  const id = paramOf(req, 'id');
-  if (!ID.test(id)) throw baseError('NotFound', `${modelOf(req).singular} ${id} not found`);
-  return Number(id);
-}
-
-/** A write's body: JSON by content type (415 otherwise), already parsed by the app's JSON parser. */
-function jsonBody(req: Request): unknown {
-  if (!req.is('application/json') && !req.is('+json')) {
-    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
-  }
-  return req.body as unknown;
+  return recordIdOf(paramOf(req, 'id'), modelOf(req).singular);
 }
 
 /**

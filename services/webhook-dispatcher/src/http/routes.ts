@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { authOf, requireScope } from '@ofp/auth-tokens';
 import { baseError, fieldError, searchEnvelope, singleEnvelope, type RecordJson } from '@ofp/contracts';
 import { parseQuery, searchRecords, webhookDeliveries, webhooks, type ModelDefinition } from '@ofp/models';
-import type { Pool } from '@ofp/runtime';
+import { jsonBodyOf, parseIfMatch, prefersAsync, recordIdOf, type Pool } from '@ofp/runtime';
 import { TABLES } from '../schema.js';
 import type { Actor, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
@@ -23,6 +23,13 @@ export interface WebhookRoutesDependencies {
 export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
   const router = Router();
   router.use(['/webhooks', '/webhook_deliveries'], ...deps.authenticate);
+  // A webhook write answers once it is durably recorded, and is visible to reads at once: what
+  // `Prefer: respond-async` asks for (API.md §5) is what every write here does.
+  router.use(['/webhooks', '/webhook_deliveries'], (req, res, next) => {
+    if (req.method !== 'GET' && prefersAsync(req.get('prefer')))
+      res.setHeader('Preference-Applied', 'respond-async');
+    next();
+  });
   const read = requireScope('read');
   const write = requireScope(webhooks.writeScope);
 
@@ -30,7 +37,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
     .route('/webhooks')
     .get(read, search(webhooks, toApiRecord))
     .post(write, async (req, res) => {
-      const created = await deps.commands.create(actorOf(req), webhookBody(jsonBody(req), 'create'));
+      const created = await deps.commands.create(actorOf(req), webhookBody(jsonBodyOf(req), 'create'));
       sendWithSecret(req, res, created, 201);
     })
     .all(methodNotAllowed('GET, POST'));
@@ -43,7 +50,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
       sendRecord(res, record);
     })
     .post(write, async (req, res) => {
-      const body = webhookBody(jsonBody(req), 'create');
+      const body = webhookBody(jsonBodyOf(req), 'create');
       sendWithSecret(req, res, await deps.commands.create(actorOf(req), body, idOf(req)), 201);
     })
     .put(write, update)
@@ -74,7 +81,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
     .route('/webhooks/:id/recover')
     .post(write, async (req, res) => {
       const id = idOf(req);
-      const since = sinceOf(jsonBody(req));
+      const since = sinceOf(jsonBodyOf(req));
       const recovered = await deps.commands.recover(authOf(req).orgId, id, since);
       res.json(singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
     })
@@ -106,7 +113,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
     .all(methodNotAllowed('POST'));
 
   async function update(req: Request, res: Response): Promise<void> {
-    const body = webhookBody(jsonBody(req), 'update');
+    const body = webhookBody(jsonBodyOf(req), 'update');
     sendRecord(res, await deps.commands.update(actorOf(req), idOf(req), body, ifMatchOf(req)));
   }
 
@@ -154,28 +161,13 @@ function sendWithSecret(
   sendRecord(res, { ...record, secret }, status);
 }
 
-const ID = /^[1-9]\d{0,14}$/;
-
 function idOf(req: Request): number {
-  const id = req.params.id;
-  if (typeof id !== 'string' || !ID.test(id)) throw baseError('NotFound', `${String(id)} not found`);
-  return Number(id);
+  return recordIdOf(req.params.id, 'record');
 }
 
 /** The version an `If-Match` header pins (API.md §5); `*` and no header pin none. */
 function ifMatchOf(req: Request): number | undefined {
-  const header = req.get('if-match');
-  if (header === undefined || header.trim() === '*') return undefined;
-  const match = /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(header);
-  if (!match) throw baseError('PreconditionFailed', 'If-Match does not match the current ETag');
-  return Number(match[1]);
-}
-
-/** A write's body: JSON by content type (415 otherwise), already parsed by the app's JSON parser. */
-function jsonBody(req: Request): unknown {
-  if (!req.is('application/json') && !req.is('+json'))
-    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
-  return req.body as unknown;
+  return parseIfMatch(req.get('if-match'));
 }
 
 const RECOVER_BODY = z.object({

@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import { baseError } from '@ofp/contracts';
 
 /** `ETag: W/"<version>"` (API.md §4). */
@@ -19,4 +20,21 @@ export function parseIfMatch(header: string | undefined): number | undefined {
 /** Whether the client asked not to wait for the read model (`Prefer: respond-async`, RFC 7240). */
 export function prefersAsync(header: string | undefined): boolean {
   return header !== undefined && header.split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
+}
+
+const RECORD_ID = /^[1-9]\d{0,14}$/;
+
+/** A record id from a path segment: a positive integer, else the record cannot exist (404). */
+export function recordIdOf(segment: unknown, what: string): number {
+  if (typeof segment !== 'string' || !RECORD_ID.test(segment))
+    throw baseError('NotFound', `${what} ${String(segment)} not found`);
+  return Number(segment);
+}
+
+/** A write's body: JSON by content type (415 otherwise), already parsed by the app's JSON parser. */
+export function jsonBodyOf(req: Request): unknown {
+  if (!req.is('application/json') && !req.is('+json')) {
+    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
+  }
+  return req.body as unknown;
 }
