@@ -30,6 +30,10 @@ const withInfrastructure = {
 };
 
 export default {
+  // Test files run in worker processes, two at a time, even on a 2-core machine (where jest would
+  // otherwise run them all in its own process): the int and e2e tiers wait on I/O, and whatever a
+  // failed test leaves open ends with its worker rather than outliving the run's Postgres.
+  maxWorkers: 2,
   projects: [
     {
       ...base,
