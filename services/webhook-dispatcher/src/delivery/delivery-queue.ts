@@ -63,6 +63,10 @@ export interface ClaimOptions {
   readonly leaseMs: number;
 }
 
+/** SQLSTATE 40P01. */
+const DEADLOCK_DETECTED = '40P01';
+const PASS_TURNS_ATTEMPTS = 5;
+
 /**
  * The durable delivery queue in `webhooks.webhook_deliveries`. Every step is one statement or one
  * short transaction, so no transaction stays open while a request is on the wire: an open transaction
@@ -352,6 +356,19 @@ export class DeliveryQueue {
    * sweep over every pair, at start and now and then, is for those.
    */
   async passTurns(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
+    // Two passes over overlapping rows (the intake's and a worker's) can deadlock; the statement is
+    // idempotent, so the one Postgres picks as the victim simply runs again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.passTurnsOnce(streams);
+      } catch (error) {
+        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= PASS_TURNS_ATTEMPTS)
+          throw error;
+      }
+    }
+  }
+
+  private async passTurnsOnce(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
     const { rowCount } = await this.pool.query(
       `WITH pairs AS (
          SELECT DISTINCT webhook_id, stream_id FROM ${

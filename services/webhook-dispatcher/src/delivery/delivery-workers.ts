@@ -28,7 +28,7 @@ const WORKER_LOCK_SPACE = "hashtext('ofp:webhook-workers')";
  * How often to pass the turns that a process which died between a commit and passing them left
  * behind (see `DeliveryQueue.passTurns`); also done at start. It reads every waiting delivery.
  */
-const TURN_SWEEP_MS = 5 * 60_000;
+const TURN_SWEEP_MS = 30_000;
 
 /** Most attempts recorded in one statement. */
 const MAX_RECORDED_AT_ONCE = 500;
