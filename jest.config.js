@@ -30,10 +30,12 @@ const withInfrastructure = {
 };
 
 export default {
-  // Test files run in worker processes, two at a time, even on a 2-core machine (where jest would
-  // otherwise run them all in its own process): the int and e2e tiers wait on I/O, and whatever a
-  // failed test leaves open ends with its worker rather than outliving the run's Postgres.
-  maxWorkers: 2,
+  // One test file at a time, in a worker process rather than in jest's own: the end-to-end files run
+  // whole platforms (up to five processes and a Kafka broker on two cores) and must not starve each
+  // other, and whatever a failed test leaves open ends with its worker instead of outliving the run's
+  // Postgres in the runner. (A memory limit is what makes jest use a worker when there is only one.)
+  maxWorkers: 1,
+  workerIdleMemoryLimit: '1GB',
   projects: [
     {
       ...base,
