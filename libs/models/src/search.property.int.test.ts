@@ -6,6 +6,7 @@ import { parseQuery } from './query.js';
 import { people, phoneNumberTypes } from './registry.js';
 import { searchRecords, type RecordJson } from './search.js';
 import { oracleSearch } from './search-oracle.fixture.js';
+import { queryArbitrary as queryArbitraryOf } from './query-arbitrary.fixture.js';
 
 // Random valid `q` over random people, compared with the in-memory reading of API.md §4. Values come
 // from small pools so that filters match some records, ties and nulls are common, and strings differ
@@ -87,38 +88,12 @@ const ORDER_COLUMNS = [
   'updated_at',
 ];
 
-const filterArbitrary = fc.constantFrom(...OPERANDS).chain(([operand, values]) =>
-  fc.oneof(
-    fc.record({
-      operand: fc.constant(operand),
-      operator: fc.constantFrom('=', '!='),
-      value: fc.option(values),
-    }),
-    fc.record({
-      operand: fc.constant(operand),
-      operator: fc.constantFrom('>', '<', '>=', '<='),
-      value: values,
-    }),
-    fc.record({
-      operand: fc.constant(operand),
-      operator: fc.constantFrom('in', 'not in'),
-      value: fc.array(values, { maxLength: 4 }),
-    }),
-  ),
-);
-
-const queryArbitrary = fc.record(
-  {
-    limit: fc.integer({ min: 1, max: 30 }),
-    offset: fc.integer({ min: 0, max: 130 }),
-    order: fc.array(
-      fc.record({ column: fc.constantFrom(...ORDER_COLUMNS), direction: fc.constantFrom('asc', 'desc') }),
-      { maxLength: 3 },
-    ),
-    filters: fc.array(filterArbitrary, { maxLength: 4 }),
-  },
-  { requiredKeys: ['filters'] },
-);
+const queryArbitrary = queryArbitraryOf({
+  operands: OPERANDS,
+  orderColumns: ORDER_COLUMNS,
+  maxLimit: 30,
+  maxOffset: 130,
+});
 
 describe('random searches agree with the in-memory reading of the q language', () => {
   let db: TestDatabase;

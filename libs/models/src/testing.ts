@@ -6,3 +6,4 @@
  * @packageDocumentation
  */
 export { oracleSearch, type OracleWorld } from './search-oracle.fixture.js';
+export { queryArbitrary, type QueryArbitraryOptions } from './query-arbitrary.fixture.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { parseQuery, people, phoneNumberTypes } from '@ofp/models';
-import { oracleSearch } from '@ofp/models/testing';
+import { oracleSearch, queryArbitrary } from '@ofp/models/testing';
 import {
   createIntegrator,
   searchPath,
@@ -45,37 +45,12 @@ const OPERANDS: [string, fc.Arbitrary<unknown>][] = [
   ['phone_numbers.phone_number_type.name', fc.constantFrom(...TYPES)],
 ];
 
-const filterArbitrary = fc.constantFrom(...OPERANDS).chain(([operand, value]) =>
-  fc.oneof(
-    fc.record({
-      operand: fc.constant(operand),
-      operator: fc.constantFrom('=', '!='),
-      value: fc.option(value),
-    }),
-    fc.record({ operand: fc.constant(operand), operator: fc.constantFrom('>', '<', '>=', '<='), value }),
-    fc.record({
-      operand: fc.constant(operand),
-      operator: fc.constantFrom('in', 'not in'),
-      value: fc.array(value, { maxLength: 3 }),
-    }),
-  ),
-);
-
-const validQ = fc.record(
-  {
-    limit: fc.integer({ min: 1, max: 40 }),
-    offset: fc.integer({ min: 0, max: 50 }),
-    order: fc.array(
-      fc.record({
-        column: fc.constantFrom('first_name', 'last_name', 'company', 'email', 'id'),
-        direction: fc.constantFrom('asc', 'desc'),
-      }),
-      { maxLength: 3 },
-    ),
-    filters: fc.array(filterArbitrary, { maxLength: 4 }),
-  },
-  { requiredKeys: [] },
-);
+const validQ = queryArbitrary({
+  operands: OPERANDS,
+  orderColumns: ['first_name', 'last_name', 'company', 'email', 'id'],
+  maxLimit: 40,
+  maxOffset: 50,
+});
 
 /** A valid query broken in one of the ways API.md §4 forbids. */
 const invalidQ: fc.Arbitrary<string> = fc.oneof(
