@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RECORD_ID, RECORD_METADATA, type ColumnDefinition, type ModelDefinition } from './fields.js';
+import { DOCUMENT_COLUMN, renderDocumentsStatement } from './render.js';
 import { qualifiedTable, quoteIdentifier, sqlType, type ReadModelOptions } from './sql.js';
 import { keyColumnType, tableTree, type TableNode } from './tables.js';
 
@@ -30,6 +31,10 @@ const MAX_INDEXED_STRING_LENGTH = 500;
  * which give both sort directions with the `id asc` tie-break straight from the index; per child
  * column and reference `(org_id, column, record_id)`, so a dotted filter can start from the children.
  * Unique fields get an ordinary index: uniqueness is enforced when commands are decided.
+ *
+ * Stored documents (`TableNode.storesDocument`): the `document` column is written right after its row,
+ * so model tables leave room on each page (`fillfactor`) for that update to stay on the page and skip
+ * the indexes. Rows without a document (written before the column existed) are rendered at the end.
  */
 export function readModelDdl(models: readonly ModelDefinition[], options: ReadModelOptions = {}): string {
   const schema = quoteIdentifier(options.schema ?? 'read');
@@ -49,7 +54,10 @@ export function readModelDdl(models: readonly ModelDefinition[], options: ReadMo
   PRIMARY KEY (model, org_id)
 )`,
   ];
-  for (const model of models) statements.push(...modelTables(tableTree(model), options));
+  const roots = models.map(tableTree);
+  for (const root of roots) statements.push(...modelTables(root, options));
+  for (const root of roots.filter(({ storesDocument }) => storesDocument))
+    statements.push(renderDocumentsStatement(root, options, (alias) => `${alias}.${DOCUMENT_COLUMN} IS NULL`));
   return `${statements.join(';\n')};\n`;
 }
 
@@ -63,9 +71,11 @@ function modelTables(root: TableNode, options: ReadModelOptions): string[] {
     `CREATE TABLE IF NOT EXISTS ${table} (
   id bigint PRIMARY KEY,
   org_id bigint NOT NULL${required.map(({ name, definition }) => `,\n  ${columnDdl(name, definition)} NOT NULL`).join('')}
-)`,
+)${root.storesDocument ? ' WITH (fillfactor = 85)' : ''}`,
     createIndex(root.table, table, ['org_id', 'id']),
   ];
+  if (root.storesDocument)
+    statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(DOCUMENT_COLUMN)} json`);
   for (const { name, definition } of root.columns) {
     if (name === RECORD_ID) continue;
     if (!required.some((column) => column.name === name))

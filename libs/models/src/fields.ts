@@ -149,6 +149,12 @@ export interface ModelDefinition {
   /** Every field, the common ones (`id`, `external_id`, timestamps, `version`) included. */
   readonly fields: FieldMap;
   readonly stateMachine?: StateMachine;
+  /**
+   * Whether the read model keeps each record's rendered JSON beside its columns (written with the
+   * record by `writeRecord`), so that reads fetch documents instead of rendering them. False for a
+   * model whose rows other code writes straight into its tables, which is then rendered at read time.
+   */
+  readonly storedDocuments: boolean;
 }
 
 type ColumnOptions<C extends ColumnDefinition> = Partial<Omit<C, 'kind' | 'type'>>;
@@ -255,8 +261,8 @@ export const RECORD_METADATA = {
  */
 const MAX_FIELDS_PER_OBJECT = 50;
 
-/** Names the read model uses for its own key columns; a field of that name would collide. */
-const RESERVED_NAMES = /^(org_id|record_id|ordinal|.*_ordinal)$/;
+/** Names the read model uses for its own columns; a field of that name would collide. */
+const RESERVED_NAMES = /^(org_id|record_id|ordinal|.*_ordinal|document)$/;
 const FIELD_NAME = /^[a-z][a-z0-9_]*$/;
 
 export interface ModelDeclaration {
@@ -269,6 +275,8 @@ export interface ModelDeclaration {
   /** The model's own fields; the common ones are added. */
   readonly fields: FieldMap;
   readonly stateMachine?: StateMachine;
+  /** True unless told otherwise. */
+  readonly storedDocuments?: boolean;
 }
 
 /**
@@ -277,7 +285,7 @@ export interface ModelDeclaration {
  * Throws at declaration time, so a bad entry fails every test rather than one request.
  */
 export function defineModel(declaration: ModelDeclaration): ModelDefinition {
-  const { stateMachine, deletable, operatorChanges, writes, ...rest } = declaration;
+  const { stateMachine, deletable, operatorChanges, writes, storedDocuments, ...rest } = declaration;
   const fields: FieldMap = {
     [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1 }),
     ...declaration.fields,
@@ -297,6 +305,7 @@ export function defineModel(declaration: ModelDeclaration): ModelDefinition {
     operatorChanges: operatorChanges ?? false,
     writes: writes ?? 'all',
     deletable: (deletable ?? true) && (writes ?? 'all') === 'all',
+    storedDocuments: storedDocuments ?? true,
     ...(stateMachine ? { stateMachine } : {}),
   };
   if (stateMachine) checkStateMachine(model, stateMachine);

@@ -54,7 +54,7 @@ export {
 } from './registry.js';
 export { columnPath, validateCreate, validateUpdate, type RecordBody } from './validation.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
-export { deleteRecord, writeRecord, type RecordState } from './projection.js';
+export { deleteRecord, renderDocuments, writeRecord, type RecordState } from './projection.js';
 export {
   OPERATORS,
   parseQuery,

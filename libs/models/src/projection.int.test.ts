@@ -49,6 +49,38 @@ describe('writeRecord and deleteRecord', () => {
     await expect(db.pool.query(readModelDdl([phoneNumberTypes, people, shipments]))).resolves.toBeDefined();
   });
 
+  it('renders the documents of rows that have none when the DDL runs again', async () => {
+    await writeRecord(db.pool, people, ORG, person(30, 1, 'Undocumented', ['5551']));
+    await db.pool.query('UPDATE read.people SET document = NULL WHERE id = 30');
+    await db.pool.query(readModelDdl([phoneNumberTypes, people, shipments]));
+    expect(await read(30)).toEqual(person(30, 1, 'Undocumented', ['5551']));
+  });
+
+  it("renders a person's document again when a phone number type it shows changes or goes", async () => {
+    const pager = (version: number, name: string) => ({
+      id: 31,
+      name,
+      external_id: null,
+      created_at: AT,
+      updated_at: AT,
+      version,
+    });
+    const shown = (name: string | null) => ({
+      ...person(32, 1, 'Paged', []),
+      phone_numbers: [{ number: '5551', phone_number_type: { id: 31, name } }],
+    });
+    await writeRecord(db.pool, phoneNumberTypes, ORG, pager(1, 'Pager'));
+    await writeRecord(db.pool, people, ORG, {
+      ...shown('Pager'),
+      phone_numbers: [{ number: '5551', phone_number_type: { id: 31 } }],
+    });
+    expect(await read(32)).toEqual(shown('Pager'));
+    await writeRecord(db.pool, phoneNumberTypes, ORG, pager(2, 'Beeper'));
+    expect(await read(32)).toEqual(shown('Beeper'));
+    await deleteRecord(db.pool, phoneNumberTypes, ORG, 31, 3);
+    expect(await read(32)).toEqual(shown(null));
+  });
+
   it('applies a newer version and replaces the child rows', async () => {
     expect(await writeRecord(db.pool, people, ORG, person(1, 1, 'First', ['5551', '5552', '5553']))).toBe(
       true,

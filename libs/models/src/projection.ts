@@ -1,5 +1,7 @@
 import type { ModelDefinition } from './fields.js';
 import { DELETED_RECORDS_TABLE, RECORD_COUNTS_TABLE } from './ddl.js';
+import { MODELS } from './registry.js';
+import { renderDocumentsStatement } from './render.js';
 import {
   qualifiedTable,
   quoteIdentifier,
@@ -15,8 +17,9 @@ import { keyColumnType, tableTree, type TableNode } from './tables.js';
 export type RecordState = Readonly<Record<string, unknown>>;
 
 /**
- * Writes a record's full state into the read model: upserts its row and replaces its child rows.
- * Idempotent by version: a state whose `version` is not newer than the stored row, or than the
+ * Writes a record's full state into the read model: upserts its row, replaces its child rows and
+ * renders its document (when the model stores them), then re-renders the documents that show it (see
+ * `refreshReferrers`). Idempotent by version: a state whose `version` is not newer than the stored row, or than the
  * version at which the record was deleted, changes nothing. Runs its statements on `client` and
  * expects the caller's transaction around them (the projector commits them with its checkpoint).
  *
@@ -47,6 +50,12 @@ export async function writeRecord(
   for (const [node, nodeRows] of rows) {
     if (nodeRows.length > 0) await client.query(insertChildRows(node, orgId, nodeRows, options));
   }
+  if (root.storesDocument)
+    await client.query(
+      renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
+      [id],
+    );
+  await refreshReferrers(client, model, orgId, id, options);
   return true;
 }
 
@@ -81,7 +90,81 @@ export async function deleteRecord(
 SELECT count(*)::int AS removed FROM removed`,
     [id, orgId, version, model.name],
   );
-  return (result.rows[0]?.removed ?? 0) > 0;
+  const removed = (result.rows[0]?.removed ?? 0) > 0;
+  if (removed) await refreshReferrers(client, model, orgId, id, options);
+  return removed;
+}
+
+/**
+ * Renders the documents of the organization's records of `model` among `ids`, for rows written
+ * straight into the read model's tables (a bulk load) rather than through `writeRecord`.
+ */
+export async function renderDocuments(
+  client: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  ids: readonly number[],
+  options: ReadModelOptions = {},
+): Promise<void> {
+  const root = tableTree(model);
+  if (!root.storesDocument) return;
+  await client.query(
+    renderDocumentsStatement(
+      root,
+      options,
+      (alias) => `${alias}.org_id = $1 AND ${alias}.id = ANY($2::bigint[])`,
+    ),
+    [orgId, ids],
+  );
+}
+
+/** Where the registry's models reference a model: the table (of `referrer`) and its `<name>_id` column. */
+interface ReferringColumn {
+  readonly referrer: TableNode;
+  readonly node: TableNode;
+  readonly column: string;
+}
+
+const referringColumns = new WeakMap<ModelDefinition, readonly ReferringColumn[]>();
+
+/** The columns of stored-document models of the registry (`MODELS`) that reference `model`. */
+function referringColumnsOf(model: ModelDefinition): readonly ReferringColumn[] {
+  let found = referringColumns.get(model);
+  if (!found) {
+    const columns: ReferringColumn[] = [];
+    const visit = (referrer: TableNode, node: TableNode): void => {
+      for (const { column, definition } of node.references)
+        if (definition.target() === model) columns.push({ referrer, node, column });
+      for (const child of node.children) visit(referrer, child.node);
+    };
+    for (const referrer of Object.values(MODELS).map(tableTree))
+      if (referrer.storesDocument) visit(referrer, referrer);
+    found = columns;
+    referringColumns.set(model, found);
+  }
+  return found;
+}
+
+/**
+ * Re-renders the documents of the organization's records that reference record `id` of `model`: their
+ * documents show its display fields (a phone number type's `name` in each person's phone numbers).
+ * Every write of a referenced record does it, since it cannot tell cheaply what a document shows.
+ */
+async function refreshReferrers(
+  client: Queryable,
+  model: ModelDefinition,
+  orgId: number,
+  id: number,
+  options: ReadModelOptions,
+): Promise<void> {
+  for (const { referrer, node, column } of referringColumnsOf(model)) {
+    const condition = (alias: string): string =>
+      node === referrer
+        ? `${alias}.org_id = $1 AND ${alias}.${quoteIdentifier(column)} = $2`
+        : `${alias}.org_id = $1 AND ${alias}.id IN (SELECT record_id FROM ${qualifiedTable(options, node.table)}
+    WHERE org_id = $1 AND ${quoteIdentifier(column)} = $2)`;
+    await client.query(renderDocumentsStatement(referrer, options, condition), [orgId, id]);
+  }
 }
 
 function positiveInteger(record: RecordState, key: string): number {

@@ -353,6 +353,8 @@ export const webhookDeliveries = defineModel({
   singular: 'webhook_delivery',
   writeScope: 'write',
   writes: 'read-only',
+  // The delivery queue writes these rows itself, several times per delivery.
+  storedDocuments: false,
   fields: {
     webhook_id: column.integer({ readOnly: true, nullable: false }),
     event_id: column.string({ readOnly: true, nullable: false, maxLength: 36 }),

@@ -3,6 +3,7 @@ import {
   columnOf,
   parentJoin,
   qualifiedTable,
+  quoteIdentifier,
   TableAliases,
   type ReadModelOptions,
   type SqlParameters,
@@ -24,6 +25,32 @@ export function renderContext(
   orgId: number,
 ): RenderContext {
   return { options, org: `${params.add(orgId)}::bigint`, aliases: new TableAliases() };
+}
+
+/** The column of a model table holding each record's rendered JSON (see `TableNode.storesDocument`). */
+export const DOCUMENT_COLUMN = 'document';
+
+/** The JSON of row `alias` of a model table: its stored document, or rendered now if it keeps none. */
+export function recordJson(root: TableNode, alias: string, context: RenderContext): string {
+  return root.storesDocument ? columnOf(alias, DOCUMENT_COLUMN) : renderRow(root, alias, context);
+}
+
+/**
+ * An `UPDATE` rendering the documents of the rows of model table `root` that `condition` selects
+ * (given the row's alias). Each row is rendered in its own organization, so one statement may span
+ * several.
+ */
+export function renderDocumentsStatement(
+  root: TableNode,
+  options: ReadModelOptions,
+  condition: (alias: string) => string,
+): string {
+  const aliases = new TableAliases();
+  const alias = aliases.next();
+  const context: RenderContext = { options, org: `${alias}.org_id`, aliases };
+  return `UPDATE ${qualifiedTable(options, root.table)} ${alias}
+SET ${quoteIdentifier(DOCUMENT_COLUMN)} = ${renderRow(root, alias, context)}
+WHERE ${condition(alias)}`;
 }
 
 /**

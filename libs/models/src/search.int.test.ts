@@ -177,7 +177,7 @@ describe('searches over the read model', () => {
 
     it('in searches, in order', async () => {
       const found = await search(people, { order: [{ column: 'last_name' }], limit: 2 });
-      expect(found).toEqual({ total_results: 6, results: [grace, ada] });
+      expect(found).toEqual({ total_results: 6, count: 2, results: [grace, ada] });
     });
   });
 
@@ -340,14 +340,11 @@ describe('searches over the read model', () => {
     it('answers total_results for an offset past the end', async () => {
       expect(
         await search(people, { offset: 100, filters: [{ operand: 'id', operator: '>', value: 1 }] }),
-      ).toEqual({
-        total_results: 5,
-        results: [],
-      });
+      ).toEqual({ total_results: 5, count: 0, results: [] });
     });
 
     it('answers zero for no match', async () => {
-      expect(await search(people, where(['id', '=', 999]))).toEqual({ total_results: 0, results: [] });
+      expect(await search(people, where(['id', '=', 999]))).toEqual({ total_results: 0, count: 0, results: [] });
     });
   });
 

@@ -1,5 +1,5 @@
 import { parseQuery } from './query.js';
-import { fulfillmentOrders, people, shipments } from './registry.js';
+import { fulfillmentOrders, people, shipments, webhookDeliveries } from './registry.js';
 import { compileGet, compileSearch } from './search.js';
 import type { ModelDefinition } from './fields.js';
 
@@ -59,8 +59,8 @@ describe('compileSearch', () => {
     const { text } = compile(people, {
       filters: [filter('phone_numbers.phone_number_type.name', '=', 'Work')],
     });
-    const tables = text.match(/FROM "read"."\w+" t\d+/g) ?? [];
-    expect(tables.length).toBeGreaterThan(5);
+    const tables = text.match(/(FROM|JOIN) "read"."\w+" t\d+/g) ?? [];
+    expect(tables.length).toBeGreaterThan(4);
     for (const table of tables) {
       const alias = table.split(' ').at(-1)!;
       expect(text).toContain(`${alias}.org_id = $1::bigint`);
@@ -74,6 +74,15 @@ describe('compileSearch', () => {
     expect(compile(people, { order: [{ column: 'id', direction: 'desc' }] }).text).toContain(
       'ORDER BY t0."id" DESC NULLS FIRST\n',
     );
+  });
+
+  it("reads the page's stored documents, or renders them for a model that stores none", () => {
+    const stored = compile(people, {}).text;
+    expect(stored).toMatch(/json_agg\(t\d+."document" ORDER BY/);
+    expect(stored).not.toContain('json_build_object');
+    const rendered = compile(webhookDeliveries, {}).text;
+    expect(rendered).toMatch(/json_agg\(json_build_object\('id', /);
+    expect(rendered).not.toContain('"document"');
   });
 });
 

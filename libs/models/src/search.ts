@@ -1,7 +1,7 @@
 import { RECORD_COUNTS_TABLE } from './ddl.js';
 import type { ModelDefinition } from './fields.js';
 import type { Filter, OrderTerm, SearchQuery } from './query.js';
-import { renderContext, renderRow, type RenderContext } from './render.js';
+import { recordJson, renderContext, type RenderContext } from './render.js';
 import {
   columnOf,
   parentJoin,
@@ -21,13 +21,16 @@ export type RecordJson = Record<string, unknown>;
 export interface SearchRow {
   /** All matches, ignoring limit and offset. */
   readonly total_results: number;
-  /** The page, in order, already rendered. */
+  /** Records on the page. */
+  readonly count: number;
+  /** The page, in order, already rendered (a JSON array). */
   readonly results: RecordJson[];
 }
 
 /**
  * Compiles a search into one statement returning one `SearchRow`. The page is chosen by ids first
- * (so an index can supply the order and the limit stops the scan), then only those rows are rendered.
+ * (so an index can supply the order and the limit stops the scan, and an offset skips index entries
+ * rather than rows), then only those rows' documents are read (or rendered, see `recordJson`).
  * The count runs over the same conditions (see `countStatement` for the shortcuts it takes). The
  * page hangs off the count, so an offset past the end still answers `total_results`.
  *
@@ -71,15 +74,18 @@ export function compileSearch(
 ), total AS (
   ${total}
 )
-SELECT total.total_results, (
-  SELECT coalesce(json_agg(${renderRow(root, rendered, context)} ORDER BY ${orderBy(query.order, rendered)}), '[]'::json)
+SELECT total.total_results, shown.count, shown.results FROM total, (
+  SELECT count(*)::int AS count,
+    coalesce(json_agg(${recordJson(root, rendered, context)} ORDER BY ${orderBy(query.order, rendered)}), '[]'::json) AS results
   FROM page JOIN ${table} ${rendered} ON ${rendered}.id = page.id AND ${rendered}.org_id = ${context.org}
-) AS results
-FROM total`;
+) shown`;
   return { text, values: params.values };
 }
 
-/** Compiles the lookup of one record by id, rendered like a search result; no row when there is none. */
+/**
+ * Compiles the lookup of one record by id, rendered like a search result (`record`), with its
+ * `version`; no row when there is none.
+ */
 export function compileGet(
   model: ModelDefinition,
   orgId: number,
@@ -90,7 +96,7 @@ export function compileGet(
   const context = renderContext(options, params, orgId);
   const root = tableTree(model);
   const alias = context.aliases.next();
-  const text = `SELECT ${renderRow(root, alias, context)} AS record
+  const text = `SELECT ${alias}.version, ${recordJson(root, alias, context)} AS record
 FROM ${qualifiedTable(options, root.table)} ${alias}
 WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${params.add(id)}::bigint`;
   return { text, values: params.values };

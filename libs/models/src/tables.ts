@@ -19,7 +19,9 @@ import type {
  *   and rendering work the same way for `ship_to` as for `lines`;
  * - a reference is a `<name>_id` column; its display fields are joined from the target's table when
  *   rendering, so renaming a phone number type shows at once in every person;
- * - a joined relation stores nothing: dot syntax reaches the target's table through the columns it names.
+ * - a joined relation stores nothing: dot syntax reaches the target's table through the columns it names;
+ * - a model table of a model with `storedDocuments` also keeps each record's rendered JSON in a
+ *   `document` column, written with the record, and written again when a reference's display changes.
  */
 export interface TableNode {
   /** Unqualified table name. */
@@ -33,6 +35,8 @@ export interface TableNode {
   readonly references: readonly StoredReference[];
   readonly children: readonly ChildTable[];
   readonly joins: readonly TableJoin[];
+  /** Whether rows keep their rendered JSON in a `document` column (model tables only). */
+  readonly storesDocument: boolean;
 }
 
 export interface TableJoin {
@@ -64,7 +68,7 @@ const trees = new WeakMap<ModelDefinition, TableNode>();
 export function tableTree(model: ModelDefinition): TableNode {
   let tree = trees.get(model);
   if (!tree) {
-    tree = buildNode(model.name, model.name, model.fields, ['id'], []);
+    tree = { ...buildNode(model.name, model.name, model.fields, ['id'], []), storesDocument: model.storedDocuments };
     trees.set(model, tree);
   }
   return tree;
@@ -112,7 +116,7 @@ function buildNode(
       }
     }
   }
-  return { table, fields, keyColumns, parentColumns, columns, references, children, joins };
+  return { table, fields, keyColumns, parentColumns, columns, references, children, joins, storesDocument: false };
 }
 
 /** Rows of a model are keyed by its bigint `id`; child rows add integer ordinals to the `record_id`. */

@@ -1,1 +1,2 @@
 export * from './module.js';
+export { preparedQuery } from './queries/record-queries.js';

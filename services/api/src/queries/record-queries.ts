@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import pg from 'pg';
 import { compileGet, compileSearch, parseQuery, type CompiledQuery, type ModelDefinition } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
 
@@ -26,37 +27,45 @@ export class RecordQueries {
 
   async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPageJson> {
     const query = parseQuery(model, rawQ);
-    const compiled = compileSearch(model, orgId, query);
     const { rows } = await this.pool.query<{ total_results: number; count: number; results: string }>(
-      prepared({
-        text: `SELECT s.total_results, json_array_length(s.results) AS count, s.results::text AS results FROM (${compiled.text}) s`,
-        values: compiled.values,
-      }),
+      preparedQuery(compileSearch(model, orgId, query)),
     );
     const row = rows[0]!;
     return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
   }
 
   async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJsonText | undefined> {
-    const compiled = compileGet(model, orgId, id);
-    const { rows } = await this.pool.query<{ version: number; json: string }>(
-      prepared({
-        text: `SELECT (g.record->>'version')::int AS version, g.record::text AS json FROM (${compiled.text}) g`,
-        values: compiled.values,
-      }),
+    const { rows } = await this.pool.query<{ version: string; record: string }>(
+      preparedQuery(compileGet(model, orgId, id)),
     );
-    return rows[0];
+    const row = rows[0];
+    return row && { version: Number(row.version), json: row.record };
   }
 }
 
 /**
  * A named (server-side prepared) statement: a search of the same shape, whatever its values, is
  * planned once per connection. Planning these statements costs about as much as running them. The
- * statements a connection keeps are bounded by the pool retiring connections (`maxUses`).
+ * statements a connection keeps are bounded by the pool retiring connections (`maxUses`). JSON comes
+ * back as the text Postgres sent.
  */
-function prepared(query: CompiledQuery): CompiledQuery & { name: string } {
-  return { name: `q_${createHash('sha1').update(query.text).digest('base64url')}`, ...query };
+export function preparedQuery(query: CompiledQuery): pg.QueryConfig & { name: string } {
+  return {
+    name: `q_${createHash('sha1').update(query.text).digest('base64url')}`,
+    ...query,
+    types: JSON_AS_TEXT,
+  };
 }
+
+/** Postgres's `json` type, whose values these statements take as text. */
+const JSON_OID = 114;
+
+function textParser(oid: number): (value: string) => unknown {
+  if (oid === JSON_OID) return (value) => value;
+  return pg.types.getTypeParser(oid, 'text') as (value: string) => unknown;
+}
+
+const JSON_AS_TEXT: pg.CustomTypesConfig = { getTypeParser: textParser };
 
 /** The search envelope (API.md §2) around a page of JSON text. */
 export function searchEnvelopeJson(page: SearchPageJson): string {
