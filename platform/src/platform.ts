@@ -15,8 +15,7 @@ import {
   createRevocationModule,
   createTokenVerifier,
   issuerFromPublicUrl,
-  rateLimit,
-  requireBearer,
+  BearerGate,
 } from '@ofp/auth-tokens';
 import { KafkaBus, OutboxRelay, PgLogBus, type Bus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
@@ -38,11 +37,12 @@ import {
   loadConfig,
   runUntilSignal,
   startEmbeddedPostgres,
+  type FastRoutes,
   type Logger,
   type Module,
   type Pool,
 } from '@ofp/runtime';
-import type { Express, RequestHandler } from 'express';
+import type { Express } from 'express';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 
 const includes = (target: Target, service: Exclude<Target, 'all' | 'migrate'>): boolean =>
@@ -107,6 +107,7 @@ export async function runPlatform(
 
   const modules: Module[] = [];
   const mounts: ((app: Express) => void)[] = [];
+  let fastRoutes: FastRoutes | undefined;
   modules.push({
     name: 'database',
     start: () => (target === 'all' ? migrateAll(pool, logger) : migrateOwn(target, pool, logger)),
@@ -141,9 +142,10 @@ export async function runPlatform(
 
   // Bearer-token verification for the services that serve /v2: JWKS from the auth service, the
   // deny-list fed by revocation announcements, and the per-client rate limit.
-  const servesV2 = includes(target, 'api') || includes(target, 'webhook-dispatcher');
-  const authenticate = servesV2 ? bearerAuthentication() : [];
-  function bearerAuthentication(): RequestHandler[] {
+  // Made once, by the first service that needs it.
+  let gate: BearerGate | undefined;
+  const v2Gate = (): BearerGate => (gate ??= bearerGate());
+  function bearerGate(): BearerGate {
     const denyList = new RevocationDenyList(clock);
     modules.push(
       createRevocationModule(
@@ -161,7 +163,7 @@ export async function runPlatform(
       { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND },
       clock,
     );
-    return [requireBearer(verifier), rateLimit({ limiter })];
+    return new BearerGate(verifier, limiter);
   }
 
   // Mounted before the api: it answers /v2/webhooks* and /v2/webhook_deliveries*, and lets the rest through.
@@ -173,7 +175,7 @@ export async function runPlatform(
       bus,
       logger,
       clock,
-      authenticate,
+      authenticate: v2Gate().middleware,
       ...webhookDispatcherSettings(config),
     });
     modules.push(webhooks);
@@ -187,13 +189,14 @@ export async function runPlatform(
       store,
       logger,
       clock,
-      authenticate,
+      gate: v2Gate(),
       readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
     });
     modules.push(api);
     // The process managers issue commands onto the api's event store, so they run where the api runs.
     modules.push(createProcessManagersModule({ pool, store, bus, logger, clock }));
     mounts.push((app) => app.use(['/v2', '/api/v2'], api.routes));
+    fastRoutes = api.reads;
     if (kafka)
       modules.push(
         relayModule(
@@ -221,6 +224,7 @@ export async function runPlatform(
             metrics: createMetricsRegistry(`ofp-${config.TARGET}`),
             ready: () => runner.ready(),
             routes: (routes) => mounts.forEach((mount) => mount(routes)),
+            ...(fastRoutes ? { fastRoutes } : {}),
           });
           server = (await listen(app, config.PORT, config.HOST)).server;
           logger.info(

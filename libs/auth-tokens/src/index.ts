@@ -8,3 +8,4 @@ export * from './middleware.js';
 export * from './token-bucket.js';
 export * from './rate-limit.js';
 export * from './bus-revocation-feed.js';
+export * from './bearer-gate.js';

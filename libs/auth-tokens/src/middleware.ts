@@ -29,46 +29,55 @@ const AUTHORIZATION = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 const SCHEME = /^Bearer(?: |$)/i;
 
 /**
- * Requires a valid access token in the `Authorization` header and sets `req.auth`. Failures are 401
- * envelopes with the RFC 6750 §3 challenge (API.md §3); an unreachable issuer is a 503.
+ * Verifies the bearer token of an `Authorization` header. Failures throw 401 errors with the RFC 6750
+ * §3 challenge (API.md §3); an unreachable issuer is a 503.
  */
+export async function verifyBearer(
+  verifier: TokenVerifier,
+  header: string | undefined,
+): Promise<AuthContext> {
+  if (header === undefined || !SCHEME.test(header)) {
+    throw baseError('Unauthenticated', 'An access token is required', {
+      'WWW-Authenticate': bearerChallenge(),
+    });
+  }
+  const token = AUTHORIZATION.exec(header)?.[1];
+  try {
+    if (token === undefined) throw new TokenRejectedError('The access token is malformed');
+    return await verifier.verify(token);
+  } catch (error) {
+    if (error instanceof KeySourceUnavailableError) {
+      throw baseError('Unavailable', 'Access tokens cannot be verified right now');
+    }
+    if (!(error instanceof TokenRejectedError)) throw error;
+    throw baseError('Unauthenticated', error.description, {
+      'WWW-Authenticate': bearerChallenge({ code: 'invalid_token', description: error.description }),
+    });
+  }
+}
+
+/** Requires a valid access token in the `Authorization` header (see {@link verifyBearer}) and sets `req.auth`. */
 export function requireBearer(verifier: TokenVerifier): RequestHandler {
   return async (req, _res, next) => {
-    const header = req.get('authorization');
-    if (header === undefined || !SCHEME.test(header)) {
-      throw baseError('Unauthenticated', 'An access token is required', {
-        'WWW-Authenticate': bearerChallenge(),
-      });
-    }
-    const token = AUTHORIZATION.exec(header)?.[1];
-    try {
-      if (token === undefined) throw new TokenRejectedError('The access token is malformed');
-      req.auth = await verifier.verify(token);
-    } catch (error) {
-      if (error instanceof KeySourceUnavailableError) {
-        throw baseError('Unavailable', 'Access tokens cannot be verified right now');
-      }
-      if (!(error instanceof TokenRejectedError)) throw error;
-      throw baseError('Unauthenticated', error.description, {
-        'WWW-Authenticate': bearerChallenge({ code: 'invalid_token', description: error.description }),
-      });
-    }
+    req.auth = await verifyBearer(verifier, req.get('authorization'));
     next();
   };
 }
 
-/**
- * Requires `scope` in the verified token (after {@link requireBearer}): 403 with
- * `error="insufficient_scope"` otherwise (RFC 6750 §3.1).
- */
+/** Throws a 403 with `error="insufficient_scope"` (RFC 6750 §3.1) unless the token has `scope`. */
+export function checkScope(auth: AuthContext, scope: Scope): void {
+  if (!auth.scopes.includes(scope)) {
+    const description = `The access token lacks the ${scope} scope`;
+    throw baseError('Forbidden', description, {
+      'WWW-Authenticate': bearerChallenge({ code: 'insufficient_scope', description, scope }),
+    });
+  }
+}
+
+/** Requires `scope` in the verified token (after {@link requireBearer}); see {@link checkScope}. */
 export function requireScope(scope: Scope): RequestHandler {
   return (req, _res, next) => {
-    if (!authOf(req).scopes.includes(scope)) {
-      const description = `The access token lacks the ${scope} scope`;
-      throw baseError('Forbidden', description, {
-        'WWW-Authenticate': bearerChallenge({ code: 'insufficient_scope', description, scope }),
-      });
-    }
+    checkScope(authOf(req), scope);
     next();
   };
 }

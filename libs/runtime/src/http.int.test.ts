@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { baseError } from '@ofp/contracts';
-import { closeServer, createHttpApp, listen, MAX_BODY_BYTES } from './http.js';
+import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, writeJson } from './http.js';
 import { createLogger } from './logger.js';
 import { createMetricsRegistry } from './metrics.js';
 
@@ -25,6 +25,20 @@ describe('the HTTP app factory', () => {
         router.get('/db-down', () => {
           throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
         });
+      },
+      // Served ahead of express: `/fast/ok`, `/fast/conflict`, `/fast/boom`; other `/fast/*` fall through.
+      fastRoutes: (req) => {
+        const what = /^\/fast\/(ok|conflict|boom)$/.exec(req.url ?? '')?.[1];
+        if (what === undefined) return undefined;
+        return {
+          route: '/fast/:what',
+          handle: async (_req, res, request) => {
+            await Promise.resolve();
+            if (what === 'conflict') throw baseError('Conflict', 'taken');
+            if (what === 'boom') throw new Error('secret internals at /etc/passwd');
+            writeJson(res, 200, JSON.stringify({ request: request.id }));
+          },
+        };
       },
     });
     const listening = await listen(app, 0, '127.0.0.1');
@@ -76,6 +90,25 @@ describe('the HTTP app factory', () => {
     const down = await fetch(`${base}/db-down`);
     expect(down.status).toBe(503);
     expect(down.headers.get('retry-after')).toBe('1');
+  });
+
+  it('serves fast routes ahead of express, with request ids, error envelopes and metrics', async () => {
+    const ok = await fetch(`${base}/fast/ok`, { headers: { 'x-request-id': 'fast-1' } });
+    expect(ok.headers.get('x-request-id')).toBe('fast-1');
+    expect(ok.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await ok.json()).toEqual({ request: 'fast-1' });
+    const conflict = await fetch(`${base}/fast/conflict`);
+    expect(conflict.status).toBe(409);
+    expect(await conflict.json()).toEqual({ count: 0, results: null, errors: { base: ['taken'] } });
+    const boom = await fetch(`${base}/fast/boom`);
+    expect(boom.status).toBe(500);
+    const body = await boom.text();
+    expect(body).toContain(boom.headers.get('x-request-id')!);
+    expect(body).not.toContain('secret');
+    expect((await fetch(`${base}/fast/other`)).status).toBe(404);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+      /http_request_duration_seconds_count\{service="http-test",method="GET",route="\/fast\/:what",status="409"\} 1/,
+    );
   });
 
   it('echoes a usable X-Request-Id and makes one up otherwise', async () => {

@@ -38,3 +38,13 @@ export function jsonBodyOf(req: Request): unknown {
   }
   return req.body as unknown;
 }
+
+/**
+ * Whether an `If-None-Match` header names `etag` (RFC 9110 §13.1.2, weak comparison; `*` names any):
+ * the client's copy is current, and a GET answers 304.
+ */
+export function noneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const opaque = (tag: string): string => tag.trim().replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
+}

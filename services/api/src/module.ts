@@ -1,14 +1,15 @@
 import { fileURLToPath } from 'node:url';
-import type { RequestHandler } from 'express';
+import type { BearerGate } from '@ofp/auth-tokens';
 import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
-import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import { migrate, type FastRoutes, type Logger, type Module, type Pool } from '@ofp/runtime';
 import { IdempotencyStore } from './commands/idempotency.js';
 import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';
 import { ReferenceResolver } from './commands/references.js';
 import { TenantSeeder } from './commands/tenant-seeder.js';
 import { UniqueValues } from './commands/unique-values.js';
+import { readRoutes } from './http/reads.js';
 import { apiRoutes } from './http/routes.js';
 import { InventoryManager } from './process-managers/inventory-manager.js';
 import { OrderProgressManager } from './process-managers/order-progress-manager.js';
@@ -24,14 +25,17 @@ export interface ApiDependencies {
   readonly store: EventStore;
   readonly logger: Logger;
   readonly clock: () => Date;
-  readonly authenticate: readonly RequestHandler[];
+  /** Bearer verification and rate limit, which every request passes first. */
+  readonly gate: BearerGate;
   /** Longest a write's response waits for the read model (API.md §5 read-your-writes). */
   readonly readYourWritesTimeoutMs: number;
 }
 
 export interface ApiModule extends Module {
-  /** The `/v2` model endpoints; mount under `/v2` and `/api/v2`. */
+  /** The `/v2` model endpoints but reads; mount under `/v2` and `/api/v2`. */
   readonly routes: ReturnType<typeof apiRoutes>;
+  /** The reads, served ahead of express (`HttpAppOptions.fastRoutes`). */
+  readonly reads: FastRoutes;
 }
 
 export interface ProcessManagersDependencies {
@@ -80,18 +84,13 @@ export function createApiModule(deps: ApiDependencies): ApiModule {
     pollIntervalMs: 50,
   });
   const tenants = new TenantSeeder(deps.pool, commands, unique, waiter);
+  const queries = new RecordQueries(deps.pool);
   let started = false;
   let purge: NodeJS.Timeout | undefined;
   return {
     name: 'api',
-    routes: apiRoutes({
-      commands,
-      queries: new RecordQueries(deps.pool),
-      waiter,
-      idempotency,
-      tenants,
-      authenticate: deps.authenticate,
-    }),
+    routes: apiRoutes({ commands, waiter, idempotency, tenants, authenticate: deps.gate.middleware }),
+    reads: readRoutes({ queries, tenants, gate: deps.gate }),
     async start() {
       await waiter.start();
       purge = setInterval(() => {

@@ -296,6 +296,38 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(changed.status).toBe(422);
   });
 
+  it('serves reads behind the same gate as writes, with HEAD and conditional GET', async () => {
+    const path = `/v2/people/${people[0]!.id}`;
+    const read = await acme.request<Person>('GET', path, { headers: { 'x-request-id': 'read-1' } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('x-request-id')).toBe('read-1');
+    expect(read.headers.get('ratelimit-limit')).toMatch(/^\d+$/);
+    const etag = read.headers.get('etag');
+    expect(etag).toBe(`W/"${read.body.results.version}"`);
+    const unchanged = await acme.request('GET', path, { headers: { 'if-none-match': etag! } });
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.headers.get('etag')).toBe(etag);
+    expect((await acme.request('GET', path, { headers: { 'if-none-match': 'W/"999"' } })).status).toBe(200);
+
+    const head = await acme.request('HEAD', '/api/v2/people/');
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(head.body).toBeNull();
+    const twice = encodeURIComponent('{}');
+    expect((await acme.request('GET', `/v2/people?q=${twice}&q=${twice}`)).body.errors).toEqual({
+      base: ['q must be given once'],
+    });
+    expect((await acme.request('GET', '/v2/people/abc')).status).toBe(404);
+
+    const anonymous = await fetch(`${platform.apiUrl}${path}`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+    const writer = await createIntegrator(platform, { name: 'Writer', scopes: ['write'] });
+    const refused = await writer.request('GET', '/v2/people');
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain('insufficient_scope');
+  });
+
   it('answers protocol errors in the envelope', async () => {
     expect(
       (

@@ -11,12 +11,10 @@ import {
 } from '../commands/idempotency.js';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ProjectionWaiter } from '../queries/projection-waiter.js';
-import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';
 import type { TenantSeeder } from '../commands/tenant-seeder.js';
 
 export interface ApiRoutesDependencies {
   readonly commands: RecordCommands;
-  readonly queries: RecordQueries;
   readonly waiter: ProjectionWaiter;
   readonly idempotency: IdempotencyStore;
   readonly tenants: TenantSeeder;
@@ -24,7 +22,10 @@ export interface ApiRoutesDependencies {
   readonly authenticate: readonly RequestHandler[];
 }
 
-/** The public `/v2` model endpoints (API.md §4-§6), mounted under `/v2` and `/api/v2`. */
+/**
+ * The public `/v2` model endpoints (API.md §5-§6) but their reads (`readRoutes`, served ahead of
+ * express), mounted under `/v2` and `/api/v2`.
+ */
 export function apiRoutes(deps: ApiRoutesDependencies): Router {
   const router = Router();
   router.use(...deps.authenticate);
@@ -34,7 +35,6 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
     next();
   });
 
-  const readScope = requireScope('read');
   // The scope every write of the model needs; models with operator changes also let an `operations`
   // token through, and the decided change then names the exact scopes it needs (API.md §7).
   const writeScope: RequestHandler = (req, res, next) => {
@@ -47,13 +47,6 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
   router
     .route('/:model')
     .all(allowed('collection'))
-    .get(readScope, async (req, res) => {
-      const model = modelOf(req);
-      const q = req.query.q;
-      if (q !== undefined && typeof q !== 'string') throw baseError('Invalid', 'q must be given once');
-      const page = await deps.queries.search(model, authOf(req).orgId, q);
-      res.type('application/json').send(searchEnvelopeJson(page));
-    })
     .post(writeScope, async (req, res) => {
       await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBodyOf(req)) });
     });
@@ -61,13 +54,6 @@ export function apiRoutes(deps: ApiRoutesDependencies): Router {
   router
     .route('/:model/:id')
     .all(allowed('record'))
-    .get(readScope, async (req, res) => {
-      const model = modelOf(req);
-      const record = await deps.queries.get(model, authOf(req).orgId, idOf(req));
-      if (!record) throw baseError('NotFound', `${model.singular} ${paramOf(req, 'id')} not found`);
-      res.setHeader('ETag', etagOf(record.version));
-      res.type('application/json').send(singleEnvelopeJson(record));
-    })
     .post(writeScope, async (req, res) => {
       await write(req, res, {
         kind: 'create',
