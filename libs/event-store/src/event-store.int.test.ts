@@ -128,6 +128,23 @@ describe('EventStore', () => {
     expect(comparePositions(slowResult.position, fast.position)).toBeLessThan(0);
   });
 
+  it('reads in the numeric order of transaction ids, also where they gain a digit', async () => {
+    // Transaction ids 9 and 10 (long committed, so visible): in text order "10" would come first.
+    for (const [transactionId, streamId] of [
+      ['10', 'x-later'],
+      ['9', 'x-earlier'],
+    ] as const)
+      await db.pool.query(
+        `INSERT INTO es.events (transaction_id, event_id, stream_id, stream_type, version, type, org_id, data)
+         VALUES ($1::xid8, $2, $3, 'x', 1, 'x.created', 1, '{}')`,
+        [transactionId, randomUUID(), streamId],
+      );
+    const first = await store.readAll(START, { limit: 1, streamTypes: ['x'] });
+    expect(first.map((e) => e.streamId)).toEqual(['x-earlier']);
+    const rest = await store.readAll(first[0]!.position, { limit: 10, streamTypes: ['x'] });
+    expect(rest.map((e) => e.streamId)).toEqual(['x-later']);
+  });
+
   it('keeps outbox rows until acknowledged', async () => {
     const outbox = await store.readOutbox(10_000);
     expect(outbox.length).toBeGreaterThan(0);

@@ -235,12 +235,14 @@ export class EventStore {
     after: GlobalPosition,
     options: { limit: number; streamTypes?: readonly string[] },
   ): Promise<StoredEvent[]> {
+    // ORDER BY names the table's columns: a bare `transaction_id` would be the text output column of
+    // EVENT_COLUMNS, whose order puts "10000" before "9999" and moves a checkpoint past unread events.
     const { rows } = await this.pool.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events
         WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
           AND ($3::text[] IS NULL OR stream_type = ANY($3::text[]))
-        ORDER BY transaction_id, position
+        ORDER BY es.events.transaction_id, es.events.position
         LIMIT $4`,
       [after.transactionId, after.position, options.streamTypes ?? null, options.limit],
     );
