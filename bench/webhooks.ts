@@ -4,6 +4,7 @@
 // from both loops rather than from the one it shares a process with.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -13,7 +14,14 @@ import type { RequestHandler } from 'express';
 import { Agent, request } from 'undici';
 import { PgLogBus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
-import { closeServer, createHttpApp, createMetricsRegistry, createPool, listen } from '@ofp/runtime';
+import {
+  closeServer,
+  createHttpApp,
+  createMetricsRegistry,
+  createPool,
+  listen,
+  type Pool,
+} from '@ofp/runtime';
 import { startScratchDatabase, testLogger } from '@ofp/testing';
 import { createWebhookDispatcherModule, migrateWebhookDispatcher } from '@ofp/webhook-dispatcher';
 import { measure } from './measure.js';
@@ -25,6 +33,10 @@ const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 4);
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 2_000);
 const LATENCY_RATE_PER_SECOND = 200;
 const SEED_CONCURRENCY = 32;
+/** How long the delivery phase may go without a delivery before the benchmark fails. */
+const STALL_MS = 60_000;
+/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 if (process.argv[2] === 'receiver') await runReceiver();
 else await runBenchmark();
@@ -171,6 +183,7 @@ async function runBenchmark(): Promise<void> {
     bar.stop();
 
     const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
+    const postgresBefore = await postgresCpu(pool);
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
     await dispatcher.start();
@@ -179,15 +192,20 @@ async function runBenchmark(): Promise<void> {
       Presets.shades_classic,
     );
     progress.start(EVENTS, 0);
-    for (;;) {
+    for (let seen = 0, movedAt = performance.now(); ;) {
       const delivered = (await receiverGet<{ count: number }>('/count')).count - deliveredBefore;
       progress.update(Math.min(delivered, EVENTS));
       if (delivered >= EVENTS) break;
+      if (delivered > seen) [seen, movedAt] = [delivered, performance.now()];
+      // A delivery that never comes must fail the benchmark, not hang it.
+      else if (performance.now() - movedAt > STALL_MS)
+        throw new Error(`stalled: ${delivered} of ${EVENTS} delivered, none for ${STALL_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    const postgresSeconds = cpuSince(postgresBefore, await postgresCpu(pool));
     progress.stop();
     const perSecond = EVENTS / seconds;
 
@@ -238,6 +256,9 @@ async function runBenchmark(): Promise<void> {
       `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
       `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
       `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
+      postgresSeconds === undefined
+        ? '  Postgres CPU: not measured (its backends are not processes of this machine)'
+        : `  Postgres CPU while delivering (this database's backends): ${((100 * postgresSeconds) / seconds).toFixed(0)}% of a core, ${((postgresSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
       `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
       '',
@@ -249,6 +270,36 @@ async function runBenchmark(): Promise<void> {
     await pool.end();
     await database.stop();
   }
+}
+
+/**
+ * CPU seconds used so far by each backend of the pool's database, read from /proc (Postgres runs on this
+ * machine in every way the benchmark is run); undefined when a backend is no process here.
+ */
+async function postgresCpu(pool: Pool): Promise<Map<number, number> | undefined> {
+  const { rows } = await pool.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
+  );
+  const used = new Map<number, number>();
+  for (const { pid } of rows) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+    if (stat === undefined) return undefined;
+    // Fields after the parenthesized command name; utime and stime are the 14th and 15th of the line.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    used.set(pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND);
+  }
+  return used;
+}
+
+/** CPU seconds the backends used between two readings (a backend that is new counts from zero). */
+function cpuSince(
+  before: Map<number, number> | undefined,
+  after: Map<number, number> | undefined,
+): number | undefined {
+  if (before === undefined || after === undefined) return undefined;
+  let seconds = 0;
+  for (const [pid, used] of after) seconds += used - (before.get(pid) ?? 0);
+  return seconds;
 }
 
 /** Appends `person.created|updated` of `people-<id>` at `version`, as the api would; resolves with its id. */
