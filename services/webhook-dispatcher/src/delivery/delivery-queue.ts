@@ -67,6 +67,10 @@ export interface ClaimOptions {
 const DEADLOCK_DETECTED = '40P01';
 const PASS_TURNS_ATTEMPTS = 5;
 
+/** Whether delivery `d` is retried after a failure: its endpoint is enabled, or it is a test. */
+const KEEPS_RETRYING = `(d.event_type = 'webhook.test' OR coalesce(
+  (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = d.webhook_id AND w.org_id = d.org_id), false))`;
+
 /**
  * The durable delivery queue in `webhooks.webhook_deliveries`. Every step is one statement or one
  * short transaction, so no transaction stays open while a request is on the wire: an open transaction
@@ -239,9 +243,13 @@ export class DeliveryQueue {
            next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error_kind text,
            error text, response_excerpt text, gone boolean)
        ), updated AS (
+         -- An endpoint disabled (or deleted) while the attempt was under way gave up its queued deliveries
+         -- then, but not this one: a retry of it is given up now (tests are sent to disabled ones too).
          UPDATE webhooks.webhook_deliveries d
-            SET status = r.status, attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
-                next_attempt_at = r.next_attempt_at, last_status_code = r.status_code, last_error = r.error,
+            SET status = CASE WHEN r.status = 'pending' AND NOT ${KEEPS_RETRYING} THEN 'failed' ELSE r.status END,
+                attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
+                next_attempt_at = CASE WHEN ${KEEPS_RETRYING} THEN r.next_attempt_at END,
+                last_status_code = r.status_code, last_error = r.error,
                 claimed_by = NULL, lease_expires_at = NULL, updated_at = $2, version = d.version + 1
            FROM result r
           WHERE d.id = r.id AND d.status = 'sending' AND d.claimed_by = r.claimed_by

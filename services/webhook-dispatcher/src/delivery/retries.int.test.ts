@@ -221,6 +221,31 @@ describe('retries, order and recovery on an injected clock', () => {
     expect(receiver.received[1]!.signature.split(' ')).toHaveLength(1);
   }, 60_000);
 
+  it('gives up, instead of retrying, a delivery whose endpoint was disabled while it was in flight', async () => {
+    const orgId = ++org;
+    let secret = '';
+    const receiver = await receiverFor(() => secret);
+    const webhook = await harness.createWebhook(orgId, { url: receiver.url, events: ['person.created'] });
+    secret = webhook.secret;
+    receiver.answerWith(() => ({ status: 500, delayMs: 500 }));
+    const event = await append(orgId, 1);
+    await receiver.waitFor((r) => r.length === 1);
+    const disabled = await harness.request('PATCH', `/webhooks/${webhook.id}`, {
+      orgId,
+      body: { enabled: false },
+    });
+    expect(disabled.status).toBe(200);
+    await eventually(async () => {
+      const row = await delivery(orgId, event.eventId);
+      return row.attempts === 1 ? row : undefined;
+    }, 'the attempt to be recorded');
+    expect(await delivery(orgId, event.eventId)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      next_attempt_at: null,
+    });
+  });
+
   it('disables an endpoint whose deliveries all failed for 5 days and tells the other endpoints', async () => {
     const orgId = ++org;
     let secrets: [string, string] = ['', ''];
