@@ -57,7 +57,9 @@ export function readModelDdl(models: readonly ModelDefinition[], options: ReadMo
   const roots = models.map(tableTree);
   for (const root of roots) statements.push(...modelTables(root, options));
   for (const root of roots.filter(({ storesDocument }) => storesDocument))
-    statements.push(renderDocumentsStatement(root, options, (alias) => `${alias}.${DOCUMENT_COLUMN} IS NULL`));
+    statements.push(
+      renderDocumentsStatement(root, options, (alias) => `${alias}.${DOCUMENT_COLUMN} IS NULL`),
+    );
   return `${statements.join(';\n')};\n`;
 }
 

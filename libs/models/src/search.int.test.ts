@@ -344,7 +344,11 @@ describe('searches over the read model', () => {
     });
 
     it('answers zero for no match', async () => {
-      expect(await search(people, where(['id', '=', 999]))).toEqual({ total_results: 0, count: 0, results: [] });
+      expect(await search(people, where(['id', '=', 999]))).toEqual({
+        total_results: 0,
+        count: 0,
+        results: [],
+      });
     });
   });
 

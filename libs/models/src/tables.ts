@@ -68,7 +68,10 @@ const trees = new WeakMap<ModelDefinition, TableNode>();
 export function tableTree(model: ModelDefinition): TableNode {
   let tree = trees.get(model);
   if (!tree) {
-    tree = { ...buildNode(model.name, model.name, model.fields, ['id'], []), storesDocument: model.storedDocuments };
+    tree = {
+      ...buildNode(model.name, model.name, model.fields, ['id'], []),
+      storesDocument: model.storedDocuments,
+    };
     trees.set(model, tree);
   }
   return tree;
@@ -116,7 +119,17 @@ function buildNode(
       }
     }
   }
-  return { table, fields, keyColumns, parentColumns, columns, references, children, joins, storesDocument: false };
+  return {
+    table,
+    fields,
+    keyColumns,
+    parentColumns,
+    columns,
+    references,
+    children,
+    joins,
+    storesDocument: false,
+  };
 }
 
 /** Rows of a model are keyed by its bigint `id`; child rows add integer ordinals to the `record_id`. */
