@@ -33,7 +33,7 @@ export const platformConfigSchema = z
     KAFKA_TOPIC_PREFIX: z.string().default('ofp.events.'),
     KAFKA_TOPIC_PARTITIONS: env.positiveInt(6),
     KAFKA_REPLICATION_FACTOR: env.positiveInt(1),
-    DATABASE_POOL_SIZE: env.positiveInt(20),
+    DATABASE_POOL_SIZE: env.positiveInt(10),
     /** Longest a write's response waits for the read model (read-your-writes). */
     READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000),
     ...webhookDispatcherConfigShape,

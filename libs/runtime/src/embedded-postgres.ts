@@ -30,7 +30,16 @@ const PASSWORD = 'postgres';
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const dataDir = resolve(options.dataDir);
   await stopStalePostmaster(dataDir, options.logger);
-  const flags = ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'];
+  // Postgres's default of 128 MB of shared buffers is sized for tiny machines: a read model of a few
+  // hundred thousand records would be read through the kernel's page cache, one system call a page.
+  const flags = [
+    '-c',
+    'max_connections=300',
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'shared_buffers=512MB',
+  ];
   if (options.ephemeral) {
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   }
