@@ -28,9 +28,9 @@ export interface SearchRow {
 }
 
 /**
- * Compiles a search into one statement returning one `SearchRow`. The page is chosen by ids first
- * (so an index can supply the order and the limit stops the scan, and an offset skips index entries
- * rather than rows), then only those rows' documents are read (or rendered, see `recordJson`).
+ * Compiles a search into one statement returning one `SearchRow`. An index can supply the page's
+ * order, and the limit stops the scan; only the page's rows are read as documents (or rendered, see
+ * `recordJson`).
  * The count runs over the same conditions (see `countStatement` for the shortcuts it takes). The
  * page hangs off the count, so an offset past the end still answers `total_results`.
  *
@@ -66,8 +66,24 @@ export function compileSearch(
     params,
     context,
   );
+  // The first page reads its documents with its rows. A later one picks ids first, so that the offset
+  // skips index entries rather than rows, then reads the documents of those ids.
+  const direct = root.storesDocument && query.offset === 0;
+  const orderColumns = [...new Set(query.order.map(({ column }) => column))].filter((c) => c !== 'id');
+  const pageColumns = [
+    `${alias}.id`,
+    ...orderColumns.map((column) => columnOf(alias, column)),
+    ...(direct ? [`${recordJson(root, alias, context)} AS document`] : []),
+  ];
+  const shown = direct
+    ? `SELECT count(*)::int AS count,
+    coalesce(json_agg(page.document ORDER BY ${orderBy(query.order, 'page')}), '[]'::json) AS results
+  FROM page`
+    : `SELECT count(*)::int AS count,
+    coalesce(json_agg(${recordJson(root, rendered, context)} ORDER BY ${orderBy(query.order, 'page')}), '[]'::json) AS results
+  FROM page JOIN ${table} ${rendered} ON ${rendered}.id = page.id AND ${rendered}.org_id = ${context.org}`;
   const text = `WITH page AS (
-  SELECT ${alias}.id FROM ${table} ${alias}
+  SELECT ${pageColumns.join(', ')} FROM ${table} ${alias}
   WHERE ${where}
   ORDER BY ${orderBy(query.order, alias)}
   LIMIT ${limit} OFFSET ${offset}
@@ -75,9 +91,7 @@ export function compileSearch(
   ${total}
 )
 SELECT total.total_results, shown.count, shown.results FROM total, (
-  SELECT count(*)::int AS count,
-    coalesce(json_agg(${recordJson(root, rendered, context)} ORDER BY ${orderBy(query.order, rendered)}), '[]'::json) AS results
-  FROM page JOIN ${table} ${rendered} ON ${rendered}.id = page.id AND ${rendered}.org_id = ${context.org}
+  ${shown}
 ) shown`;
   return { text, values: params.values };
 }
