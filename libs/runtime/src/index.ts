@@ -8,3 +8,4 @@ export * from './postgres.js';
 export * from './migrations.js';
 export * from './embedded-postgres.js';
 export * from './record-http.js';
+export * from './idempotency.js';

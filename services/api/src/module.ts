@@ -2,8 +2,15 @@ import { fileURLToPath } from 'node:url';
 import type { BearerGate } from '@ofp/auth-tokens';
 import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
-import { migrate, type FastRoutes, type Logger, type Module, type Pool } from '@ofp/runtime';
-import { IdempotencyStore } from './commands/idempotency.js';
+import {
+  IdempotencyStore,
+  migrate,
+  type FastRoutes,
+  type Logger,
+  type Module,
+  type Pool,
+} from '@ofp/runtime';
+
 import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';
 import { ReferenceResolver } from './commands/references.js';
@@ -71,7 +78,7 @@ export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {
 export function createApiModule(deps: ApiDependencies): ApiModule {
   const records = new RecordStore(deps.pool, deps.store);
   const unique = new UniqueValues(deps.pool);
-  const idempotency = new IdempotencyStore(deps.pool);
+  const idempotency = new IdempotencyStore(deps.pool, 'api.idempotency_keys');
   const commands = new RecordCommands(
     records,
     new ReferenceResolver(records, unique),

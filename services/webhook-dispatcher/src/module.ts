@@ -3,7 +3,7 @@ import type { RequestHandler, Router } from 'express';
 import { Registry } from 'prom-client';
 import type { Bus, Subscription } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
-import { inTransaction, migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import { IdempotencyStore, inTransaction, migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
 import { AddressGuard, systemResolver, type HostResolver } from './delivery/address-guard.js';
 import { DeliveryMetrics } from './delivery/delivery-metrics.js';
@@ -106,11 +106,13 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
     limits,
   });
   const intake = new EventIntake(deps.pool, queue, deps.clock);
+  const idempotency = new IdempotencyStore(deps.pool, 'webhooks.idempotency_keys');
   let subscription: Subscription | undefined;
   let sweep: NodeJS.Timeout | undefined;
+  let purge: NodeJS.Timeout | undefined;
   return {
     name: 'webhook-dispatcher',
-    routes: webhookRoutes({ pool: deps.pool, commands, authenticate: deps.authenticate }),
+    routes: webhookRoutes({ pool: deps.pool, commands, idempotency, authenticate: deps.authenticate }),
     metrics,
     async start() {
       await workers.start();
@@ -118,6 +120,12 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
       disabler.request();
       sweep = setInterval(() => disabler.request(), limits.reapIntervalMs);
       sweep.unref();
+      purge = setInterval(() => {
+        idempotency
+          .purgeExpired()
+          .catch((error: unknown) => logger.warn({ err: error }, 'idempotency purge failed'));
+      }, 3_600_000);
+      purge.unref();
       subscription = await deps.bus.subscribe({
         group: INTAKE_GROUP,
         streamTypes: intakeStreamTypes(),
@@ -128,6 +136,7 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
       const intakeSubscription = subscription;
       subscription = undefined;
       clearInterval(sweep);
+      clearInterval(purge);
       await intakeSubscription?.stop();
       await workers.stop();
       await disabler.idle();

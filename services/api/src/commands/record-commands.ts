@@ -2,8 +2,7 @@ import { setTimeout } from 'node:timers/promises';
 import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
 import type { GlobalPosition } from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
-import type { PoolClient } from '@ofp/runtime';
-import type { IdempotencyStore, StoredResponse } from './idempotency.js';
+import type { IdempotencyStore, PoolClient, StoredResponse } from '@ofp/runtime';
 import { rulesOf } from '../domain/rules-by-model.js';
 import {
   ABSENT,

@@ -1,14 +1,18 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import { authOf, requireScope } from '@ofp/auth-tokens';
-import { etagOf, jsonBodyOf, parseIfMatch, prefersAsync, recordIdOf } from '@ofp/runtime';
-import { allowedMethods, findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import {
+  etagOf,
+  jsonBodyOf,
   parseIdempotencyKey,
+  parseIfMatch,
+  prefersAsync,
+  recordIdOf,
   requestHash,
   type IdempotencyStore,
   type StoredResponse,
-} from '../commands/idempotency.js';
+} from '@ofp/runtime';
+import { allowedMethods, findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ProjectionWaiter } from '../queries/projection-waiter.js';
 import type { TenantSeeder } from '../commands/tenant-seeder.js';

@@ -3,7 +3,16 @@ import { z } from 'zod';
 import { authOf, requireScope } from '@ofp/auth-tokens';
 import { baseError, fieldError, searchEnvelope, singleEnvelope, type RecordJson } from '@ofp/contracts';
 import { parseQuery, searchRecords, webhookDeliveries, webhooks, type ModelDefinition } from '@ofp/models';
-import { jsonBodyOf, parseIfMatch, prefersAsync, recordIdOf, type Pool } from '@ofp/runtime';
+import {
+  jsonBodyOf,
+  parseIdempotencyKey,
+  parseIfMatch,
+  prefersAsync,
+  recordIdOf,
+  requestHash,
+  type IdempotencyStore,
+  type Pool,
+} from '@ofp/runtime';
 import { TABLES } from '../schema.js';
 import type { Actor, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
@@ -12,6 +21,7 @@ import { webhookBody } from './webhook-body.js';
 export interface WebhookRoutesDependencies {
   readonly pool: Pool;
   readonly commands: WebhookCommands;
+  readonly idempotency: IdempotencyStore;
   /** Verifies the bearer token (and applies the client's rate limit). */
   readonly authenticate: readonly RequestHandler[];
 }
@@ -30,6 +40,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
       res.setHeader('Preference-Applied', 'respond-async');
     next();
   });
+  router.use(['/webhooks', '/webhook_deliveries'], idempotent(deps.idempotency));
   const read = requireScope('read');
   const write = requireScope(webhooks.writeScope);
 
@@ -137,6 +148,55 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
   }
 
   return router;
+}
+
+/** The headers of a write's response that its replays carry too. */
+const REPLAYED_HEADERS = ['etag', 'location', 'preference-applied'];
+
+/**
+ * `Idempotency-Key` on every write (API.md §5): the key is held while the request runs (a second
+ * request with it meanwhile is a 409), and a successful response is stored and replayed for 24 h with
+ * `Idempotent-Replayed: true`; a failed request frees the key. The same key with another method, path
+ * or body is a 422.
+ */
+function idempotent(store: IdempotencyStore): RequestHandler {
+  return async (req, res, next) => {
+    const key =
+      req.method === 'GET' || req.method === 'HEAD'
+        ? undefined
+        : parseIdempotencyKey(req.get('idempotency-key'));
+    if (key === undefined) {
+      next();
+      return;
+    }
+    const { orgId } = authOf(req);
+    const stored = await store.begin(orgId, key, requestHash(req.method, req.path, req.body));
+    if (stored) {
+      for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
+      res.setHeader('Idempotent-Replayed', 'true');
+      res.status(stored.status).json(stored.body);
+      return;
+    }
+    const json = res.json.bind(res);
+    res.json = ((body: unknown) => {
+      if (res.statusCode >= 400) return json(body);
+      const headers = Object.fromEntries(
+        REPLAYED_HEADERS.flatMap((name) => {
+          const value = res.getHeader(name);
+          return typeof value === 'string' ? [[name, value]] : [];
+        }),
+      );
+      store.finish(orgId, key, { status: res.statusCode, headers, body }).then(() => json(body), next);
+      return res;
+    }) as typeof res.json;
+    res.on('finish', () => {
+      if (res.statusCode >= 400)
+        store.abandon(orgId, key).catch((error: unknown) => {
+          req.log.warn({ err: error }, 'freeing an idempotency key failed');
+        });
+    });
+    next();
+  };
 }
 
 function actorOf(req: Request): Actor {

@@ -1,5 +1,6 @@
 import type { RecordChange, RecordJson } from '@ofp/contracts';
 import { START } from '@ofp/event-store';
+import { IdempotencyStore } from '@ofp/runtime';
 import type { HostResolver } from '../delivery/address-guard.js';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 
@@ -42,6 +43,65 @@ describe('the webhooks endpoints', () => {
     const searched = await harness.request('GET', '/webhooks');
     expect(JSON.stringify(searched.body)).not.toContain('whsec_');
     expect(JSON.stringify(got.body)).not.toContain('secret');
+  });
+
+  it('replays a write with the same Idempotency-Key, and refuses the key for another request', async () => {
+    const org = 41;
+    const key = { 'idempotency-key': 'create-hook-1' };
+    const first = await harness.request('POST', '/webhooks', { orgId: org, body: HOOK, headers: key });
+    expect(first.status).toBe(201);
+    const again = await harness.request('POST', '/webhooks', { orgId: org, body: HOOK, headers: key });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    expect(again.body).toEqual(first.body);
+    expect((await harness.request('GET', '/webhooks', { orgId: org })).body.total_results).toBe(1);
+
+    const other = await harness.request('POST', '/webhooks', {
+      orgId: org,
+      body: { ...HOOK, description: 'another' },
+      headers: key,
+    });
+    expect(other.status).toBe(422);
+    // A failed write keeps nothing: the key then serves the corrected request.
+    const badKey = { 'idempotency-key': 'create-hook-2' };
+    const refused = await harness.request('POST', '/webhooks', {
+      orgId: org,
+      body: { ...HOOK, url: 'ftp://example.test' },
+      headers: badKey,
+    });
+    expect(refused.status).toBe(422);
+    expect(
+      (await harness.request('POST', '/webhooks', { orgId: org, body: HOOK, headers: badKey })).status,
+    ).toBe(201);
+    const malformed = await harness.request('POST', '/webhooks', {
+      orgId: org,
+      body: HOOK,
+      headers: { 'idempotency-key': '' },
+    });
+    expect(malformed.status).toBe(400);
+  });
+
+  it('holds an Idempotency-Key while its request runs, and for a minute at most', async () => {
+    const store = new IdempotencyStore(harness.database.pool, 'webhooks.idempotency_keys');
+    const org = 42;
+    expect(await store.begin(org, 'k', 'hash')).toBeUndefined();
+    await expect(store.begin(org, 'k', 'hash')).rejects.toMatchObject({ kind: 'Conflict' });
+    await expect(store.begin(org, 'k', 'other')).rejects.toMatchObject({ kind: 'Unprocessable' });
+    await store.abandon(org, 'k');
+    expect(await store.begin(org, 'k', 'hash')).toBeUndefined();
+    await store.finish(org, 'k', { status: 201, headers: { etag: 'W/"1"' }, body: { id: 1 } });
+    expect(await store.begin(org, 'k', 'hash')).toEqual({
+      status: 201,
+      headers: { etag: 'W/"1"' },
+      body: { id: 1 },
+    });
+
+    expect(await store.begin(org, 'dead', 'hash')).toBeUndefined();
+    await harness.database.pool.query(
+      "UPDATE webhooks.idempotency_keys SET created_at = now() - interval '61 seconds' WHERE key = 'dead'",
+    );
+    expect(await store.begin(org, 'dead', 'hash')).toBeUndefined();
   });
 
   it('answers rotate_secret with a new secret, still absent from GET', async () => {

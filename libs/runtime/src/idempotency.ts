@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import { baseError, fieldError } from '@ofp/contracts';
+import type { Pool, PoolClient } from './postgres.js';
+
+/** Printable ASCII, 1 to 255 characters (API.md §5). */
+const KEY = /^[\x20-\x7e]{1,255}$/;
+/** How long a key's first response is replayed. */
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** Validates an `Idempotency-Key` header; undefined when the request has none. */
+export function parseIdempotencyKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!KEY.test(header))
+    throw fieldError('Invalid', 'Idempotency-Key', 'must be 1 to 255 printable ASCII characters');
+  return header;
+}
+
+/** What makes two requests "the same": method, path and body. */
+export function requestHash(method: string, path: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest('hex');
+}
+
+/** A request that holds a key until its response is recorded with {@link IdempotencyStore.finish}. */
+const IN_PROGRESS = 0;
+/** How long a key stays held by a request that never finished (its process died), before another may take it. */
+const HOLD_SECONDS = 60;
+
+/**
+ * Idempotency records (API.md §5), one table per service that writes: `(org_id, key)`, the request's
+ * hash, and the response to replay for 24 h. Two ways to use it:
+ *
+ * - in the write's transaction (`find` first, then `record` with the transaction's client), so a replay
+ *   can never see a response whose change did not commit: the api's record writes;
+ * - around a request (`begin`, then `finish` or `abandon`), for writes made of several statements of
+ *   their own: the key is held while the request runs, and a second request with it meanwhile is a 409.
+ *   A process that dies between its write's commit and `finish` leaves the key held for a minute; a
+ *   request with it after that runs again.
+ */
+export class IdempotencyStore {
+  /** `table`: the schema-qualified table, laid out as `api.idempotency_keys` (the api's migration). */
+  constructor(
+    private readonly pool: Pool,
+    private readonly table: string,
+  ) {
+    if (!/^[a-z_]+\.[a-z_]+$/.test(table)) throw new Error(`not a table name: ${table}`);
+  }
+
+  /** The stored response for this key, if any; a 422 when the key was used with another request. */
+  async find(orgId: number, key: string, hash: string): Promise<StoredResponse | undefined> {
+    const { rows } = await this.pool.query<{
+      request_hash: string;
+      status: number;
+      headers: Record<string, string>;
+      body: unknown;
+    }>(
+      `SELECT request_hash, status, headers, body FROM ${this.table}
+        WHERE org_id = $1 AND key = $2 AND created_at > now() - make_interval(hours => $3)`,
+      [orgId, key, IDEMPOTENCY_WINDOW_HOURS],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    if (row.request_hash !== hash) {
+      throw baseError('Unprocessable', 'Idempotency-Key was already used with a different request');
+    }
+    if (row.status === IN_PROGRESS)
+      throw baseError('Conflict', 'A request with this Idempotency-Key is still in progress');
+    return { status: row.status, headers: row.headers, body: row.body };
+  }
+
+  /**
+   * Holds the key for this request: undefined when the request is to run (then `finish` or `abandon`
+   * it), the stored response when it ran already; a 422 for another request's key, a 409 while the
+   * request that holds it runs.
+   */
+  async begin(orgId: number, key: string, hash: string): Promise<StoredResponse | undefined> {
+    const held = await this.pool.query(
+      `INSERT INTO ${this.table} AS k (org_id, key, request_hash, status, headers, body)
+       VALUES ($1, $2, $3, ${IN_PROGRESS}, '{}', 'null')
+       ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = ${IN_PROGRESS},
+         headers = '{}', body = 'null', created_at = now()
+         WHERE k.created_at <= now() - make_interval(hours => $4)
+            OR k.status = ${IN_PROGRESS} AND k.created_at <= now() - make_interval(secs => $5)`,
+      [orgId, key, hash, IDEMPOTENCY_WINDOW_HOURS, HOLD_SECONDS],
+    );
+    if (held.rowCount === 1) return undefined;
+    const stored = await this.find(orgId, key, hash);
+    // Gone between the two statements (abandoned, or expired): the request may run.
+    return stored ?? this.begin(orgId, key, hash);
+  }
+
+  /** Stores the response of a request that `begin` let run. */
+  async finish(orgId: number, key: string, response: StoredResponse): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET status = $3, headers = $4, body = $5
+        WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
+      [orgId, key, response.status, JSON.stringify(response.headers), JSON.stringify(response.body)],
+    );
+  }
+
+  /** Frees the key of a request that `begin` let run and that changed nothing (it failed). */
+  async abandon(orgId: number, key: string): Promise<void> {
+    await this.pool.query(
+      `DELETE FROM ${this.table} WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
+      [orgId, key],
+    );
+  }
+
+  /**
+   * Records the response inside the write's transaction. Returns false when a concurrent request
+   * with the same key committed first (the caller then rolls back and replays that one).
+   */
+  async record(
+    client: PoolClient,
+    orgId: number,
+    key: string,
+    hash: string,
+    response: StoredResponse,
+  ): Promise<boolean> {
+    const result = await client.query(
+      `INSERT INTO ${this.table} AS k (org_id, key, request_hash, status, headers, body)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = EXCLUDED.status,
+         headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()
+         WHERE k.created_at <= now() - make_interval(hours => $7)`,
+      [
+        orgId,
+        key,
+        hash,
+        response.status,
+        JSON.stringify(response.headers),
+        JSON.stringify(response.body),
+        IDEMPOTENCY_WINDOW_HOURS,
+      ],
+    );
+    return result.rowCount === 1;
+  }
+
+  /** Deletes expired keys; resolves with how many. */
+  async purgeExpired(): Promise<number> {
+    const result = await this.pool.query(
+      `DELETE FROM ${this.table} WHERE created_at <= now() - make_interval(hours => $1)`,
+      [IDEMPOTENCY_WINDOW_HOURS],
+    );
+    return result.rowCount ?? 0;
+  }
+}
