@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { env } from '@ofp/runtime';
 import type { WorkerLimits } from './delivery/delivery-workers.js';
 
@@ -10,7 +10,12 @@ export interface DeliveryLimits extends WorkerLimits {
   readonly requestTimeoutMs: number;
   /** How much of a response body an attempt keeps (the registry's `response_excerpt` holds 2000 characters). */
   readonly maxExcerptBytes: number;
+  /** Days a finished delivery (and its attempts) is kept; at least `recover`'s 14 days (API.md §8). */
+  readonly retentionDays: number;
 }
+
+/** `recover` reaches 14 days back (API.md §8): finished deliveries are kept at least that long. */
+export const MIN_RETENTION_DAYS = 14;
 
 export const DEFAULT_LIMITS: DeliveryLimits = {
   concurrency: 64,
@@ -22,6 +27,7 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
   connectTimeoutMs: 5_000,
   requestTimeoutMs: 15_000,
   maxExcerptBytes: 1024,
+  retentionDays: 30,
 };
 
 /**
@@ -31,7 +37,8 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
  * - `WEBHOOK_ALLOWED_NETWORKS` (none): comma-separated CIDR blocks allowed although not public;
  * - `WEBHOOK_WORKER_CONCURRENCY` (64): deliveries in flight per process;
  * - `WEBHOOK_ENDPOINT_CONCURRENCY` (16): deliveries in flight per endpoint, across processes;
- * - `WEBHOOK_POLL_INTERVAL_MS` (1000): how often idle workers look for retries that fell due.
+ * - `WEBHOOK_POLL_INTERVAL_MS` (1000): how often idle workers look for retries that fell due;
+ * - `WEBHOOK_DELIVERY_RETENTION_DAYS` (30, at least 14): how long finished deliveries are kept.
  */
 export const webhookDispatcherConfigShape = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false),
@@ -39,6 +46,9 @@ export const webhookDispatcherConfigShape = {
   WEBHOOK_WORKER_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.concurrency),
   WEBHOOK_ENDPOINT_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.endpointConcurrency),
   WEBHOOK_POLL_INTERVAL_MS: env.positiveInt(DEFAULT_LIMITS.pollIntervalMs),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: env
+    .positiveInt(DEFAULT_LIMITS.retentionDays)
+    .pipe(z.number().min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} (recover’s reach)`)),
 };
 
 type WebhookDispatcherConfig = z.infer<z.ZodObject<typeof webhookDispatcherConfigShape>>;
@@ -56,6 +66,7 @@ export function webhookDispatcherSettings(config: WebhookDispatcherConfig): {
       concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
       endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+      retentionDays: config.WEBHOOK_DELIVERY_RETENTION_DAYS,
     },
   };
 }

@@ -19,6 +19,11 @@ import { WebhookCommands } from './subscriptions/webhook-commands.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
+/** How often expired idempotency keys and deliveries past the retention are deleted. */
+const PURGE_INTERVAL_MS = 3_600_000;
+/** Deliveries deleted per statement, so that a large purge never holds locks for long. */
+const PURGE_BATCH = 10_000;
+
 export interface WebhookDispatcherDependencies {
   readonly pool: Pool;
   /** For the workers' own connection (liveness lock, LISTEN for due deliveries). */
@@ -110,6 +115,18 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
   let subscription: Subscription | undefined;
   let sweep: NodeJS.Timeout | undefined;
   let purge: NodeJS.Timeout | undefined;
+  /** Idempotency keys past their 24 h, and deliveries finished longer ago than the retention. */
+  async function purgeExpired(): Promise<void> {
+    await idempotency.purgeExpired();
+    const before = new Date(deps.clock().getTime() - limits.retentionDays * 86_400_000);
+    let purged = 0;
+    for (;;) {
+      const batch = await queue.purgeFinished(before, PURGE_BATCH);
+      purged += batch;
+      if (batch < PURGE_BATCH) break;
+    }
+    if (purged > 0) logger.info({ deliveries: purged, before }, 'purged finished webhook deliveries');
+  }
   return {
     name: 'webhook-dispatcher',
     routes: webhookRoutes({ pool: deps.pool, commands, idempotency, authenticate: deps.authenticate }),
@@ -121,10 +138,10 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
       sweep = setInterval(() => disabler.request(), limits.reapIntervalMs);
       sweep.unref();
       purge = setInterval(() => {
-        idempotency
-          .purgeExpired()
-          .catch((error: unknown) => logger.warn({ err: error }, 'idempotency purge failed'));
-      }, 3_600_000);
+        purgeExpired().catch((error: unknown) =>
+          logger.warn({ err: error }, 'purging expired records failed'),
+        );
+      }, PURGE_INTERVAL_MS);
       purge.unref();
       subscription = await deps.bus.subscribe({
         group: INTAKE_GROUP,

@@ -57,6 +57,35 @@ describe('the delivery queue', () => {
     return Object.fromEntries(rows.map((row) => [row.key, row.head]));
   };
 
+  it('purges deliveries finished before the cut-off, attempts and counts with them, in batches', async () => {
+    const pool = harness.database.pool;
+    const counted = async (): Promise<number> =>
+      Number(
+        (
+          await pool.query<{ count: string }>(
+            "SELECT count FROM webhooks.record_counts WHERE model = 'webhook_deliveries' AND org_id = 1",
+          )
+        ).rows[0]!.count,
+      );
+    await queue.enqueue([delivery('p1', 1), delivery('p2', 1), delivery('p3', 1), delivery('p4', 1)], NOW);
+    const claimed = await queue.claim(CLAIM, NOW);
+    expect(claimed).toHaveLength(4);
+    await succeed(claimed.slice(0, 3));
+    const before = await counted();
+
+    expect(await queue.purgeFinished(NOW, 10)).toBe(0);
+    const later = new Date(NOW.getTime() + 1);
+    expect(await queue.purgeFinished(later, 2)).toBe(2);
+    expect(await queue.purgeFinished(later, 2)).toBe(1);
+    expect(await queue.purgeFinished(later, 2)).toBe(0);
+    expect(await counted()).toBe(before - 3);
+    const { rows } = await pool.query<{ status: string; attempts: number }>(
+      `SELECT d.status, (SELECT count(*)::int FROM webhooks.webhook_deliveries__attempt_log) AS attempts
+         FROM webhooks.webhook_deliveries d`,
+    );
+    expect(rows).toEqual([{ status: 'sending', attempts: 0 }]);
+  });
+
   it('queues one delivery per endpoint and event, however often the event comes', async () => {
     const once = delivery('people-1', 1);
     expect(await queue.enqueue([once], NOW)).toHaveLength(1);

@@ -434,6 +434,29 @@ export class DeliveryQueue {
     return rowCount ?? 0;
   }
 
+  /**
+   * Deletes up to `limit` deliveries (their attempts with them) that finished before `before`, and
+   * takes them off the organizations' counts. @returns how many.
+   */
+  async purgeFinished(before: Date, limit: number): Promise<number> {
+    const { rows } = await this.pool.query<{ purged: number }>(
+      `WITH gone AS (
+         DELETE FROM webhooks.webhook_deliveries
+          WHERE id IN (SELECT id FROM webhooks.webhook_deliveries
+                        WHERE status IN ('succeeded', 'failed') AND updated_at < $1
+                        LIMIT $2)
+         RETURNING org_id
+       ), counted AS (
+         UPDATE webhooks.record_counts c SET count = c.count - g.n
+           FROM (SELECT org_id, count(*) AS n FROM gone GROUP BY org_id) g
+          WHERE c.model = 'webhook_deliveries' AND c.org_id = g.org_id
+       )
+       SELECT count(*)::int AS purged FROM gone`,
+      [before, limit],
+    );
+    return rows[0]?.purged ?? 0;
+  }
+
   /** Deliveries queued and in flight, for the queue-depth gauge. */
   async depth(): Promise<{ pending: number; sending: number }> {
     const { rows } = await this.pool.query<{ pending: number; sending: number }>(
