@@ -374,6 +374,37 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
   );
 
   it(
+    'decides both orders again when a fulfillment order moves from one to the other',
+    async () => {
+      const sku = 'GIZMO-1';
+      await created('inventory_adjustments', {
+        sku,
+        warehouse: WAREHOUSE,
+        quantity_delta: 10,
+        reason: 'count',
+      });
+      const [first, second] = [
+        await created('orders', { order_number: 'SO-3', status: 'open', lines: [{ sku, quantity: 2 }] }),
+        await created('orders', { order_number: 'SO-4', status: 'open', lines: [{ sku, quantity: 2 }] }),
+      ];
+      const fo = await created('fulfillment_orders', {
+        order_id: first!.id,
+        warehouse: WAREHOUSE,
+        lines: [{ sku, quantity: 2 }],
+      });
+      await created('shipments', {
+        fulfillment_order_id: fo.id,
+        packages: [{ tracking_number: 'T-3', lines: [{ sku, quantity: 2 }] }],
+      });
+      await eventually(() => statusOf('orders', first!.id), 'fulfilled');
+      await updated('fulfillment_orders', fo.id, { order_id: second!.id });
+      await eventually(() => statusOf('orders', second!.id), 'fulfilled');
+      await eventually(() => statusOf('orders', first!.id), 'open');
+    },
+    SCENARIO_TIMEOUT_MS,
+  );
+
+  it(
     'refuses writes a model does not take, and changes the token may not make',
     async () => {
       const inventory = await refused('POST', '/v2/inventory', { sku: 'X' });

@@ -46,48 +46,24 @@ export class OrderProgressManager implements ProcessManager {
     const orgId = event.orgId;
     if (orgId === null || (await this.handled.wasHandled(event))) return;
     const change = event.data as RecordChange;
-    const orderId = typeof change.record.order_id === 'number' ? change.record.order_id : undefined;
+    const orderId = orderIdOf(change.record);
+    // A fulfillment order moved to another order leaves the old one, whose progress loses it.
+    const movedFrom = Object.hasOwn(change.previous, 'order_id') ? orderIdOf(change.previous) : undefined;
+    const entries: { orderId: number; entry: FulfillmentProgress | undefined }[] = [
+      ...(movedFrom !== undefined && movedFrom !== orderId ? [{ orderId: movedFrom, entry: undefined }] : []),
+      ...(orderId === undefined ? [] : [{ orderId, entry: progressOf(change) }]),
+    ];
     for (let attempt = 1; ; attempt++) {
       try {
-        if (orderId === undefined) {
-          await this.records.append([], this.metadata(event), (client) =>
-            this.handled.markHandled(client, event),
-          );
-          return;
-        }
-        const stored = await this.progressOf(orderId);
-        const progress: Record<string, FulfillmentProgress> = {
-          ...stored.fulfillment,
-          [change.record.id]: progressOf(change),
-        };
-        const totals = Object.values(progress).reduce(
-          (sum, entry) => ({ quantity: sum.quantity + entry.quantity, shipped: sum.shipped + entry.shipped }),
-          { quantity: 0, shipped: 0 },
+        const decided = await Promise.all(
+          entries.map(({ orderId: id, entry }) => this.decideOrder(orgId, id, change.record.id, entry)),
         );
-        const loaded = await this.records.load(orders, orderId);
-        const state: RecordState = loaded.orgId === orgId ? loaded.state : { status: 'absent' };
-        const status =
-          state.status === 'live'
-            ? orderProgressStatus(state.record, totals.quantity, totals.shipped)
-            : undefined;
-        const events =
-          status === undefined
-            ? []
-            : decide(
-                orders,
-                {
-                  kind: 'update',
-                  fields: { status },
-                  at: this.clock().toISOString(),
-                  by: { kind: 'system' },
-                },
-                state,
-              ).events;
         await this.records.append(
-          [{ model: orders, orgId, id: orderId, state, events }],
+          decided.map(({ order }) => order),
           this.metadata(event),
           async (client) => {
-            await saveProgress(client, orgId, orderId, progress, stored.version);
+            for (const { order, progress, version } of decided)
+              await saveProgress(client, orgId, order.id, progress, version);
             await this.handled.markHandled(client, event);
           },
         );
@@ -98,6 +74,40 @@ export class OrderProgressManager implements ProcessManager {
         if (!raced || attempt >= MAX_ATTEMPTS) throw error;
       }
     }
+  }
+
+  /**
+   * An order's progress with one fulfillment order's entry set (or taken out, `undefined`), and the
+   * order's status change that follows from its sums, if any.
+   */
+  private async decideOrder(
+    orgId: number,
+    orderId: number,
+    fulfillmentOrderId: number,
+    entry: FulfillmentProgress | undefined,
+  ) {
+    const stored = await this.progressOf(orderId);
+    const { [fulfillmentOrderId]: _replaced, ...others } = stored.fulfillment;
+    const progress = entry === undefined ? others : { ...others, [fulfillmentOrderId]: entry };
+    const totals = Object.values(progress).reduce(
+      (sum, each) => ({ quantity: sum.quantity + each.quantity, shipped: sum.shipped + each.shipped }),
+      { quantity: 0, shipped: 0 },
+    );
+    const loaded = await this.records.load(orders, orderId);
+    const state: RecordState = loaded.orgId === orgId ? loaded.state : { status: 'absent' };
+    const status =
+      state.status === 'live'
+        ? orderProgressStatus(state.record, totals.quantity, totals.shipped)
+        : undefined;
+    const events =
+      status === undefined
+        ? []
+        : decide(
+            orders,
+            { kind: 'update', fields: { status }, at: this.clock().toISOString(), by: { kind: 'system' } },
+            state,
+          ).events;
+    return { order: { model: orders, orgId, id: orderId, state, events }, progress, version: stored.version };
   }
 
   private metadata(event: StoredEvent) {
@@ -113,6 +123,10 @@ export class OrderProgressManager implements ProcessManager {
     }>('SELECT fulfillment, version FROM api.order_progress WHERE order_id = $1', [orderId]);
     return rows[0] ?? { fulfillment: {}, version: 0 };
   }
+}
+
+function orderIdOf(values: Readonly<Record<string, unknown>>): number | undefined {
+  return typeof values.order_id === 'number' ? values.order_id : undefined;
 }
 
 /** What a fulfillment order counts for its order: a cancelled or deleted one only what it shipped. */
