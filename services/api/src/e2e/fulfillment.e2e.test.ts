@@ -383,12 +383,18 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         quantity_delta: 10,
         reason: 'count',
       });
-      const [first, second] = [
-        await created('orders', { order_number: 'SO-3', status: 'open', lines: [{ sku, quantity: 2 }] }),
-        await created('orders', { order_number: 'SO-4', status: 'open', lines: [{ sku, quantity: 2 }] }),
-      ];
+      const first = await created('orders', {
+        order_number: 'SO-3',
+        status: 'open',
+        lines: [{ sku, quantity: 2 }],
+      });
+      const second = await created('orders', {
+        order_number: 'SO-4',
+        status: 'open',
+        lines: [{ sku, quantity: 2 }],
+      });
       const fo = await created('fulfillment_orders', {
-        order_id: first!.id,
+        order_id: first.id,
         warehouse: WAREHOUSE,
         lines: [{ sku, quantity: 2 }],
       });
@@ -396,10 +402,10 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         fulfillment_order_id: fo.id,
         packages: [{ tracking_number: 'T-3', lines: [{ sku, quantity: 2 }] }],
       });
-      await eventually(() => statusOf('orders', first!.id), 'fulfilled');
-      await updated('fulfillment_orders', fo.id, { order_id: second!.id });
-      await eventually(() => statusOf('orders', second!.id), 'fulfilled');
-      await eventually(() => statusOf('orders', first!.id), 'open');
+      await eventually(() => statusOf('orders', first.id), 'fulfilled');
+      await updated('fulfillment_orders', fo.id, { order_id: second.id });
+      await eventually(() => statusOf('orders', second.id), 'fulfilled');
+      await eventually(() => statusOf('orders', first.id), 'open');
     },
     SCENARIO_TIMEOUT_MS,
   );
