@@ -384,12 +384,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         reason: 'count',
       });
       const first = await created('orders', {
-        order_number: 'SO-3',
+        order_number: 'SO-MOVED-FROM',
         status: 'open',
         lines: [{ sku, quantity: 2 }],
       });
       const second = await created('orders', {
-        order_number: 'SO-4',
+        order_number: 'SO-MOVED-TO',
         status: 'open',
         lines: [{ sku, quantity: 2 }],
       });
