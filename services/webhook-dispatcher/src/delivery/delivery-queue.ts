@@ -390,9 +390,14 @@ export class DeliveryQueue {
             WHERE w.webhook_id = p.webhook_id AND w.stream_id = p.stream_id AND w.status = 'pending' AND NOT w.head
             ORDER BY w.sequence LIMIT 1) f
        )
+       -- Rows are locked in id order: two passes over overlapping records (the intake's and a worker's)
+       -- then wait for each other instead of deadlocking, which cost a second's wait to detect.
        UPDATE webhooks.webhook_deliveries d SET head = true
-         FROM first
-        WHERE d.id = first.id AND NOT EXISTS (${earlierOpen('first')})`,
+        WHERE d.id IN (
+          SELECT w.id FROM webhooks.webhook_deliveries w JOIN first ON first.id = w.id
+           WHERE w.status = 'pending' AND NOT w.head AND NOT EXISTS (${earlierOpen('first')})
+           ORDER BY w.id
+           FOR UPDATE OF w)`,
       streams === undefined
         ? []
         : [
@@ -477,12 +482,16 @@ const REQUEUE = `status = 'pending', head = true, round_attempts = 0, next_attem
 
 /**
  * An earlier delivery of the record of delivery `alias` to the same endpoint is still open: it must
- * wait (API.md §8, events of one record in `sequence` order per endpoint).
+ * wait (API.md §8, events of one record in `sequence` order per endpoint). `OFFSET 0` keeps it a probe
+ * of the open-by-record index per row (Postgres does not turn such an `EXISTS` into a join): as an
+ * anti-join, the planner, whose statistics lag behind the queue's churn, hashed every open delivery of
+ * the endpoint to check a handful.
  */
 function earlierOpen(alias: string): string {
   return `SELECT 1 FROM webhooks.webhook_deliveries e
    WHERE e.webhook_id = ${alias}.webhook_id AND e.stream_id = ${alias}.stream_id AND e.sequence < ${alias}.sequence
-     AND e.status IN ('pending', 'sending')`;
+     AND e.status IN ('pending', 'sending')
+   OFFSET 0`;
 }
 
 interface ClaimedRow {
