@@ -72,18 +72,21 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
   app.set('query parser', 'simple');
   const duration = createHttpMetrics(options.metrics);
 
+  /** Gives a request its id (echoed in `X-Request-Id`) and times it by method, route and status. */
+  const track = (req: IncomingMessage, res: ServerResponse, route: () => string): string => {
+    const id = requestIdOf(req);
+    res.setHeader('X-Request-Id', id);
+    const end = duration.startTimer({ method: req.method ?? 'GET' });
+    res.on('finish', () => end({ route: route(), status: String(res.statusCode) }));
+    return id;
+  };
+
   app.use((req, res, next) => {
-    req.id = requestIdOf(req);
-    req.log = options.logger.child({ request_id: req.id });
-    res.setHeader('X-Request-Id', req.id);
-    const end = duration.startTimer({ method: req.method });
-    res.on('finish', () => {
+    req.id = track(req, res, () => {
       const route = (req.route as { path?: string } | undefined)?.path;
-      end({
-        route: route === undefined ? 'unmatched' : `${req.baseUrl}${route}`,
-        status: String(res.statusCode),
-      });
+      return route === undefined ? 'unmatched' : `${req.baseUrl}${route}`;
     });
+    req.log = options.logger.child({ request_id: req.id });
     next();
   });
 
@@ -115,7 +118,7 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
       app(req, res);
       return;
     }
-    const id = requestIdOf(req);
+    const id = track(req, res, () => fast.route);
     // Made when first used: these handlers log only what goes wrong.
     let child: Logger | undefined;
     const request: FastRequest = {
@@ -124,14 +127,8 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
         return (child ??= options.logger.child({ request_id: id }));
       },
     };
-    res.setHeader('X-Request-Id', id);
-    const end = duration.startTimer({ method: req.method ?? 'GET' });
-    res.on('finish', () => end({ route: fast.route, status: String(res.statusCode) }));
     fast.handle(req, res, request).catch((error: unknown) => {
-      if (res.headersSent) {
-        request.log.error({ err: error }, 'error after response started');
-        res.destroy();
-      } else writeError(error, res, request);
+      writeError(error, res, request);
     });
   };
 }
@@ -202,16 +199,19 @@ function isDependencyDown(error: unknown): boolean {
 }
 
 function errorHandler(error: unknown, req: Request, res: Response, _next: NextFunction): void {
-  if (res.headersSent) {
-    req.log.error({ err: error }, 'error after response started');
-    res.destroy();
-    return;
-  }
   writeError(error, res, req);
 }
 
-/** The envelope of an error (API.md §2-3), logged unless it is the client's. */
+/**
+ * The envelope of an error (API.md §2-3), logged unless it is the client's; a response already under
+ * way is cut off instead.
+ */
 function writeError(error: unknown, res: ServerResponse, request: FastRequest): void {
+  if (res.headersSent) {
+    request.log.error({ err: error }, 'error after response started');
+    res.destroy();
+    return;
+  }
   const domain = isDomainError(error) ? error : fromParserError(error);
   if (domain) {
     writeJson(res, statusOf(domain.kind), JSON.stringify(errorEnvelope(domain.errors)), domain.headers);
