@@ -34,7 +34,8 @@ const MAX_INDEXED_STRING_LENGTH = 500;
  *
  * Stored documents (`TableNode.storesDocument`): the `document` column is written right after its row,
  * so model tables leave room on each page (`fillfactor`) for that update to stay on the page and skip
- * the indexes. Rows without a document (written before the column existed) are rendered at the end.
+ * the indexes. The script adds the column to a table from before documents and renders its rows
+ * then, once (at the end, when every table a rendering reads exists), not at every start.
  */
 export function readModelDdl(models: readonly ModelDefinition[], options: ReadModelOptions = {}): string {
   const schema = quoteIdentifier(options.schema ?? 'read');
@@ -57,9 +58,7 @@ export function readModelDdl(models: readonly ModelDefinition[], options: ReadMo
   const roots = models.map(tableTree);
   for (const root of roots) statements.push(...modelTables(root, options));
   for (const root of roots.filter(({ storesDocument }) => storesDocument))
-    statements.push(
-      renderDocumentsStatement(root, options, (alias) => `${alias}.${DOCUMENT_COLUMN} IS NULL`),
-    );
+    statements.push(documentColumn(root, options));
   return `${statements.join(';\n')};\n`;
 }
 
@@ -76,8 +75,6 @@ function modelTables(root: TableNode, options: ReadModelOptions): string[] {
 )${root.storesDocument ? ' WITH (fillfactor = 85)' : ''}`,
     createIndex(root.table, table, ['org_id', 'id']),
   ];
-  if (root.storesDocument)
-    statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(DOCUMENT_COLUMN)} json`);
   for (const { name, definition } of root.columns) {
     if (name === RECORD_ID) continue;
     if (!required.some((column) => column.name === name))
@@ -121,6 +118,17 @@ function referenceColumns(node: TableNode, table: string, rowColumn: string): st
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(column)} bigint`,
     createIndex(node.table, table, ['org_id', column, rowColumn]),
   ]);
+}
+
+/** The `document` column, added and filled in one go where the table lacks it. */
+function documentColumn(root: TableNode, options: ReadModelOptions): string {
+  const table = qualifiedTable(options, root.table);
+  const column = quoteIdentifier(DOCUMENT_COLUMN);
+  const render = renderDocumentsStatement(root, options, () => 'true');
+  return `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                  WHERE attrelid = '${table}'::regclass AND attname = '${DOCUMENT_COLUMN}' AND NOT attisdropped) THEN
+    ALTER TABLE ${table} ADD COLUMN ${column} json; ${render}; END IF; END $$`;
 }
 
 function columnDdl(name: string, definition: ColumnDefinition): string {
