@@ -6,3 +6,4 @@ export {
   type DeliveryLimits,
 } from './config.js';
 export type { HostResolver, ResolvedAddress } from './delivery/address-guard.js';
+export type { HttpSender, OutgoingDelivery } from './delivery/http-sender.js';

@@ -50,6 +50,36 @@ export interface WebhookDispatcherDependencies {
   readonly resolveHost?: HostResolver;
 }
 
+/** What the delivery sender needs of the dispatcher's dependencies. */
+export type DeliverySenderDependencies = Pick<
+  WebhookDispatcherDependencies,
+  'clock' | 'allowPrivateTargets' | 'allowedNetworks' | 'limits' | 'resolveHost'
+>;
+
+/**
+ * The sender the workers deliver with: signed POSTs through the SSRF guard, with the connect and
+ * request timeouts and the per-endpoint connection limit (the benchmark measures it on its own too).
+ */
+export function createDeliverySender(deps: DeliverySenderDependencies): HttpSender {
+  const limits: DeliveryLimits = { ...DEFAULT_LIMITS, ...deps.limits };
+  return new HttpSender({
+    guard: addressGuardOf(deps),
+    resolve: deps.resolveHost ?? systemResolver,
+    clock: deps.clock,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    requestTimeoutMs: limits.requestTimeoutMs,
+    connectionsPerOrigin: limits.endpointConcurrency,
+    maxExcerptBytes: limits.maxExcerptBytes,
+  });
+}
+
+function addressGuardOf(deps: DeliverySenderDependencies): AddressGuard {
+  return new AddressGuard({
+    allowPrivateTargets: deps.allowPrivateTargets,
+    allowedNetworks: deps.allowedNetworks ?? [],
+  });
+}
+
 export interface WebhookDispatcherModule extends Module {
   /** `/webhooks*` and `/webhook_deliveries*`: mount under `/v2` and `/api/v2`, before the api's routes. */
   readonly routes: Router;
@@ -76,10 +106,7 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
   const limits: DeliveryLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const logger = deps.logger.child({ module: 'webhook-dispatcher' });
   const resolve = deps.resolveHost ?? systemResolver;
-  const guard = new AddressGuard({
-    allowPrivateTargets: deps.allowPrivateTargets,
-    allowedNetworks: deps.allowedNetworks ?? [],
-  });
+  const guard = addressGuardOf(deps);
   const queue = new DeliveryQueue(deps.pool);
   const commands = new WebhookCommands(
     deps.pool,
@@ -90,15 +117,7 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
   );
   const disabler = new EndpointDisabler(deps.pool, commands, logger);
   const metrics = deps.metrics ?? new Registry();
-  const sender = new HttpSender({
-    guard,
-    resolve,
-    clock: deps.clock,
-    connectTimeoutMs: limits.connectTimeoutMs,
-    requestTimeoutMs: limits.requestTimeoutMs,
-    connectionsPerOrigin: limits.endpointConcurrency,
-    maxExcerptBytes: limits.maxExcerptBytes,
-  });
+  const sender = createDeliverySender(deps);
   const workers = new DeliveryWorkers({
     connectionString: deps.connectionString,
     queue,

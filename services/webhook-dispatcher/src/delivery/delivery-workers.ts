@@ -12,10 +12,6 @@ import {
 } from './delivery-queue.js';
 import type { HttpSender } from './http-sender.js';
 import { FAILING_PERIOD_MS, judgeAttempt } from './retry-schedule.js';
-import { signatureHeaders } from './signing.js';
-
-/** Sent with every delivery, so subscribers can tell our requests apart in their logs. */
-const USER_AGENT = 'ofp-webhook-dispatcher/0.1';
 
 /**
  * The advisory lock space of worker liveness: each worker process holds the lock `(space, its key)` on
@@ -183,12 +179,7 @@ export class DeliveryWorkers {
   }
 
   private async deliver(delivery: ClaimedDelivery): Promise<void> {
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      ...signatureHeaders(delivery.secrets, delivery.eventId, this.deps.clock(), delivery.payload),
-    };
-    const attempt = await this.deps.sender.post(delivery.url, headers, delivery.payload);
+    const attempt = await this.deps.sender.deliver(delivery);
     const number = delivery.roundAttempts + 1;
     const verdict = judgeAttempt(attempt, number, this.deps.clock(), this.deps.random);
     this.deps.metrics.observe(verdict, attempt.durationMs);
