@@ -248,7 +248,7 @@ export class DeliveryQueue {
          UPDATE webhooks.webhook_deliveries d
             SET status = CASE WHEN r.status = 'pending' AND NOT ${KEEPS_RETRYING} THEN 'failed' ELSE r.status END,
                 attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
-                next_attempt_at = CASE WHEN ${KEEPS_RETRYING} THEN r.next_attempt_at END,
+                next_attempt_at = CASE WHEN r.status = 'pending' AND ${KEEPS_RETRYING} THEN r.next_attempt_at END,
                 last_status_code = r.status_code, last_error = r.error,
                 claimed_by = NULL, lease_expires_at = NULL, updated_at = $2, version = d.version + 1
            FROM result r
