@@ -3,7 +3,7 @@
 // to its delivery (issue 6). The receiver runs in a process of its own, so that it takes the same CPU
 // from both loops rather than from the one it shares a process with.
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +23,11 @@ import {
   type Pool,
 } from '@ofp/runtime';
 import { startScratchDatabase, testLogger } from '@ofp/testing';
-import { createWebhookDispatcherModule, migrateWebhookDispatcher } from '@ofp/webhook-dispatcher';
+import {
+  createDeliverySender,
+  createWebhookDispatcherModule,
+  migrateWebhookDispatcher,
+} from '@ofp/webhook-dispatcher';
 import { measure } from './measure.js';
 
 const CONCURRENCY = 64;
@@ -117,6 +121,28 @@ async function runBenchmark(): Promise<void> {
     const raw = await measure(EVENTS, CONCURRENCY, post);
     await rawAgent.close();
 
+    // The dispatcher's send path alone, without the queue: the same signed POSTs through the same sender
+    // (SSRF guard, timeouts), which bounds what the whole dispatcher can reach.
+    const limits = {
+      concurrency: CONCURRENCY,
+      claimAhead: 4 * CONCURRENCY,
+      endpointConcurrency: 8 * CONCURRENCY,
+    };
+    const sender = createDeliverySender({ clock: () => new Date(), allowPrivateTargets: true, limits });
+    const secrets = [`whsec_${randomBytes(32).toString('base64')}`];
+    const send = async (): Promise<void> => {
+      const attempt = await sender.deliver({
+        url: `${receiverUrl}/send`,
+        eventId: randomUUID(),
+        payload: body,
+        secrets,
+      });
+      if (attempt.statusCode !== 204) throw new Error(`send path: ${attempt.error ?? attempt.statusCode}`);
+    };
+    await measure(2_000, CONCURRENCY, send);
+    const sendOnly = await measure(EVENTS, CONCURRENCY, send);
+    await sender.close();
+
     await migrateEventStore(pool, logger);
     await migrateWebhookDispatcher(pool, logger);
     const store = new EventStore(pool, { outbox: false });
@@ -143,7 +169,7 @@ async function runBenchmark(): Promise<void> {
       allowPrivateTargets: true,
       // 64 requests in flight at most (the worker pool). The endpoint limit counts what is claimed, in flight
       // or about to be, so it is set above the pool plus what is claimed ahead to leave the pool as the limit.
-      limits: { concurrency: CONCURRENCY, claimAhead: 4 * CONCURRENCY, endpointConcurrency: 8 * CONCURRENCY },
+      limits,
     });
     const app = createHttpApp({
       logger,
@@ -255,6 +281,7 @@ async function runBenchmark(): Promise<void> {
       `  dispatcher (bus intake + queue + signed POST): ${perSecond.toFixed(0).padStart(6)} deliveries/s  (${seconds.toFixed(2)} s)`,
       `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
       `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
+      `  the send path alone (signed POSTs through the dispatcher's sender, no queue): ${sendOnly.perSecond.toFixed(0)} requests/s, ${((100 * sendOnly.perSecond) / raw.perSecond).toFixed(0)}% of the raw rate`,
       `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
       postgresSeconds === undefined
         ? '  Postgres CPU: not measured (its backends are not processes of this machine)'
