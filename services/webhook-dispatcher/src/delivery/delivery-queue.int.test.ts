@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 import { DeliveryQueue, type ClaimedDelivery, type NewDelivery } from './delivery-queue.js';
+import type { AttemptVerdict } from './retry-schedule.js';
 
 const NOW = new Date('2026-11-21T07:30:00.000Z');
 const CLAIM = { worker: 11, limit: 100, endpointConcurrency: 100, leaseMs: 60_000 };
@@ -32,24 +33,25 @@ describe('the delivery queue', () => {
     sequence,
     payload: '{}',
   });
-  const succeed = (claimed: readonly ClaimedDelivery[]) =>
+  const record = (claimed: readonly ClaimedDelivery[], statusCode: number, verdict: AttemptVerdict) =>
     queue.complete(
       claimed.map((d) => ({
         delivery: d,
         attempt: {
           startedAt: NOW,
           durationMs: 1,
-          statusCode: 204,
-          errorKind: null,
-          error: null,
+          statusCode,
+          errorKind: statusCode < 300 ? null : 'http_status',
+          error: statusCode < 300 ? null : `HTTP ${statusCode}`,
           responseExcerpt: '',
           retryAfter: null,
         },
-        verdict: { status: 'succeeded' },
+        verdict,
       })),
       NOW,
       5 * 24 * 3_600_000,
     );
+  const succeed = (claimed: readonly ClaimedDelivery[]) => record(claimed, 204, { status: 'succeeded' });
   const heads = async (): Promise<Record<string, boolean>> => {
     const { rows } = await harness.database.pool.query<{ key: string; head: boolean }>(
       `SELECT stream_id || '@' || sequence AS key, head FROM webhooks.webhook_deliveries WHERE status = 'pending'`,
@@ -84,6 +86,41 @@ describe('the delivery queue', () => {
          FROM webhooks.webhook_deliveries d`,
     );
     expect(rows).toEqual([{ status: 'sending', attempts: 0 }]);
+  });
+
+  it('gives up the retry of an attempt recorded while its endpoint is being disabled', async () => {
+    const pool = harness.database.pool;
+    const { id: disabled } = await harness.createWebhook(1, {
+      url: 'http://127.0.0.1:9/other',
+      events: ['*'],
+    });
+    await queue.enqueue([{ ...delivery('people-9', 1), webhookId: disabled }], NOW);
+    const claimed = await queue.claim(CLAIM, NOW);
+    // A disable under way: the endpoint changed and its queue given up, not committed yet.
+    const disabling = await pool.connect();
+    try {
+      await disabling.query('BEGIN');
+      await disabling.query('UPDATE webhooks.webhooks SET enabled = false WHERE id = $1', [disabled]);
+      await queue.abandon(disabling, disabled, 'endpoint disabled', NOW);
+      let recorded = false;
+      const recording = record(claimed, 500, {
+        status: 'pending',
+        nextAttemptAt: new Date(NOW.getTime() + 5_000),
+      }).then(() => {
+        recorded = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(recorded).toBe(false);
+      await disabling.query('COMMIT');
+      await recording;
+    } finally {
+      disabling.release();
+    }
+    const { rows } = await pool.query<{ status: string; next_attempt_at: Date | null }>(
+      'SELECT status, next_attempt_at FROM webhooks.webhook_deliveries WHERE webhook_id = $1',
+      [disabled],
+    );
+    expect(rows).toEqual([{ status: 'failed', next_attempt_at: null }]);
   });
 
   it('queues one delivery per endpoint and event, however often the event comes', async () => {

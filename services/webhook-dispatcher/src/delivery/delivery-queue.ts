@@ -1,5 +1,5 @@
 import type { Queryable } from '@ofp/models';
-import type { Pool } from '@ofp/runtime';
+import { inTransaction, type Pool } from '@ofp/runtime';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
@@ -13,6 +13,19 @@ export const DELIVERIES_CHANNEL = 'webhook_deliveries';
  * (a `retry`, a `recover`, a disable) is changing.
  */
 const CLAIM_LOCK = "hashtext('ofp:webhook-claims')";
+
+/**
+ * The advisory lock space of endpoints' queues, keyed by webhook id: recordings hold an endpoint's
+ * lock shared, giving up its queue (a disable, a delete) holds it exclusively. Whichever comes second
+ * then sees what the first committed: a recording after a disable sees the endpoint disabled and gives
+ * its retry up; a disable after a recording gives up the retry that the recording queued.
+ */
+const ENDPOINT_LOCK_SPACE = "hashtext('ofp:webhook-endpoints')";
+
+/** The lock of endpoint `id` (an SQL expression) in {@link ENDPOINT_LOCK_SPACE}. */
+function endpointLockKey(id: string): string {
+  return `${ENDPOINT_LOCK_SPACE}, (${id} % 2147483647)::int`;
+}
 
 /** A delivery to queue: one event for one endpoint. */
 export interface NewDelivery {
@@ -237,8 +250,15 @@ export class DeliveryQueue {
     failingPeriodMs: number,
   ): Promise<number[]> {
     if (finished.length === 0) return [];
-    const { rows } = await this.pool.query<{ webhook_id: number | null; disable_reason: string | null }>(
-      `WITH result AS (
+    const endpoints = [...new Set(finished.map(({ delivery }) => delivery.webhookId))].sort((a, b) => a - b);
+    const { rows } = await inTransaction(this.pool, async (client) => {
+      // Taken before the statement, whose snapshot then sees a disable that committed while it waited.
+      await client.query(
+        `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
+        [endpoints],
+      );
+      return client.query<{ webhook_id: number | null; disable_reason: string | null }>(
+        `WITH result AS (
          SELECT * FROM json_to_recordset($1::json) AS r(id bigint, claimed_by int, status text,
            next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error_kind text,
            error text, response_excerpt text, gone boolean)
@@ -281,26 +301,27 @@ export class DeliveryQueue {
        -- Finished deliveries free endpoint slots and their records' next turns: wake every worker.
        SELECT t.webhook_id, t.disable_reason
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake LEFT JOIN touched t ON true`,
-      [
-        JSON.stringify(
-          finished.map(({ delivery, attempt, verdict }) => ({
-            id: delivery.id,
-            claimed_by: delivery.claimedBy,
-            status: verdict.status,
-            next_attempt_at: verdict.status === 'pending' ? verdict.nextAttemptAt : null,
-            started_at: attempt.startedAt,
-            duration_ms: attempt.durationMs,
-            status_code: attempt.statusCode,
-            error_kind: attempt.errorKind,
-            error: attempt.error,
-            response_excerpt: attempt.responseExcerpt,
-            gone: verdict.status === 'failed' && verdict.disableEndpoint,
-          })),
-        ),
-        now,
-        failingPeriodMs,
-      ],
-    );
+        [
+          JSON.stringify(
+            finished.map(({ delivery, attempt, verdict }) => ({
+              id: delivery.id,
+              claimed_by: delivery.claimedBy,
+              status: verdict.status,
+              next_attempt_at: verdict.status === 'pending' ? verdict.nextAttemptAt : null,
+              started_at: attempt.startedAt,
+              duration_ms: attempt.durationMs,
+              status_code: attempt.statusCode,
+              error_kind: attempt.errorKind,
+              error: attempt.error,
+              response_excerpt: attempt.responseExcerpt,
+              gone: verdict.status === 'failed' && verdict.disableEndpoint,
+            })),
+          ),
+          now,
+          failingPeriodMs,
+        ],
+      );
+    });
     const finishedStreams = finished.flatMap(({ delivery, verdict }) =>
       verdict.status === 'pending' || delivery.streamId === null
         ? []
@@ -342,9 +363,11 @@ export class DeliveryQueue {
 
   /**
    * Gives up the queued deliveries of an endpoint that was disabled or deleted, inside the caller's
-   * transaction: they stay `failed`, so that `recover` can re-send them once it is enabled again.
+   * transaction (after the endpoint's change): they stay `failed`, so that `recover` can re-send them
+   * once it is enabled again. Recordings of its attempts wait for the transaction to end.
    */
   async abandon(client: Queryable, webhookId: number, reason: string, now: Date): Promise<void> {
+    await client.query(`SELECT pg_advisory_xact_lock(${endpointLockKey('$1::bigint')})`, [webhookId]);
     await client.query(
       `UPDATE webhooks.webhook_deliveries
           SET status = 'failed', next_attempt_at = NULL, last_error = $2, updated_at = $3, version = version + 1
