@@ -33,6 +33,20 @@ export async function measure(
   return { operations: count, seconds, perSecond: count / seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
 }
 
+/**
+ * Runs `operation` at `concurrency` for `seconds`, before measuring: a process that just started
+ * spends several times its steady CPU per request for its first seconds (V8 compiles the hot paths,
+ * Postgres fills its plan and catalog caches), and a server is measured in its steady state.
+ */
+export async function warmUp(
+  seconds: number,
+  concurrency: number,
+  operation: (i: number) => Promise<void>,
+): Promise<void> {
+  const until = performance.now() + seconds * 1000;
+  while (performance.now() < until) await measure(10 * concurrency, concurrency, operation);
+}
+
 /** One table row: the measured system next to its raw baseline, and the throughput ratio. */
 export function formatRow(name: string, system: Measurement, raw: Measurement, rawLabel = 'raw'): string {
   const ratio = (100 * system.perSecond) / raw.perSecond;

@@ -28,10 +28,19 @@ import {
   createWebhookDispatcherModule,
   migrateWebhookDispatcher,
 } from '@ofp/webhook-dispatcher';
-import { measure } from './measure.js';
+import { measure, warmUp } from './measure.js';
 
 const CONCURRENCY = 64;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
+/**
+ * Deliveries before the measured ones, from the same backlog: the dispatcher is measured in its steady
+ * state, not in its first seconds (see `warmUp`).
+ */
+const WARMUP_EVENTS = Number(process.env.BENCH_WARMUP_EVENTS ?? 8_000);
+/** Seconds of each loop without the queue before measuring it. */
+const WARMUP_SECONDS = 3;
+/** Requests measured of each loop without the queue: a few seconds' worth. */
+const LOOP_REQUESTS = 3 * EVENTS;
 /** Versions per record: later ones wait for earlier ones (per-record order), as in real traffic. */
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 4);
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 2_000);
@@ -117,8 +126,8 @@ async function runBenchmark(): Promise<void> {
       });
       await response.body.dump();
     };
-    await measure(2_000, CONCURRENCY, post);
-    const raw = await measure(EVENTS, CONCURRENCY, post);
+    await warmUp(WARMUP_SECONDS, CONCURRENCY, post);
+    const raw = await measure(LOOP_REQUESTS, CONCURRENCY, post);
     await rawAgent.close();
 
     // The dispatcher's send path alone, without the queue: the same signed POSTs through the same sender
@@ -139,8 +148,8 @@ async function runBenchmark(): Promise<void> {
       });
       if (attempt.statusCode !== 204) throw new Error(`send path: ${attempt.error ?? attempt.statusCode}`);
     };
-    await measure(2_000, CONCURRENCY, send);
-    const sendOnly = await measure(EVENTS, CONCURRENCY, send);
+    await warmUp(WARMUP_SECONDS, CONCURRENCY, send);
+    const sendOnly = await measure(LOOP_REQUESTS, CONCURRENCY, send);
     await sender.close();
 
     await migrateEventStore(pool, logger);
@@ -191,8 +200,9 @@ async function runBenchmark(): Promise<void> {
       { format: 'seeding  [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
       Presets.shades_classic,
     );
-    bar.start(EVENTS, 0);
-    const records = EVENTS / VERSIONS;
+    const backlog = WARMUP_EVENTS + EVENTS;
+    bar.start(backlog, 0);
+    const records = backlog / VERSIONS;
     let appended = 0;
     for (let version = 1; version <= VERSIONS; version++) {
       let next = 0;
@@ -205,35 +215,43 @@ async function runBenchmark(): Promise<void> {
         }),
       );
     }
-    bar.update(EVENTS);
+    bar.update(backlog);
     bar.stop();
 
     const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
-    const postgresBefore = await postgresCpu(pool);
-    const started = performance.now();
-    const cpuBefore = process.cpuUsage();
     await dispatcher.start();
     const progress = new SingleBar(
-      { format: 'delivery [{bar}] {percentage}% | {value}/{total} deliveries | {duration}s' },
+      { format: 'delivery [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s' },
       Presets.shades_classic,
     );
-    progress.start(EVENTS, 0);
+    progress.start(backlog, 0);
+    let measuring:
+      | { delivered: number; at: number; cpu: NodeJS.CpuUsage; postgres: Map<number, number> | undefined }
+      | undefined;
     for (let seen = 0, movedAt = performance.now(); ;) {
       const delivered = (await receiverGet<{ count: number }>('/count')).count - deliveredBefore;
-      progress.update(Math.min(delivered, EVENTS));
-      if (delivered >= EVENTS) break;
+      progress.update(Math.min(delivered, backlog));
+      if (measuring === undefined && delivered >= WARMUP_EVENTS)
+        measuring = {
+          delivered,
+          at: performance.now(),
+          cpu: process.cpuUsage(),
+          postgres: await postgresCpu(pool),
+        };
+      if (delivered >= backlog) break;
       if (delivered > seen) [seen, movedAt] = [delivered, performance.now()];
       // A delivery that never comes must fail the benchmark, not hang it.
       else if (performance.now() - movedAt > STALL_MS)
-        throw new Error(`stalled: ${delivered} of ${EVENTS} delivered, none for ${STALL_MS / 1000} s`);
+        throw new Error(`stalled: ${delivered} of ${backlog} delivered, none for ${STALL_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
+    const seconds = (performance.now() - measuring!.at) / 1000;
+    const cpu = process.cpuUsage(measuring!.cpu);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-    const postgresSeconds = cpuSince(postgresBefore, await postgresCpu(pool));
+    const postgresSeconds = cpuSince(measuring!.postgres, await postgresCpu(pool));
     progress.stop();
-    const perSecond = EVENTS / seconds;
+    const measured = backlog - measuring!.delivered;
+    const perSecond = measured / seconds;
 
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
@@ -277,15 +295,15 @@ async function runBenchmark(): Promise<void> {
     const ratio = (100 * perSecond) / raw.perSecond;
     const lines = [
       '',
-      `Webhook deliveries to one local receiver, concurrency ${CONCURRENCY}, ${EVENTS} events (${records} records x ${VERSIONS} versions)`,
+      `Webhook deliveries to one local receiver, concurrency ${CONCURRENCY}: ${measured} measured after ${backlog - measured} of a backlog of ${backlog} events (${records} records x ${VERSIONS} versions)`,
       `  dispatcher (bus intake + queue + signed POST): ${perSecond.toFixed(0).padStart(6)} deliveries/s  (${seconds.toFixed(2)} s)`,
       `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
       `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
       `  the send path alone (signed POSTs through the dispatcher's sender, no queue): ${sendOnly.perSecond.toFixed(0)} requests/s, ${((100 * sendOnly.perSecond) / raw.perSecond).toFixed(0)}% of the raw rate`,
-      `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
+      `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / measured).toFixed(0)} us per delivery`,
       postgresSeconds === undefined
         ? '  Postgres CPU: not measured (its backends are not processes of this machine)'
-        : `  Postgres CPU while delivering (this database's backends): ${((100 * postgresSeconds) / seconds).toFixed(0)}% of a core, ${((postgresSeconds * 1e6) / EVENTS).toFixed(0)} us per delivery`,
+        : `  Postgres CPU while delivering (this database's backends): ${((100 * postgresSeconds) / seconds).toFixed(0)}% of a core, ${((postgresSeconds * 1e6) / measured).toFixed(0)} us per delivery`,
       `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
       '',
