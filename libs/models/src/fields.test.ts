@@ -1,4 +1,4 @@
-import { column, defineModel, embedded, joined, list, reference, type FieldMap } from './fields.js';
+import { column, defineModel, joined, list, reference, type FieldMap } from './fields.js';
 import { people, phoneNumberTypes } from './registry.js';
 
 const declare = (fields: FieldMap, extra: object = {}) =>
@@ -32,14 +32,6 @@ describe('defineModel', () => {
     ['a name of a key column in a list', { lines: list({ record_id: column.integer() }) }],
     ['a name that is not an identifier', { 'First Name': column.string() }],
     ['a reference stored over a field', { owner: reference(() => people), owner_id: column.integer() }],
-    [
-      'an embedded object with too many fields',
-      {
-        ship_to: embedded(
-          Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, column.string()])),
-        ),
-      },
-    ],
   ])('refuses %s', (_case, fields) => {
     expect(() => declare(fields as FieldMap)).toThrow();
   });

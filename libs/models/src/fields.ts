@@ -255,12 +255,6 @@ export const RECORD_METADATA = {
   version: column.integer({ readOnly: true, nullable: false, min: 1 }),
 } as const satisfies FieldMap;
 
-/**
- * `json_build_object` takes at most 100 arguments, so a rendered object has at most 50 keys. Splitting
- * wider objects would lose the declared key order, and no model comes near the limit.
- */
-const MAX_FIELDS_PER_OBJECT = 50;
-
 /** Names the read model uses for its own columns; a field of that name would collide. */
 const RESERVED_NAMES = /^(org_id|record_id|ordinal|.*_ordinal|document)$/;
 const FIELD_NAME = /^[a-z][a-z0-9_]*$/;
@@ -314,8 +308,6 @@ export function defineModel(declaration: ModelDeclaration): ModelDefinition {
 
 function checkFieldMap(path: string, fields: FieldMap): void {
   const names = Object.keys(fields);
-  if (names.length > MAX_FIELDS_PER_OBJECT)
-    throw new Error(`${path}: more than ${MAX_FIELDS_PER_OBJECT} fields cannot be rendered in order`);
   for (const name of names) {
     const field = fields[name]!;
     const where = `${path}.${name}`;

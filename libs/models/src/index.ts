@@ -75,6 +75,7 @@ export {
   searchRecords,
   type RecordJson,
   type SearchRow,
+  type SearchRowText,
 } from './search.js';
 export { type CompiledQuery, type Queryable, type ReadModelOptions } from './sql.js';
 export {

@@ -59,16 +59,16 @@ WHERE ${condition(alias)}`;
  * `{id, ...display}` read from the target's current row. Joined relations are not rendered.
  */
 export function renderRow(node: TableNode, alias: string, context: RenderContext): string {
-  const pairs = Object.entries(node.fields).flatMap(([name, field]) => {
+  const pairs = Object.entries(node.fields).flatMap(([name, field]): [string, string][] => {
     switch (field.kind) {
       case 'column':
-        return `'${name}', ${renderColumn(columnOf(alias, name), field)}`;
+        return [[name, renderColumn(columnOf(alias, name), field)]];
       case 'reference':
-        return `'${name}', ${renderReference(columnOf(alias, `${name}_id`), field, context)}`;
+        return [[name, renderReference(columnOf(alias, `${name}_id`), field, context)]];
       case 'list':
       case 'object': {
         const child = node.children.find((candidate) => candidate.name === name)!.node;
-        return `'${name}', ${renderChild(node, alias, child, field.kind, context)}`;
+        return [[name, renderChild(node, alias, child, field.kind, context)]];
       }
       case 'joined':
         return [];
@@ -78,8 +78,26 @@ export function renderRow(node: TableNode, alias: string, context: RenderContext
       }
     }
   });
-  // json_build_object keeps the key order (jsonb would sort the keys).
-  return `json_build_object(${pairs.join(', ')})`;
+  return jsonObject(pairs, context);
+}
+
+/**
+ * A JSON object of `[key, SQL expression]` pairs, in their order and compact (`{"id":1,"name":"Work"}`):
+ * `row_to_json` of a row of those columns. (`json_build_object` would write `"id" : 1`, and jsonb would
+ * sort the keys.)
+ */
+function jsonObject(pairs: readonly (readonly [string, string])[], context: RenderContext): string {
+  const row = context.aliases.next();
+  const columns = pairs.map(([key, expression]) => `${expression} AS ${quoteIdentifier(key)}`);
+  return `(SELECT row_to_json(${row}) FROM (SELECT ${columns.join(', ')}) ${row})`;
+}
+
+/**
+ * An aggregate: the compact JSON array (as text) of the JSON `expression` over the rows, in `order`,
+ * without the separators `json_agg` writes (", " and line breaks).
+ */
+export function jsonArrayText(expression: string, order: string): string {
+  return `coalesce('[' || string_agg((${expression})::text, ',' ORDER BY ${order}) || ']', '[]')`;
 }
 
 /** Values in their API form (API.md §1): decimals as strings, RFC 3339 UTC timestamps, ISO dates. */
@@ -104,17 +122,18 @@ function renderColumn(expression: string, column: ColumnDefinition): string {
 
 function renderReference(idColumn: string, reference: ReferenceDefinition, context: RenderContext): string {
   const target = tableTree(reference.target());
-  const pairs = [`'id', ${idColumn}`];
+  const pairs: [string, string][] = [['id', idColumn]];
   for (const name of reference.display) {
     const field = target.fields[name];
     if (field?.kind !== 'column') throw new Error(`${target.table}.${name} is not a column to display`);
     const alias = context.aliases.next();
-    pairs.push(
-      `'${name}', (SELECT ${renderColumn(columnOf(alias, name), field)} FROM ${qualifiedTable(context.options, target.table)} ${alias}` +
+    pairs.push([
+      name,
+      `(SELECT ${renderColumn(columnOf(alias, name), field)} FROM ${qualifiedTable(context.options, target.table)} ${alias}` +
         ` WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${idColumn})`,
-    );
+    ]);
   }
-  return `CASE WHEN ${idColumn} IS NULL THEN NULL ELSE json_build_object(${pairs.join(', ')}) END`;
+  return `CASE WHEN ${idColumn} IS NULL THEN NULL ELSE ${jsonObject(pairs, context)} END`;
 }
 
 function renderChild(
@@ -129,6 +148,6 @@ function renderChild(
   WHERE ${alias}.org_id = ${context.org} AND ${parentJoin(parent, parentAlias, child, alias)}`;
   const row = renderRow(child, alias, context);
   return kind === 'list'
-    ? `(SELECT coalesce(json_agg(${row} ORDER BY ${alias}.ordinal), '[]'::json) ${from})`
+    ? `(SELECT (${jsonArrayText(row, `${alias}.ordinal`)})::json ${from})`
     : `(SELECT ${row} ${from})`;
 }

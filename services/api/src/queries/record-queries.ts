@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { compileGet, compileSearch, parseQuery, type CompiledQuery, type ModelDefinition } from '@ofp/models';
+import {
+  compileGet,
+  compileSearch,
+  parseQuery,
+  type CompiledQuery,
+  type ModelDefinition,
+  type SearchRowText,
+} from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
 
 /**
@@ -27,9 +34,7 @@ export class RecordQueries {
 
   async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPageJson> {
     const query = parseQuery(model, rawQ);
-    const { rows } = await this.pool.query<{ total_results: number; count: number; results: string }>(
-      preparedQuery(compileSearch(model, orgId, query)),
-    );
+    const { rows } = await this.pool.query<SearchRowText>(preparedQuery(compileSearch(model, orgId, query)));
     const row = rows[0]!;
     return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
   }
