@@ -88,39 +88,60 @@ describe('the delivery queue', () => {
     expect(rows).toEqual([{ status: 'sending', attempts: 0 }]);
   });
 
-  it('gives up the retry of an attempt recorded while its endpoint is being disabled', async () => {
+  /** A claimed delivery to an endpoint of its own, which the test then disables. */
+  const claimedAtOwnEndpoint = async (path: string) => {
+    const { id } = await harness.createWebhook(1, { url: `http://127.0.0.1:9/${path}`, events: ['*'] });
+    await queue.enqueue([{ ...delivery(`people-${path}`, 1), webhookId: id }], NOW);
+    return { webhookId: id, claimed: await queue.claim(CLAIM, NOW) };
+  };
+  /**
+   * Runs `racing` while a disable of the endpoint is under way (changed, its queue given up, not
+   * committed): it must wait for the disable, which commits after 200 ms. Then the endpoint's deliveries.
+   */
+  const whileDisabling = async (webhookId: number, racing: () => Promise<unknown>) => {
     const pool = harness.database.pool;
-    const { id: disabled } = await harness.createWebhook(1, {
-      url: 'http://127.0.0.1:9/other',
-      events: ['*'],
-    });
-    await queue.enqueue([{ ...delivery('people-9', 1), webhookId: disabled }], NOW);
-    const claimed = await queue.claim(CLAIM, NOW);
-    // A disable under way: the endpoint changed and its queue given up, not committed yet.
     const disabling = await pool.connect();
     try {
       await disabling.query('BEGIN');
-      await disabling.query('UPDATE webhooks.webhooks SET enabled = false WHERE id = $1', [disabled]);
-      await queue.abandon(disabling, disabled, 'endpoint disabled', NOW);
-      let recorded = false;
-      const recording = record(claimed, 500, {
-        status: 'pending',
-        nextAttemptAt: new Date(NOW.getTime() + 5_000),
-      }).then(() => {
-        recorded = true;
+      await disabling.query('UPDATE webhooks.webhooks SET enabled = false WHERE id = $1', [webhookId]);
+      await queue.abandon(disabling, webhookId, 'endpoint disabled', NOW);
+      let settled = false;
+      const raced = racing().finally(() => {
+        settled = true;
       });
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(recorded).toBe(false);
+      expect(settled).toBe(false);
       await disabling.query('COMMIT');
-      await recording;
+      const outcome = await raced;
+      const { rows } = await pool.query<{ status: string; next_attempt_at: Date | null }>(
+        'SELECT status, next_attempt_at FROM webhooks.webhook_deliveries WHERE webhook_id = $1',
+        [webhookId],
+      );
+      return { outcome, deliveries: rows };
     } finally {
       disabling.release();
     }
-    const { rows } = await pool.query<{ status: string; next_attempt_at: Date | null }>(
-      'SELECT status, next_attempt_at FROM webhooks.webhook_deliveries WHERE webhook_id = $1',
-      [disabled],
+  };
+
+  it('gives up the retry of an attempt recorded while its endpoint is being disabled', async () => {
+    const { webhookId, claimed } = await claimedAtOwnEndpoint('recorded');
+    const { deliveries } = await whileDisabling(webhookId, () =>
+      record(claimed, 500, { status: 'pending', nextAttemptAt: new Date(NOW.getTime() + 5_000) }),
     );
-    expect(rows).toEqual([{ status: 'failed', next_attempt_at: null }]);
+    expect(deliveries).toEqual([{ status: 'failed', next_attempt_at: null }]);
+  });
+
+  it('queues nothing again for an endpoint being disabled', async () => {
+    const { webhookId, claimed } = await claimedAtOwnEndpoint('requeued');
+    await record(claimed, 500, { status: 'failed', disableEndpoint: false });
+    const { outcome, deliveries } = await whileDisabling(webhookId, () =>
+      Promise.all([
+        queue.retry(1, claimed[0]!.id, NOW),
+        queue.recover(1, webhookId, new Date(NOW.getTime() - 60_000), NOW),
+      ]),
+    );
+    expect(outcome).toEqual([false, 0]);
+    expect(deliveries).toEqual([{ status: 'failed', next_attempt_at: null }]);
   });
 
   it('queues one delivery per endpoint and event, however often the event comes', async () => {

@@ -15,10 +15,11 @@ export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 const CLAIM_LOCK = "hashtext('ofp:webhook-claims')";
 
 /**
- * The advisory lock space of endpoints' queues, keyed by webhook id: recordings hold an endpoint's
- * lock shared, giving up its queue (a disable, a delete) holds it exclusively. Whichever comes second
- * then sees what the first committed: a recording after a disable sees the endpoint disabled and gives
- * its retry up; a disable after a recording gives up the retry that the recording queued.
+ * The advisory lock space of endpoints' queues, keyed by webhook id: what queues a delivery again (a
+ * recording that schedules a retry, `retry`, `recover`) holds an endpoint's lock shared, giving up its
+ * queue (a disable, a delete) holds it exclusively. Whichever comes second then sees what the first
+ * committed: a recording after a disable sees the endpoint disabled and gives its retry up; a disable
+ * after a recording gives up the retry that the recording queued.
  */
 const ENDPOINT_LOCK_SPACE = "hashtext('ofp:webhook-endpoints')";
 
@@ -335,30 +336,58 @@ export class DeliveryQueue {
 
   /**
    * Queues a finished delivery again for a new round of attempts (`POST /v2/webhook_deliveries/{id}/retry`).
-   * @returns false when the delivery is not finished (or not the organization's).
+   * @returns false when the delivery is not finished (or not the organization's), or its endpoint is
+   * disabled.
    */
   async retry(orgId: number, deliveryId: number, now: Date): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE webhooks.webhook_deliveries SET ${REQUEUE}
-        WHERE id = $2 AND org_id = $3 AND status IN ('succeeded', 'failed')`,
+    const requeued = await this.requeue(
+      `id = $2 AND org_id = $3 AND status IN ('succeeded', 'failed')`,
       [now, deliveryId, orgId],
+      {
+        sql: 'SELECT webhook_id AS id FROM webhooks.webhook_deliveries WHERE id = $1 AND org_id = $2',
+        values: [deliveryId, orgId],
+      },
     );
-    await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
-    return rowCount === 1;
+    return requeued === 1;
   }
 
   /**
    * Queues again every given-up delivery of an endpoint queued since `since` (`POST /v2/webhooks/{id}/recover`).
-   * @returns how many.
+   * @returns how many (none when the endpoint is disabled).
    */
   async recover(orgId: number, webhookId: number, since: Date, now: Date): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE webhooks.webhook_deliveries SET ${REQUEUE}
-        WHERE webhook_id = $2 AND org_id = $3 AND status = 'failed' AND created_at >= $4`,
+    return this.requeue(
+      `webhook_id = $2 AND org_id = $3 AND status = 'failed' AND created_at >= $4`,
       [now, webhookId, orgId, since],
+      { sql: 'SELECT $1::bigint AS id', values: [webhookId] },
     );
+  }
+
+  /**
+   * Queues again the deliveries `condition` selects (`$1` is now) while their endpoint (`endpoint`
+   * selects its id) is enabled: under the endpoint's lock held shared, as recordings do, so that a
+   * disable gives up what this queued, or this sees the disable.
+   */
+  private async requeue(
+    condition: string,
+    values: unknown[],
+    endpoint: { sql: string; values: unknown[] },
+  ): Promise<number> {
+    const requeued = await inTransaction(this.pool, async (client) => {
+      await client.query(
+        `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('e.id')}) FROM (${endpoint.sql}) e`,
+        endpoint.values,
+      );
+      const { rowCount } = await client.query(
+        `UPDATE webhooks.webhook_deliveries d SET ${REQUEUE}
+          WHERE ${condition}
+            AND (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = d.webhook_id AND w.org_id = d.org_id)`,
+        values,
+      );
+      return rowCount ?? 0;
+    });
     await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
-    return rowCount ?? 0;
+    return requeued;
   }
 
   /**

@@ -203,7 +203,10 @@ export class WebhookCommands {
     if (since.getTime() > now.getTime())
       throw fieldError('Unprocessable', 'since', 'must not be in the future');
     await this.enabledEndpoint(orgId, id);
-    return this.queue.recover(orgId, id, since, now);
+    const recovered = await this.queue.recover(orgId, id, since, now);
+    // Disabled meanwhile: nothing was queued again, and the answer says why.
+    if (recovered === 0) await this.enabledEndpoint(orgId, id);
+    return recovered;
   }
 
   /** The organization's delivery `id`, or undefined. */
@@ -218,8 +221,10 @@ export class WebhookCommands {
     if (current.status !== 'succeeded' && current.status !== 'failed')
       throw fieldError('Conflict', 'status', `cannot retry a delivery that is ${String(current.status)}`);
     await this.enabledEndpoint(orgId, Number(current.webhook_id));
-    if (!(await this.queue.retry(orgId, id, this.clock())))
+    if (!(await this.queue.retry(orgId, id, this.clock()))) {
+      await this.enabledEndpoint(orgId, Number(current.webhook_id));
       throw fieldError('Conflict', 'status', 'the delivery was queued again meanwhile');
+    }
   }
 
   /** The endpoint `id`, which must exist and be enabled for its deliveries to be sent again. */
