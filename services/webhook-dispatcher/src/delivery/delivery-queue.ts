@@ -500,7 +500,9 @@ export class DeliveryQueue {
       `WITH gone AS (
          DELETE FROM webhooks.webhook_deliveries
           WHERE id IN (SELECT id FROM webhooks.webhook_deliveries
-                        WHERE status IN ('succeeded', 'failed') AND updated_at < $1
+                        -- created_at <= updated_at: implied, and it lets the old rows be found by the
+                        -- (org_id, created_at) index wherever the heap keeps them.
+                        WHERE status IN ('succeeded', 'failed') AND updated_at < $1 AND created_at < $1
                         LIMIT $2)
          RETURNING org_id
        ), counted AS (
