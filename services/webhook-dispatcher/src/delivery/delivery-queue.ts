@@ -393,7 +393,8 @@ export class DeliveryQueue {
   /**
    * Gives up the queued deliveries of an endpoint that was disabled or deleted, inside the caller's
    * transaction (after the endpoint's change): they stay `failed`, so that `recover` can re-send them
-   * once it is enabled again. Recordings of its attempts wait for the transaction to end.
+   * once it is enabled again. What would queue its deliveries again (a recording, `retry`, `recover`)
+   * waits for the transaction to end.
    */
   async abandon(client: Queryable, webhookId: number, reason: string, now: Date): Promise<void> {
     await client.query(`SELECT pg_advisory_xact_lock(${endpointLockKey('$1::bigint')})`, [webhookId]);
