@@ -153,6 +153,35 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     return (await acme.request<Json>('GET', `/v2/${model}/${id}`)).body.results.status;
   }
 
+  /**
+   * 10 of `sku` counted in, then an open order of `quantity` with one fulfillment order, shipped in full
+   * in one package; resolves once the order is `fulfilled`.
+   */
+  async function shippedOrder(sku: string, orderNumber: string, quantity: number) {
+    await created('inventory_adjustments', {
+      sku,
+      warehouse: WAREHOUSE,
+      quantity_delta: 10,
+      reason: 'count',
+    });
+    const order = await created('orders', {
+      order_number: orderNumber,
+      status: 'open',
+      lines: [{ sku, quantity }],
+    });
+    const fo = await created('fulfillment_orders', {
+      order_id: order.id,
+      warehouse: WAREHOUSE,
+      lines: [{ sku, quantity }],
+    });
+    const shipment = await created('shipments', {
+      fulfillment_order_id: fo.id,
+      packages: [{ tracking_number: `T-${orderNumber}`, lines: [{ sku, quantity }] }],
+    });
+    await eventually(() => statusOf('orders', order.id), 'fulfilled');
+    return { order, fo, shipment };
+  }
+
   it(
     'receives a purchase order into inventory, fulfils an order in two shipments, and invoices it',
     async () => {
@@ -338,27 +367,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     'gives a cancelled shipment’s quantities back to its fulfillment order, its order and inventory',
     async () => {
       const sku = 'GADGET-1';
-      await created('inventory_adjustments', {
-        sku,
-        warehouse: WAREHOUSE,
-        quantity_delta: 10,
-        reason: 'count',
-      });
-      const order = await created('orders', {
-        order_number: 'SO-2',
-        status: 'open',
-        lines: [{ sku, quantity: 3 }],
-      });
-      const fo = await created('fulfillment_orders', {
-        order_id: order.id,
-        warehouse: WAREHOUSE,
-        lines: [{ sku, quantity: 3 }],
-      });
-      const shipment = await created('shipments', {
-        fulfillment_order_id: fo.id,
-        packages: [{ tracking_number: 'T-1', lines: [{ sku, quantity: 3 }] }],
-      });
-      await eventually(() => statusOf('orders', order.id), 'fulfilled');
+      const { order, fo, shipment } = await shippedOrder(sku, 'SO-2', 3);
       await eventually(() => stock(sku), { on_hand: 7, committed: 0, available: 7, inbound: 0 });
       await updated('shipments', shipment.id, { status: 'cancelled' });
       expect((await acme.request<Json>('GET', `/v2/fulfillment_orders/${fo.id}`)).body.results).toMatchObject(
@@ -377,32 +386,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     'decides both orders again when a fulfillment order moves from one to the other',
     async () => {
       const sku = 'GIZMO-1';
-      await created('inventory_adjustments', {
-        sku,
-        warehouse: WAREHOUSE,
-        quantity_delta: 10,
-        reason: 'count',
-      });
-      const first = await created('orders', {
-        order_number: 'SO-MOVED-FROM',
-        status: 'open',
-        lines: [{ sku, quantity: 2 }],
-      });
+      const { order: first, fo } = await shippedOrder(sku, 'SO-MOVED-FROM', 2);
       const second = await created('orders', {
         order_number: 'SO-MOVED-TO',
         status: 'open',
         lines: [{ sku, quantity: 2 }],
       });
-      const fo = await created('fulfillment_orders', {
-        order_id: first.id,
-        warehouse: WAREHOUSE,
-        lines: [{ sku, quantity: 2 }],
-      });
-      await created('shipments', {
-        fulfillment_order_id: fo.id,
-        packages: [{ tracking_number: 'T-3', lines: [{ sku, quantity: 2 }] }],
-      });
-      await eventually(() => statusOf('orders', first.id), 'fulfilled');
       await updated('fulfillment_orders', fo.id, { order_id: second.id });
       await eventually(() => statusOf('orders', second.id), 'fulfilled');
       await eventually(() => statusOf('orders', first.id), 'open');
