@@ -35,6 +35,9 @@ export default {
   // other, and whatever a failed test leaves open ends with its worker instead of outliving the run's
   // Postgres in the runner. (A memory limit is what makes jest use a worker when there is only one.)
   maxWorkers: 1,
+  // Integration files start databases and brokers on a two-core machine shared with Postgres and Kafka:
+  // jest's default of 5 s per test or hook fails healthy tests there whenever the machine is busy.
+  testTimeout: 30_000,
   workerIdleMemoryLimit: '1GB',
   projects: [
     {
