@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   createServer,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   type RequestListener,
   type Server,
@@ -75,95 +76,126 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
     }
   }
   const duration = createHttpMetrics(options.metrics);
-  const log = options.logger;
-  const logsRequests = log.isLevelEnabled('info');
-
+  const pipeline: Pipeline = {
+    router,
+    duration,
+    log: options.logger,
+    logsRequests: options.logger.isLevelEnabled('info'),
+  };
   return (req, res) => {
-    const started = performance.now();
-    const id = requestIdOf(req);
-    res.setHeader('X-Request-Id', id);
-    const method = (req.method ?? 'GET') as HttpMethod | 'HEAD';
-    const url = req.url ?? '/';
-    const found = router.find(method, url);
-    const route = found?.store as Route | undefined;
-    let admission: Admission<unknown> | undefined;
-    // Made when first used: most requests log only their access line.
-    let child: Logger | undefined;
-    const requestLog = (): Logger => (child ??= log.child({ request_id: id }));
+    void new Exchange(pipeline, req, res).run();
+  };
+}
 
-    const finish = (reply: Reply): void => {
-      write(res, reply);
-      const template = route === undefined ? 'unmatched' : templateOf(route, url);
-      const status = String(res.statusCode);
-      duration.observe({ method, route: template, status }, (performance.now() - started) / 1000);
-      if (logsRequests) {
-        log.info(
-          {
-            request_id: id,
-            method,
-            route: template,
-            status: res.statusCode,
-            ms: Math.round((performance.now() - started) * 10) / 10,
-            ...(admission?.organization === undefined ? {} : { organization: admission.organization }),
-            ...(admission?.client === undefined ? {} : { client: admission.client }),
-          },
-          'request',
-        );
-      }
-    };
-    const fail = (error: unknown): void => {
-      if (res.headersSent) {
-        requestLog().error({ err: error }, 'error after response started');
-        res.destroy();
-        return;
-      }
-      finish(route?.renderError?.(error) ?? errorReply(error, id, requestLog()));
-    };
+interface Pipeline {
+  readonly router: Router;
+  readonly duration: ReturnType<typeof createHttpMetrics>;
+  readonly log: Logger;
+  readonly logsRequests: boolean;
+}
 
-    if (!found || !route) {
-      fail(unrouted(router, method, url));
+type Router = FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;
+
+/**
+ * One request on its way through the pipeline, and the request its handler sees. A class rather
+ * than closures and object literals per request: requests are the hot path.
+ */
+class Exchange implements RouteRequest {
+  readonly id: string;
+  readonly method: HttpMethod | 'HEAD';
+  readonly url: string;
+  readonly prefix: string;
+  readonly headers: IncomingHttpHeaders;
+  params: Readonly<Record<string, string>> = {};
+  query: Readonly<Record<string, string | undefined>> = {};
+  body: unknown = undefined;
+  principal: unknown = undefined;
+  private route: Route | undefined;
+  private admission: Admission<unknown> | undefined;
+  private child: Logger | undefined;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly pipeline: Pipeline,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+  ) {
+    this.id = requestIdOf(req);
+    res.setHeader('X-Request-Id', this.id);
+    this.method = (req.method ?? 'GET') as HttpMethod | 'HEAD';
+    this.url = req.url ?? '/';
+    this.prefix = this.url.startsWith('/api/') ? '/api' : '';
+    this.headers = req.headers;
+  }
+
+  /** Made when first used: most requests log only their access line. */
+  get log(): Logger {
+    return (this.child ??= this.pipeline.log.child({ request_id: this.id }));
+  }
+
+  header(name: string): string | undefined {
+    const value = this.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  async run(): Promise<void> {
+    try {
+      const found = this.pipeline.router.find(this.method, this.url);
+      const route = found?.store as Route | undefined;
+      if (!found || !route) throw unrouted(this.pipeline.router, this.method, this.url);
+      this.route = route;
+      this.params = found.params as Record<string, string>;
+      this.query = checkQuery(route, found.searchParams as Record<string, string | string[] | undefined>);
+      this.body = await readBody(this.req, route.body);
+      const admission = await route.access.authenticate(this);
+      this.admission = admission;
+      this.principal = admission.principal;
+      if (admission.headers)
+        for (const name in admission.headers) this.res.setHeader(name, admission.headers[name]!);
+      checkScope(route, admission.scopes);
+      this.finish(await route.handle(this));
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private fail(error: unknown): void {
+    if (this.res.headersSent) {
+      this.log.error({ err: error }, 'error after response started');
+      this.res.destroy();
       return;
     }
-    const params = found.params as Record<string, string>;
-    const query = found.searchParams as Record<string, string | string[] | undefined>;
-    void (async () => {
-      const checkedQuery = checkQuery(route, query);
-      const body = await readBody(req, route.body);
-      const incoming = { id, headers: req.headers, body };
-      admission = await route.access.authenticate(incoming);
-      for (const [name, value] of Object.entries(admission.headers ?? {})) res.setHeader(name, value);
-      checkScope(route, admission.scopes);
-      const request: RouteRequest = {
-        ...incoming,
-        get log() {
-          return requestLog();
-        },
-        method,
-        url,
-        prefix: url.startsWith('/api/') ? '/api' : '',
-        params,
-        query: checkedQuery,
-        principal: admission.principal,
-        header: (name) => headerOf(req, name),
-      };
-      finish(await route.handle(request));
-    })().catch(fail);
-  };
+    this.finish(this.route?.renderError?.(error) ?? errorReply(error, this.id, this.log));
+  }
+
+  /** Writes the reply, times the request by route template, and logs its access line. */
+  private finish(reply: Reply): void {
+    write(this.res, reply);
+    const route = this.route === undefined ? 'unmatched' : `${this.prefix}${this.route.path}`;
+    const ms = performance.now() - this.started;
+    const status = this.res.statusCode;
+    this.pipeline.duration.observe({ method: this.method, route, status: String(status) }, ms / 1000);
+    if (!this.pipeline.logsRequests) return;
+    const admission = this.admission;
+    this.pipeline.log.info(
+      {
+        request_id: this.id,
+        method: this.method,
+        route,
+        status,
+        ms: Math.round(ms * 10) / 10,
+        ...(admission?.organization === undefined ? {} : { organization: admission.organization }),
+        ...(admission?.client === undefined ? {} : { client: admission.client }),
+      },
+      'request',
+    );
+  }
 }
 
 function noop(): void {}
 
-/** The template a request matched, with the `/api` alias kept apart in the metrics. */
-function templateOf(route: Route, url: string): string {
-  return url.startsWith('/api/') ? `/api${route.path}` : route.path;
-}
-
 /** 405 with `Allow` when the path is served for other methods, else 404 (API.md §3). */
-function unrouted(
-  router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>,
-  method: string,
-  url: string,
-): DomainError {
+function unrouted(router: Router, method: string, url: string): DomainError {
   const allowed = METHODS.filter((other) => router.find(other, url) !== null);
   const path = url.split('?')[0] ?? url;
   if (allowed.length === 0) return baseError('NotFound', `No route for ${method} ${path}`);
@@ -254,11 +286,6 @@ async function readBody(req: IncomingMessage, kind: BodyKind | undefined): Promi
 function requestIdOf(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-}
-
-function headerOf(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name.toLowerCase()];
-  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** Writes a reply in one write; JSON unless the reply names another content type. */
