@@ -145,7 +145,7 @@ class Exchange implements RouteRequest {
       if (!found || !route) throw unrouted(this.pipeline.router, this.method, this.url);
       this.route = route;
       this.params = found.params as Record<string, string>;
-      this.query = checkQuery(route, found.searchParams as Record<string, string | string[] | undefined>);
+      this.query = checkQuery(route, found.searchParams);
       this.body = await readBody(this.req, route.body);
       const admission = await route.access.authenticate(this);
       this.admission = admission;
@@ -208,9 +208,9 @@ function unrouted(router: Router, method: string, url: string): DomainError {
  */
 function checkQuery(
   route: Route,
-  given: Record<string, string | string[] | undefined>,
+  given: Readonly<Record<string, unknown>>,
 ): Record<string, string | undefined> {
-  if (route.query === 'any') return given as Record<string, string | undefined>;
+  if (route.query === 'any') return {};
   const accepted = route.query?.names ?? [];
   const checked: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(given)) {
@@ -223,7 +223,8 @@ function checkQuery(
           : `is not a query parameter of ${route.method} ${route.path}`,
       );
     }
-    if (Array.isArray(value)) throw baseError('Invalid', `${name} must be given once`);
+    // fast-querystring, find-my-way's parser, gives a parameter given more than once as an array.
+    if (typeof value !== 'string') throw baseError('Invalid', `${name} must be given once`);
     checked[name] = value;
   }
   return checked;

@@ -51,7 +51,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type BodyKind = 'json' | 'form';
 
-/** `names`: the parameters accepted; `any`: the operation reads its query itself (OAuth authorize). */
+/** `names`: the parameters accepted; `any`: the operation reads its query from `url` itself (OAuth authorize). */
 export type QueryParameters =
   { readonly names: readonly string[]; readonly schemas?: Readonly<Record<string, z.ZodType>> } | 'any';
 
