@@ -205,6 +205,7 @@ export async function runPlatform(
 /** One service's modules and routes, built from the process's infrastructure. */
 function serviceParts(service: Service, infrastructure: Infrastructure): ServiceParts {
   const { config, logger, pool, databaseUrl, store, bus, clock } = infrastructure;
+  const shared = { pool, connectionString: databaseUrl, store, bus, logger, clock };
   switch (service) {
     case 'auth': {
       const adminToken = infrastructure.adminToken;
@@ -225,12 +226,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
     }
     case 'api': {
       const api = createApiService({
-        pool,
-        connectionString: databaseUrl,
-        store,
-        bus,
-        logger,
-        clock,
+        ...shared,
         gate: infrastructure.gate(),
         readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
       });
@@ -251,12 +247,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
       return { modules: [createProjectorModule({ pool, bus, logger })], routes: [] };
     case 'webhook-dispatcher': {
       const dispatcher = createWebhookDispatcher({
-        pool,
-        connectionString: databaseUrl,
-        store,
-        bus,
-        logger,
-        clock,
+        ...shared,
         gate: infrastructure.gate(),
         metrics: infrastructure.metrics,
         ...webhookDispatcherSettings(config),
