@@ -1,2 +1,3 @@
 export * from './config.js';
 export * from './platform.js';
+export * from './descriptions.js';

@@ -44,6 +44,7 @@ import {
   webhookDispatcherSettings,
 } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
+import { servedDescriptions } from './descriptions.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
 
@@ -168,7 +169,11 @@ export async function runPlatform(
     ...(verification ? [verification.module] : []),
     ...parts.flatMap((part) => part.modules),
   ];
-  const routes = parts.flatMap((part) => part.routes);
+  // Every process serves the description of the whole platform (API.md §11), whatever its TARGET.
+  const routes = [
+    ...parts.flatMap((part) => part.routes),
+    ...(await servedDescriptions({ publicUrl, topicPrefix: config.KAFKA_TOPIC_PREFIX })),
+  ];
   let server: Server | undefined;
   const runner: ModuleRunner = new ModuleRunner(
     [

@@ -1,9 +1,8 @@
-import { consumerModule, type Bus } from '@ofp/bus';
+import { REVOCATIONS_STREAM_TYPE, consumerModule, type Bus } from '@ofp/bus';
 import type { Module } from '@ofp/runtime';
 import type { Revocation, RevocationDenyList } from './revocations.js';
 
-/** The stream type of revocation announcements: one stream per announcement, in the event store. */
-export const REVOCATIONS_STREAM_TYPE = 'revocations';
+export { REVOCATIONS_STREAM_TYPE };
 /** The event type of a revocation announcement. */
 export const GRANT_REVOKED = 'grant.revoked';
 

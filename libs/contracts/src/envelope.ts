@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { FieldErrors } from './errors.js';
 
 /** The response envelope of every `/v2` model endpoint (API.md §2). */
@@ -17,3 +18,34 @@ export function searchEnvelope<T>(records: T[], totalResults: number, offset: nu
 export function errorEnvelope(errors: FieldErrors): Envelope<never> {
   return { count: 0, results: null, errors };
 }
+
+/** The envelope of one result (API.md §2), named `id`. */
+export function singleEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
+  return z.strictObject({ count: z.literal(1), results: result, errors: z.null() }).meta({ id });
+}
+
+/** The envelope of a page of results (API.md §2), named `id`. */
+export function pageEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
+  return z
+    .strictObject({
+      count: z.int().min(0),
+      total_results: z.int().min(0),
+      offset: z.int().min(0),
+      results: z.array(result),
+      errors: z.null(),
+    })
+    .meta({ id });
+}
+
+/** Every error (API.md §2-3): `errors` by column path, or `base`. */
+export const errorEnvelopeSchema = z
+  .strictObject({
+    count: z.literal(0),
+    results: z.null(),
+    errors: z.record(z.string(), z.array(z.string())),
+  })
+  .meta({
+    id: 'ErrorEnvelope',
+    description:
+      'errors by column path (`lines[2].quantity`, `q.filters[1].operator`) or `base`, each a list of messages',
+  });

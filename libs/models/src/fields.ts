@@ -161,6 +161,18 @@ export interface ModelDefinition {
    * out the indexes of its own access paths instead.
    */
   readonly indexed: boolean;
+  /**
+   * The event types a change of the model's records is announced as (API.md §8), with what each means:
+   * `<singular>.created|updated|deleted` as its write access allows, then the model's own.
+   */
+  readonly eventTypes: readonly EventType[];
+}
+
+/** An event type of the catalog (API.md §8 `GET /v2/webhook_event_types`). */
+export interface EventType {
+  readonly type: string;
+  readonly model: string;
+  readonly description: string;
 }
 
 type ColumnOptions<C extends ColumnDefinition> = Partial<Omit<C, 'kind' | 'type'>>;
@@ -278,6 +290,11 @@ export interface ModelDeclaration {
   /** True unless told otherwise. */
   readonly storedDocuments?: boolean;
   readonly indexed?: boolean;
+  /**
+   * Event types besides the generic ones, by type, with what each means (`order.cancelled`). A
+   * `read-only` model, which clients do not write, has only these.
+   */
+  readonly events?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -308,10 +325,38 @@ export function defineModel(declaration: ModelDeclaration): ModelDefinition {
     deletable: (deletable ?? true) && (writes ?? 'all') === 'all',
     storedDocuments: storedDocuments ?? true,
     indexed: indexed ?? true,
+    eventTypes: eventTypesOf(declaration),
     ...(stateMachine ? { stateMachine } : {}),
   };
   if (stateMachine) checkStateMachine(model, stateMachine);
   return model;
+}
+
+/** The generic event types the model's write access gives (API.md §8), then its own. */
+function eventTypesOf(declaration: ModelDeclaration): EventType[] {
+  const writes = declaration.writes ?? 'all';
+  const what = declaration.singular.replace(/_/g, ' ');
+  const changes: [string, string][] =
+    writes === 'read-only'
+      ? []
+      : writes === 'append-only'
+        ? [['created', `A ${what} was created`]]
+        : [
+            ['created', `A ${what} was created`],
+            ['updated', `A ${what} was changed`],
+            ...((declaration.deletable ?? true)
+              ? [['deleted', `A ${what} was deleted`] as [string, string]]
+              : []),
+          ];
+  const own = Object.entries(declaration.events ?? {});
+  for (const [type] of own) {
+    if (!type.startsWith(`${declaration.singular}.`))
+      throw new Error(`${declaration.name}: event type ${type} is not one of a ${declaration.singular}`);
+  }
+  return [
+    ...changes.map(([change, description]) => [`${declaration.singular}.${change}`, description]),
+    ...own,
+  ].map(([type, description]) => ({ type: type!, model: declaration.name, description: description! }));
 }
 
 function checkFieldMap(path: string, fields: FieldMap): void {

@@ -19,6 +19,7 @@ export {
   type ColumnType,
   type DateColumn,
   type DecimalColumn,
+  type EventType,
   type FieldDefinition,
   type FieldMap,
   type IntegerColumn,
@@ -52,7 +53,22 @@ export {
   purchaseOrders,
   shipments,
 } from './registry.js';
-export { columnPath, validateCreate, validateUpdate, type RecordBody } from './validation.js';
+export {
+  columnPath,
+  requestBodySchema,
+  validateCreate,
+  validateUpdate,
+  type RecordBody,
+} from './validation.js';
+export {
+  eventPayloadSchema,
+  querySchema,
+  recordSchema,
+  schemaName,
+  searchEnvelopeSchema,
+  singleEnvelopeSchema,
+  writeSchema,
+} from './api-schemas.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
 export {
   advanceCheckpoint,

@@ -85,6 +85,9 @@ export const orders = defineModel({
   name: 'orders',
   singular: 'order',
   writeScope: 'write',
+  events: {
+    'order.cancelled': 'An order moved to cancelled (sent instead of order.updated)',
+  },
   fields: {
     order_number: column.string({ required: true, unique: true }),
     status: column.string({
@@ -125,6 +128,12 @@ export const fulfillmentOrders = defineModel({
   writeScope: 'write',
   // Closing a shipped fulfillment order is the operator's move (API.md §7).
   operatorChanges: true,
+  events: {
+    'fulfillment_order.shipped':
+      'A fulfillment order shipped in full (sent instead of fulfillment_order.updated)',
+    'fulfillment_order.cancelled':
+      'A fulfillment order moved to cancelled (sent instead of fulfillment_order.updated)',
+  },
   fields: {
     order_id: column.integer({ references: () => orders }),
     warehouse: column.string({ maxLength: 100 }),
@@ -163,6 +172,11 @@ export const shipments = defineModel({
   writeScope: 'operations',
   // A shipment counts as shipped from its creation: it is cancelled, never deleted (API.md §6).
   deletable: false,
+  events: {
+    'shipment.tracking_updated':
+      "A shipment's status (other than to delivered or cancelled), estimated delivery or a package's tracking number or URL changed (sent instead of shipment.updated)",
+    'shipment.delivered': 'A shipment was delivered (sent instead of shipment.updated)',
+  },
   fields: {
     fulfillment_order_id: column.integer({ required: true, references: () => fulfillmentOrders }),
     status: column.string({
@@ -202,6 +216,10 @@ export const purchaseOrders = defineModel({
   writeScope: 'write',
   // Receiving is the operator's change (API.md §7).
   operatorChanges: true,
+  events: {
+    'purchase_order.received':
+      'A purchase order was received in full (sent instead of purchase_order.updated)',
+  },
   fields: {
     po_number: column.string({ required: true, unique: true }),
     vendor_name: column.string(),
@@ -238,6 +256,9 @@ export const invoices = defineModel({
   singular: 'invoice',
   writeScope: 'operations',
   deletable: false,
+  events: {
+    'invoice.paid': 'An invoice was paid in full (sent instead of invoice.updated)',
+  },
   fields: {
     invoice_number: column.string({ required: true, unique: true }),
     order_id: column.integer({ references: () => orders }),
@@ -271,6 +292,10 @@ export const inventory = defineModel({
   writeScope: 'operations',
   // Derived from events by the inventory process manager (API.md §6); no client writes it.
   writes: 'read-only',
+  events: {
+    'inventory.created': 'Stock of a sku in a warehouse was first recorded',
+    'inventory.updated': 'Stock of a sku in a warehouse changed (on hand, committed, available or inbound)',
+  },
   fields: {
     item_id: column.integer({ readOnly: true }),
     sku: column.string({ readOnly: true, nullable: false }),

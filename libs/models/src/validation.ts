@@ -27,7 +27,7 @@ type Mode = 'create' | 'update';
  * @throws DomainError `Unprocessable` with errors by column path (`phone_numbers[0].number`).
  */
 export function validateCreate(model: ModelDefinition, body: unknown): RecordBody {
-  return validate(bodySchema(model, 'create'), body);
+  return validate(requestBodySchema(model, 'create'), body);
 }
 
 /**
@@ -35,7 +35,7 @@ export function validateCreate(model: ModelDefinition, body: unknown): RecordBod
  * @throws DomainError `Unprocessable` with errors by column path.
  */
 export function validateUpdate(model: ModelDefinition, body: unknown): RecordBody {
-  return validate(bodySchema(model, 'update'), body);
+  return validate(requestBodySchema(model, 'update'), body);
 }
 
 /** Formats a zod issue path the way the envelope names nested columns: `lines[2].quantity`. */
@@ -62,8 +62,11 @@ const schemas = {
   update: new WeakMap<ModelDefinition, z.ZodType>(),
 };
 
-// Built on first use rather than at import: references are thunks that may point at models declared later.
-function bodySchema(model: ModelDefinition, mode: Mode): z.ZodType {
+/**
+ * The schema a create (`create`) or update (`update`) body is validated with. Built on first use
+ * rather than at import: references are thunks that may point at models declared later.
+ */
+export function requestBodySchema(model: ModelDefinition, mode: Mode): z.ZodType {
   let schema = schemas[mode].get(model);
   if (!schema) {
     schema = objectSchema(model.fields, mode);
@@ -135,15 +138,21 @@ function presence(
 function columnSchema(column: ColumnDefinition): z.ZodType {
   switch (column.type) {
     case 'string':
-      return z.string({ error: typeError('a string') }).superRefine((value, context) => {
-        const problem = stringProblem(column, value);
-        if (problem) context.addIssue({ code: 'custom', message: problem });
-      });
+      return z
+        .string({ error: typeError('a string') })
+        .superRefine((value, context) => {
+          const problem = stringProblem(column, value);
+          if (problem) context.addIssue({ code: 'custom', message: problem });
+        })
+        .meta(stringConstraints(column));
     case 'integer':
-      return z.number({ error: typeError('an integer') }).superRefine((value, context) => {
-        const problem = integerProblem(column, value);
-        if (problem) context.addIssue({ code: 'custom', message: problem });
-      });
+      return z
+        .number({ error: typeError('an integer') })
+        .superRefine((value, context) => {
+          const problem = integerProblem(column, value);
+          if (problem) context.addIssue({ code: 'custom', message: problem });
+        })
+        .meta({ type: 'integer', ...(column.min === undefined ? {} : { minimum: column.min }) });
     case 'decimal':
       return z
         .union([z.string(), z.number()], { error: typeError('a decimal string such as "12.50"') })
@@ -170,6 +179,18 @@ function columnSchema(column: ColumnDefinition): z.ZodType {
       throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
     }
   }
+}
+
+/**
+ * What the checks of a string column say, for the JSON Schema of request bodies: zod sees only the
+ * refinement, which reports one problem at a time with the envelope's messages.
+ */
+function stringConstraints(column: StringColumn): Record<string, unknown> {
+  return {
+    maxLength: column.maxLength,
+    ...(column.values ? { enum: column.values } : {}),
+    ...(column.pattern ? { pattern: column.pattern.regex.source } : {}),
+  };
 }
 
 function stringProblem(column: StringColumn, value: string): string | undefined {

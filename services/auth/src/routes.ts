@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import type { AuthContext, BearerGate, Clock, TokenBucketLimiter, TokenVerifier } from '@ofp/auth-tokens';
 import { PUBLIC, bearerChallenge, jsonReply, type Pool, type Reply, type Route } from '@ofp/runtime';
@@ -8,6 +9,16 @@ import type { Grants } from './oauth/grants.js';
 import { authorizationServerMetadata, metadataPaths } from './oauth/metadata.js';
 import { introspectEndpoint, revokeEndpoint } from './oauth/revoke-introspect.js';
 import { tokenEndpoint } from './oauth/token.js';
+import {
+  authenticatedSchema,
+  introspectionSchema,
+  jwksSchema,
+  metadataSchema,
+  oauthErrorSchema,
+  tokenParameterSchema,
+  tokenRequestSchema,
+  tokenResponseSchema,
+} from './schemas.js';
 import type { SigningKeys } from './signing-keys.js';
 
 export interface AuthRoutesDeps {
@@ -36,6 +47,7 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
     path: string,
     operationId: string,
     summary: string,
+    schemas: { request: z.ZodType; response?: z.ZodType },
     handle: (request: ClientRequest) => Promise<Reply>,
   ): Route<ClientRequest> => ({
     method: 'POST',
@@ -45,8 +57,16 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
     tag: 'OAuth',
     access: client,
     body: 'form',
-    responses: { 200: { description: summary, headers: ['Cache-Control'] } },
-    errors: [400, 401],
+    request: schemas.request,
+    responses: {
+      200: {
+        description: summary,
+        headers: ['Cache-Control'],
+        ...(schemas.response ? { schema: schemas.response } : {}),
+      },
+      400: { description: 'An OAuth error (RFC 6749 §5.2)', schema: oauthErrorSchema },
+      401: { description: 'Client authentication failed (invalid_client)', schema: oauthErrorSchema },
+    },
     handle: (request) => handle(request.principal),
     renderError: oauthErrorReply,
   });
@@ -58,7 +78,7 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       summary: 'Authorization server metadata (RFC 8414)',
       tag: 'OAuth',
       access: PUBLIC,
-      responses: { 200: { description: 'The metadata' } },
+      responses: { 200: { description: 'The metadata', schema: metadataSchema } },
       handle: () =>
         Promise.resolve({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: metadata }),
     })),
@@ -69,7 +89,7 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       summary: 'The public keys that sign access tokens (RFC 7517)',
       tag: 'OAuth',
       access: PUBLIC,
-      responses: { 200: { description: 'The key set' } },
+      responses: { 200: { description: 'The key set', schema: jwksSchema } },
       // Short-lived caching: verifiers refetch on an unknown kid and must then see a new key at once.
       handle: async () => jsonReply(200, await deps.keys.jwks(), { 'Cache-Control': 'public, max-age=60' }),
     },
@@ -83,17 +103,31 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       query: 'any',
       responses: {
         302: { description: 'Redirect to the registered URI with a code or an error', headers: ['Location'] },
+        400: { description: 'A redirect_uri other than the registered one', schema: oauthErrorSchema },
+        401: { description: 'Unknown client_id', schema: oauthErrorSchema },
       },
-      errors: [400, 401],
       handle: (request) => authorize(request.url),
       renderError: oauthErrorReply,
     },
-    oauth('/oauth/token', 'oauth.token', 'Token request (RFC 6749 §3.2)', tokenEndpoint(deps)),
-    oauth('/oauth/revoke', 'oauth.revoke', 'Token revocation (RFC 7009)', revokeEndpoint(deps)),
+    oauth(
+      '/oauth/token',
+      'oauth.token',
+      'Token request (RFC 6749 §3.2)',
+      { request: tokenRequestSchema, response: tokenResponseSchema },
+      tokenEndpoint(deps),
+    ),
+    oauth(
+      '/oauth/revoke',
+      'oauth.revoke',
+      'Token revocation (RFC 7009)',
+      { request: tokenParameterSchema },
+      revokeEndpoint(deps),
+    ),
     oauth(
       '/oauth/introspect',
       'oauth.introspect',
       'Token introspection (RFC 7662)',
+      { request: tokenParameterSchema, response: introspectionSchema },
       introspectEndpoint(deps),
     ),
     authenticateRoute(deps),
@@ -112,7 +146,7 @@ function authenticateRoute(deps: AuthRoutesDeps): Route<AuthContext> {
     summary: 'Whether a token works, and for which organization',
     tag: 'Authentication',
     access: deps.gate.access([]),
-    responses: { 200: { description: 'The organization the token speaks for' } },
+    responses: { 200: { description: 'The organization the token speaks for', schema: authenticatedSchema } },
     handle: (request) => authenticate(deps, request.principal),
   };
 }

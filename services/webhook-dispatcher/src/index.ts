@@ -7,3 +7,4 @@ export {
 } from './config.js';
 export type { HostResolver, ResolvedAddress } from './delivery/address-guard.js';
 export type { HttpSender, OutgoingDelivery } from './delivery/http-sender.js';
+export { EVENT_TYPES, eventCatalog } from './subscriptions/event-catalog.js';

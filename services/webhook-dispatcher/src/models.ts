@@ -21,6 +21,11 @@ export const webhooks = defineModel({
   name: 'webhooks',
   singular: 'webhook',
   writeScope: 'write',
+  events: {
+    'webhook.disabled':
+      "An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints",
+    'webhook.test': 'Sent by POST /v2/webhooks/{id}/test to that endpoint alone',
+  },
   fields: {
     url: column.string({ required: true, maxLength: 2000 }),
     // Event types (`order.created`) or `*`. Registry lists hold objects, so each element is `{type}`

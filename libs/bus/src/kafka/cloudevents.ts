@@ -1,6 +1,36 @@
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 
+/** The stream type of the auth service's revocation announcements (`grant.revoked`), one stream each. */
+export const REVOCATIONS_STREAM_TYPE = 'revocations';
+
+/**
+ * The schemas of the event data, named by each message's `ce_dataschema` (CloudEvents §3.1.2): a
+ * record's change, or a revocation. The AsyncAPI document gives each as `$id`; a new major version of
+ * a body gets a new name.
+ */
+export const DATA_SCHEMAS = {
+  recordChange: 'urn:ofp:schema:record-change:1',
+  grantRevoked: 'urn:ofp:schema:grant-revoked:1',
+} as const;
+
+/** The headers of every message, as the AsyncAPI document describes them. */
+export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
+  ce_specversion: 'CloudEvents version: 1.0',
+  ce_id: 'The event id: deduplicate on it (delivery is at least once); also the webhook-id of its deliveries',
+  ce_source: '/ofp/<stream type>',
+  ce_type: 'The event type (order.created, order.cancelled, grant.revoked, ...)',
+  ce_time: 'When the change was recorded (RFC 3339)',
+  ce_subject: "The record's stream id (<model>-<id>), also the message key",
+  ce_sequence: "The record's version after the change (CloudEvents sequence extension)",
+  ce_dataschema: 'The schema of the message body (a components.schemas $id)',
+  ce_streamtype: 'The stream type: the model, or revocations',
+  ce_orgid: 'The organization the record belongs to (absent for revocations)',
+  ce_ofpposition: 'The position in the event store: <transaction id>.<position>',
+  ce_ofpmetadata: 'The change’s metadata as JSON (actor, request id)',
+  'content-type': 'application/json',
+};
+
 /**
  * CloudEvents 1.0 in Kafka binary mode (CloudEvents Kafka protocol binding §3.2): attributes travel
  * as `ce_`-prefixed headers, the event data is the message value, and the key is the stream id so
@@ -12,10 +42,13 @@ import type { StoredEvent } from '@ofp/event-store';
  *   orgid        the organization the record belongs to
  *   ofpposition  the global position `<transaction id>.<position>` in the event store
  *   ofpmetadata  the event's metadata as JSON
+ * and `dataschema` names the body's schema ({@link DATA_SCHEMAS}).
  */
 export function toKafkaMessage(event: StoredEvent): Message {
   const headers: IHeaders = {
     ce_specversion: '1.0',
+    ce_dataschema:
+      event.streamType === REVOCATIONS_STREAM_TYPE ? DATA_SCHEMAS.grantRevoked : DATA_SCHEMAS.recordChange,
     ce_id: event.eventId,
     ce_source: `/ofp/${event.streamType}`,
     ce_type: event.type,

@@ -84,7 +84,7 @@ export function decide(
       });
       const record = stamp(model, settled.record, 1, command.at);
       requireScopes(rules.scopes(undefined, record), command.by);
-      const type = rules.eventType(undefined, record) ?? `${model.singular}.created`;
+      const type = cataloged(model, rules.eventType(undefined, record) ?? `${model.singular}.created`);
       return withRelated(
         { events: [{ type, data: { record, previous: {}, deleted: false } }] },
         related,
@@ -112,7 +112,7 @@ export function decide(
         deleted: false,
         ...(heldFrom === undefined ? {} : { heldFrom }),
       };
-      const type = rules.eventType(current.record, record) ?? `${model.singular}.updated`;
+      const type = cataloged(model, rules.eventType(current.record, record) ?? `${model.singular}.updated`);
       return withRelated({ events: [{ type, data }] }, related, settled.related, command.at);
     }
     case 'delete': {
@@ -120,7 +120,12 @@ export function decide(
       requireScopes([model.writeScope], command.by);
       const record = stamp(model, current.record, current.record.version + 1, command.at);
       return {
-        events: [{ type: `${model.singular}.deleted`, data: { record, previous: {}, deleted: true } }],
+        events: [
+          {
+            type: cataloged(model, `${model.singular}.deleted`),
+            data: { record, previous: {}, deleted: true },
+          },
+        ],
       };
     }
     default: {
@@ -157,8 +162,21 @@ function withRelated(
     deleted: false,
     ...(current.heldFrom === undefined ? {} : { heldFrom: current.heldFrom }),
   };
-  const type = rules.eventType(current.record, record) ?? `${related.model.singular}.updated`;
+  const type = cataloged(
+    related.model,
+    rules.eventType(current.record, record) ?? `${related.model.singular}.updated`,
+  );
   return { ...decision, related: { ...related, events: [{ type, data }] } };
+}
+
+/**
+ * An event type the model announces (its registry entry's catalog, API.md §8): subscribers and the
+ * published descriptions know only those, so deciding another is a bug in the rules.
+ */
+function cataloged(model: ModelDefinition, type: string): string {
+  if (!model.eventTypes.some((known) => known.type === type))
+    throw new Error(`${model.name} decided event type ${type}, which its registry entry does not declare`);
+  return type;
 }
 
 /** A client's token must hold every scope the change needs (API.md §7); the system needs none. */

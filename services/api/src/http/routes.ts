@@ -1,6 +1,16 @@
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import type { AdmittedHook, AuthContext, BearerGate, Scope } from '@ofp/auth-tokens';
-import { MODELS, allowedMethods, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
+import {
+  MODELS,
+  allowedMethods,
+  querySchema,
+  searchEnvelopeSchema,
+  singleEnvelopeSchema,
+  validateCreate,
+  validateUpdate,
+  writeSchema,
+  type ModelDefinition,
+} from '@ofp/models';
 import {
   etagOf,
   noneMatchHits,
@@ -59,8 +69,8 @@ function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRo
       tag: name,
       model: name,
       access: reads,
-      query: { names: ['q'] },
-      responses: { 200: { description: 'A page of records' } },
+      query: { names: ['q'], schemas: { q: querySchema(model) } },
+      responses: { 200: { description: 'A page of records', schema: searchEnvelopeSchema(model) } },
       handle: async (request) => {
         const page = await deps.queries.search(model, request.principal.orgId, request.query.q);
         return { status: 200, body: searchEnvelopeJson(page) };
@@ -76,8 +86,8 @@ function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRo
       access: reads,
       headers: ['If-None-Match'],
       responses: {
-        200: { description: 'The record', headers: ['ETag'] },
-        304: { description: 'Not modified' },
+        200: { description: 'The record', headers: ['ETag'], schema: singleEnvelopeSchema(model) },
+        304: { description: 'Not modified', headers: ['ETag'] },
       },
       errors: [404],
       handle: async (request) => {
@@ -109,12 +119,20 @@ function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRo
       access: writes,
       ...(method === 'DELETE' ? {} : { body: 'json' as const }),
       headers: ['Idempotency-Key', 'Prefer', ...(creates ? [] : (['If-Match'] as const))],
+      ...(method === 'DELETE' ? {} : { request: writeSchema(model, creates ? 'create' : 'update') }),
       responses: creates
-        ? { 201: { description: 'Created', headers: ['Location', 'ETag'] } }
+        ? {
+            201: {
+              description: 'Created',
+              headers: ['Location', 'ETag', 'Idempotent-Replayed', 'Preference-Applied'],
+              schema: singleEnvelopeSchema(model),
+            },
+          }
         : {
             200: {
               description: method === 'DELETE' ? 'The deleted record' : 'The record',
-              headers: ['ETag'],
+              headers: ['ETag', 'Idempotent-Replayed', 'Preference-Applied'],
+              schema: singleEnvelopeSchema(model),
             },
           },
       errors: creates ? [409, 413, 415, 422] : [404, 409, 412, 413, 415, 422],

@@ -4,6 +4,7 @@ import { baseError, DomainError, singleEnvelope, type FieldErrors } from '@ofp/c
 import { jsonReply, type Pool, type Route } from '@ofp/runtime';
 import type { SigningKeys } from '../signing-keys.js';
 import { createClient, createOrganization, organizationExists } from '../tenants.js';
+import { organizationSchema, registeredClientSchema } from '../schemas.js';
 import { adminAccess } from './admin-token.js';
 
 export interface AdminRoutesDeps {
@@ -89,7 +90,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       summary: 'Create an organization',
       body: 'json',
       request: organizationInput,
-      responses: { 201: { description: 'The organization' } },
+      responses: { 201: { description: 'The organization', schema: organizationSchema } },
       errors: [415, 422],
       handle: async (request) => {
         const input = parseBody(organizationInput, request.body);
@@ -104,7 +105,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       summary: 'Register a client of an organization (its secret is shown this once)',
       body: 'json',
       request: clientInput,
-      responses: { 201: { description: 'The client with its secret' } },
+      responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
       errors: [404, 415, 422],
       handle: async (request) => {
         const given = request.params.id ?? '';

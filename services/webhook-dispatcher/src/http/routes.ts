@@ -1,7 +1,22 @@
 import { z } from 'zod';
 import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
-import { baseError, fieldError, searchEnvelope, singleEnvelope, type RecordJson } from '@ofp/contracts';
-import { parseQuery, searchRecords, type ModelDefinition } from '@ofp/models';
+import {
+  baseError,
+  fieldError,
+  pageEnvelopeOf,
+  searchEnvelope,
+  singleEnvelope,
+  singleEnvelopeOf,
+  type RecordJson,
+} from '@ofp/contracts';
+import {
+  parseQuery,
+  querySchema,
+  searchRecords,
+  searchEnvelopeSchema,
+  singleEnvelopeSchema,
+  type ModelDefinition,
+} from '@ofp/models';
 import {
   etagOf,
   jsonReply,
@@ -20,8 +35,28 @@ import {
 import { webhookDeliveries, webhooks } from '../models.js';
 import { TABLES } from '../schema.js';
 import type { Requester, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
+import { EVENT_TYPES, webhookSchema, webhookWithSecretSchema } from '../subscriptions/event-catalog.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
-import { webhookBody } from './webhook-body.js';
+import { webhookBody, webhookBodySchema } from './webhook-body.js';
+
+/** The response schemas of the dispatcher's routes (built with its route table). */
+function responseSchemas() {
+  return {
+    webhook: singleEnvelopeOf(webhookSchema(), 'WebhookEnvelope'),
+    withSecret: singleEnvelopeOf(webhookWithSecretSchema(), 'WebhookWithSecretEnvelope'),
+    webhooks: pageEnvelopeOf(webhookSchema(), 'WebhooksPage'),
+    eventTypes: pageEnvelopeOf(
+      z
+        .strictObject({ type: z.string(), model: z.string(), description: z.string() })
+        .meta({ id: 'WebhookEventType' }),
+      'WebhookEventTypes',
+    ),
+    recovered: singleEnvelopeOf(
+      z.strictObject({ webhook_id: z.int(), since: z.iso.datetime(), recovered: z.int().min(0) }),
+      'RecoveryEnvelope',
+    ),
+  };
+}
 
 export interface WebhookRoutesDependencies {
   readonly pool: Pool;
@@ -46,16 +81,19 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
   const collection = `/v2/${webhooks.name}`;
   const webhook = `${collection}/{id}`;
   const deliveries = `/v2/${webhookDeliveries.name}`;
+  /** A route of the table; `response` is its success status and body schema. */
   const route = (
     method: HttpMethod,
     path: string,
     operationId: string,
     summary: string,
     model: ModelDefinition,
+    response: [status: number, schema: z.ZodType],
     handle: (request: Request) => Promise<Reply>,
     more: Partial<WebhookRoute> = {},
   ): WebhookRoute => {
     const writes = method !== 'GET';
+    const [status, schema] = response;
     return {
       method,
       path,
@@ -65,7 +103,17 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       model: model.name,
       access: writes ? write : read,
       ...(writes ? { headers: ['Idempotency-Key', 'Prefer'] as const } : {}),
-      responses: { [writes && method === 'POST' ? 201 : 200]: { description: summary } },
+      responses: {
+        [status]: {
+          description: summary,
+          schema,
+          headers: [
+            ...(path.includes('{') || status === 201 ? ['ETag'] : []),
+            ...(status === 201 ? ['Location'] : []),
+            ...(writes ? ['Idempotent-Replayed', 'Preference-Applied'] : []),
+          ],
+        },
+      },
       errors: writes ? [404, 409, 412, 415, 422] : [404],
       handle: writes ? (request) => idempotent(deps.idempotency, request, () => handle(request)) : handle,
       ...more,
@@ -96,26 +144,46 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       headers: { ...reply.headers, Location: `${request.prefix}${collection}/${created.record.id}` },
     };
   };
+  const create = (request: Request, id?: number) =>
+    deps.commands.create(requesterOf(request), webhookBody(request.body, 'create'), id);
+  const searchOf = (model: ModelDefinition) => ({
+    query: { names: ['q'], schemas: { q: querySchema(model) } },
+  });
+  const delivered = singleEnvelopeSchema(webhookDeliveries);
+  const {
+    webhook: WEBHOOK,
+    withSecret: WEBHOOK_WITH_SECRET,
+    webhooks: WEBHOOKS,
+    eventTypes,
+    recovered,
+  } = responseSchemas();
+  const writeBody = (mode: 'create' | 'update') => ({
+    body: 'json' as const,
+    request: webhookBodySchema(mode),
+  });
 
   return [
-    route('GET', collection, 'webhooks.search', 'Search webhooks', webhooks, search(webhooks, toApiRecord), {
-      query: { names: ['q'] },
-    }),
+    route(
+      'GET',
+      collection,
+      'webhooks.search',
+      'Search webhooks',
+      webhooks,
+      [200, WEBHOOKS],
+      search(webhooks, toApiRecord),
+      searchOf(webhooks),
+    ),
     route(
       'POST',
       collection,
       'webhooks.create',
       'Create a webhook (its secret is shown this once)',
       webhooks,
-      async (request) =>
-        withSecret(
-          request,
-          await deps.commands.create(requesterOf(request), webhookBody(request.body, 'create')),
-          201,
-        ),
-      { body: 'json' },
+      [201, WEBHOOK_WITH_SECRET],
+      async (request) => withSecret(request, await create(request), 201),
+      writeBody('create'),
     ),
-    route('GET', webhook, 'webhooks.get', 'Get one webhook', webhooks, async (request) => {
+    route('GET', webhook, 'webhooks.get', 'Get one webhook', webhooks, [200, WEBHOOK], async (request) => {
       const found = await deps.commands.get(request.principal.orgId, idOf(request));
       if (!found) throw baseError('NotFound', `${webhooks.singular} ${request.params.id} not found`);
       return recordReply(found);
@@ -126,30 +194,43 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhooks.createAt',
       'Create a webhook at a chosen id',
       webhooks,
-      async (request) =>
-        withSecret(
-          request,
-          await deps.commands.create(
-            requesterOf(request),
-            webhookBody(request.body, 'create'),
-            idOf(request),
-          ),
-          201,
-        ),
-      { body: 'json' },
+      [201, WEBHOOK_WITH_SECRET],
+      async (request) => withSecret(request, await create(request, idOf(request)), 201),
+      writeBody('create'),
     ),
-    route('PUT', webhook, 'webhooks.update', 'Update a webhook', webhooks, update, { body: 'json' }),
-    route('PATCH', webhook, 'webhooks.patch', 'Update a webhook (same as PUT)', webhooks, update, {
-      body: 'json',
+    route('PUT', webhook, 'webhooks.update', 'Update a webhook', webhooks, [200, WEBHOOK], update, {
+      ...writeBody('update'),
+      headers: ['Idempotency-Key', 'Prefer', 'If-Match'],
     }),
-    route('DELETE', webhook, 'webhooks.delete', 'Delete a webhook', webhooks, async (request) =>
-      recordReply(
-        await deps.commands.delete(
-          requesterOf(request),
-          idOf(request),
-          parseIfMatch(request.header('if-match')),
+    route(
+      'PATCH',
+      webhook,
+      'webhooks.patch',
+      'Update a webhook (same as PUT)',
+      webhooks,
+      [200, WEBHOOK],
+      update,
+      {
+        ...writeBody('update'),
+        headers: ['Idempotency-Key', 'Prefer', 'If-Match'],
+      },
+    ),
+    route(
+      'DELETE',
+      webhook,
+      'webhooks.delete',
+      'Delete a webhook',
+      webhooks,
+      [200, WEBHOOK],
+      async (request) =>
+        recordReply(
+          await deps.commands.delete(
+            requesterOf(request),
+            idOf(request),
+            parseIfMatch(request.header('if-match')),
+          ),
         ),
-      ),
+      { headers: ['Idempotency-Key', 'Prefer', 'If-Match'] },
     ),
     route(
       'POST',
@@ -157,16 +238,17 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhooks.rotateSecret',
       'Rotate the signing secret (both sign for 24 hours)',
       webhooks,
+      [200, WEBHOOK_WITH_SECRET],
       async (request) =>
         withSecret(request, await deps.commands.rotateSecret(request.principal.orgId, idOf(request)), 200),
-      { responses: { 200: { description: 'The webhook with its new secret' } } },
     ),
     route(
       'POST',
       `${webhook}/test`,
       'webhooks.test',
-      'Send a webhook.test event to this endpoint',
+      'Send a webhook.test event to this endpoint alone',
       webhooks,
+      [201, delivered],
       async (request) => {
         const { orgId } = request.principal;
         const id = await deps.commands.sendTest(orgId, idOf(request));
@@ -180,17 +262,24 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhooks.recover',
       'Send every given-up delivery since a moment again (at most 14 days back)',
       webhooks,
+      [200, recovered],
       async (request) => {
         const id = idOf(request);
         const since = sinceOf(request.body);
         const recovered = await deps.commands.recover(request.principal.orgId, id, since);
         return jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
       },
-      {
-        body: 'json',
-        request: RECOVER_BODY,
-        responses: { 200: { description: 'How many were queued again' } },
-      },
+      { body: 'json', request: RECOVER_BODY },
+    ),
+    route(
+      'GET',
+      `/v2/webhook_event_types`,
+      'webhooks.eventTypes',
+      'The event types a webhook may subscribe to, with what each means',
+      webhooks,
+      [200, eventTypes],
+      () => Promise.resolve(jsonReply(200, searchEnvelope([...EVENT_TYPES], EVENT_TYPES.length, 0))),
+      { errors: [] },
     ),
     route(
       'GET',
@@ -198,8 +287,9 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhook_deliveries.search',
       'Search webhook deliveries',
       webhookDeliveries,
+      [200, searchEnvelopeSchema(webhookDeliveries)],
       search(webhookDeliveries, (stored) => stored as RecordJson),
-      { query: { names: ['q'] } },
+      searchOf(webhookDeliveries),
     ),
     route(
       'GET',
@@ -207,6 +297,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhook_deliveries.get',
       'Get one webhook delivery',
       webhookDeliveries,
+      [200, delivered],
       async (request) => recordReply(await delivery(request.principal.orgId, idOf(request))),
     ),
     route(
@@ -215,13 +306,13 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       'webhook_deliveries.retry',
       'Send a finished delivery again',
       webhookDeliveries,
+      [200, delivered],
       async (request) => {
         const { orgId } = request.principal;
         const id = idOf(request);
         await deps.commands.retryDelivery(orgId, id);
         return recordReply(await delivery(orgId, id));
       },
-      { responses: { 200: { description: 'The delivery, queued again' } } },
     ),
   ];
 }

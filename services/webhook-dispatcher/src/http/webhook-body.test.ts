@@ -42,12 +42,23 @@ describe('webhook bodies', () => {
     });
     expect(
       errorsOf(() =>
-        webhookBody({ url: 7, events: ['order.created', 'invoice', 'nosuchmodel.created'] }, 'create'),
+        webhookBody(
+          { url: 7, events: ['order.created', 'invoice', 'people.created', 'person.frobbed', 3] },
+          'create',
+        ),
       ),
     ).toEqual({
       url: ['must be a string'],
-      'events[1]': ['must be "*" or an event type such as "order.created"'],
-      'events[2]': ['must be "*" or an event type such as "order.created"'],
+      'events[1]': [
+        'must be "*" or an event type of GET /v2/webhook_event_types: did you mean "invoice.paid"?',
+      ],
+      'events[2]': [
+        'must be "*" or an event type of GET /v2/webhook_event_types: did you mean "person.created"?',
+      ],
+      'events[3]': [
+        'must be "*" or an event type of GET /v2/webhook_event_types: did you mean "person.created"?',
+      ],
+      'events[4]': ['must be "*" or an event type of GET /v2/webhook_event_types such as "order.created"'],
     });
     expect(errorsOf(() => webhookBody({ url: 'https://x', events: 'order.created' }, 'create'))).toEqual({
       events: ['must be a non-empty array of event types (such as "order.created") or ["*"]'],

@@ -1,15 +1,9 @@
 import { DomainError, type FieldErrors } from '@ofp/contracts';
-import { MODELS, validateCreate, validateUpdate } from '@ofp/models';
+import { z } from 'zod';
+import { requestBodySchema, schemaName, validateCreate, validateUpdate } from '@ofp/models';
 import { webhooks } from '../models.js';
+import { closestEventType, isEventType } from '../subscriptions/event-catalog.js';
 import type { WebhookFields } from '../subscriptions/webhook-decider.js';
-
-/** API.md §8: every model's `<singular>.<change>` and the webhooks' own, or `*` for all of them. */
-const EVENT_TYPE = /^([a-z][a-z_]*)\.[a-z][a-z_]*$/;
-
-/** The models whose events exist: the registry's, and the webhooks' own. */
-function knownSingulars(): Set<string> {
-  return new Set([...Object.values(MODELS).map((model) => model.singular), webhooks.singular]);
-}
 
 /**
  * Validates a webhook write body (API.md §5: fields at top level; unknown and read-only fields, `secret`
@@ -43,7 +37,10 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** `events`: a non-empty list of known event types or `*`, duplicates dropped. */
+/**
+ * `events`: a non-empty list of `*` or event types of the catalog (API.md §8), duplicates dropped; a
+ * refused one is answered with the closest that exists.
+ */
 function eventTypes(value: unknown, errors: FieldErrors): string[] | undefined {
   const limit = webhooks.fields.events?.kind === 'list' ? webhooks.fields.events.maxItems : 0;
   if (!Array.isArray(value) || value.length === 0) {
@@ -54,11 +51,28 @@ function eventTypes(value: unknown, errors: FieldErrors): string[] | undefined {
     errors.events = [`must have at most ${limit} elements`];
     return undefined;
   }
-  const singulars = knownSingulars();
   value.forEach((type: unknown, index) => {
-    const model = typeof type === 'string' ? EVENT_TYPE.exec(type)?.[1] : undefined;
-    if (type !== '*' && (model === undefined || !singulars.has(model)))
-      errors[`events[${index}]`] = ['must be "*" or an event type such as "order.created"'];
+    if (type === '*' || (typeof type === 'string' && isEventType(type))) return;
+    const hint =
+      typeof type === 'string' && type !== ''
+        ? `: did you mean "${closestEventType(type)}"?`
+        : ' such as "order.created"';
+    errors[`events[${index}]`] = [`must be "*" or an event type of GET /v2/webhook_event_types${hint}`];
   });
   return [...new Set(value as string[])];
+}
+
+const bodySchemas = new Map<'create' | 'update', z.ZodType>();
+
+/** A webhook write body as the published description shows it: `events` a list of strings. */
+export function webhookBodySchema(mode: 'create' | 'update'): z.ZodType {
+  let schema = bodySchemas.get(mode);
+  if (!schema) {
+    const events = z.array(z.string()).min(1).max(100).describe('Event types, or ["*"] for all');
+    schema = (requestBodySchema(webhooks, mode) as z.ZodObject)
+      .extend({ events: mode === 'create' ? events : events.optional() })
+      .meta({ id: `${schemaName(webhooks.singular)}${mode === 'create' ? 'Create' : 'Update'}` });
+    bodySchemas.set(mode, schema);
+  }
+  return schema;
 }

@@ -276,22 +276,29 @@ describe('webhook URLs when private targets are not allowed', () => {
     await harness.close();
   });
 
+  // A refused target names the settings that would allow it (API.md §8).
+  const ALLOWING =
+    'a deployment allows such targets with WEBHOOK_ALLOW_PRIVATE_TARGETS=true, or WEBHOOK_ALLOWED_NETWORKS for given CIDR blocks';
+
   it.each([
-    ['https://10.0.0.1/hooks', 'must point to a public address (10.0.0.1 is private)'],
-    ['https://[::1]/hooks', 'must point to a public address (::1 is loopback)'],
+    ['https://10.0.0.1/hooks', `must point to a public address (10.0.0.1 is private; ${ALLOWING})`],
+    ['https://[::1]/hooks', `must point to a public address (::1 is loopback; ${ALLOWING})`],
     [
       'https://169.254.169.254/latest/meta-data',
-      'must point to a public address (169.254.169.254 is link-local)',
+      `must point to a public address (169.254.169.254 is link-local; ${ALLOWING})`,
     ],
     [
       'https://internal.example.test/hooks',
-      'must point to a public address (internal.example.test resolves to 10.1.2.3, private)',
+      `must point to a public address (internal.example.test resolves to 10.1.2.3, private; ${ALLOWING})`,
     ],
     [
       'https://localhost.example.test/hooks',
-      'must point to a public address (localhost.example.test resolves to 127.0.0.1, loopback)',
+      `must point to a public address (localhost.example.test resolves to 127.0.0.1, loopback; ${ALLOWING})`,
     ],
-    ['http://hooks.example.test/hooks', 'must be an https URL'],
+    [
+      'http://hooks.example.test/hooks',
+      'must be an https URL (plain http is allowed only where the deployment sets WEBHOOK_ALLOW_PRIVATE_TARGETS=true)',
+    ],
     ['https://user:password@hooks.example.test/hooks', 'must not contain credentials'],
     ['hooks.example.test/hooks', 'must be an absolute URL'],
   ])('refuses %s with a 422 naming url', async (url, message) => {

@@ -1,6 +1,10 @@
 import { isIP } from 'node:net';
 import type { AddressGuard, HostResolver } from '../delivery/address-guard.js';
 
+/** The settings that let a deployment send webhooks to non-public targets (README, Configuration). */
+const ALLOW_PRIVATE = 'WEBHOOK_ALLOW_PRIVATE_TARGETS=true';
+const ALLOWING = `a deployment allows such targets with ${ALLOW_PRIVATE}, or WEBHOOK_ALLOWED_NETWORKS for given CIDR blocks`;
+
 /**
  * Which URLs a webhook may have (API.md §8): `https` to a public address, or anything `http(s)` when the
  * deployment allows private targets. A host name is resolved and judged by what it resolves to now;
@@ -22,13 +26,17 @@ export class UrlPolicy {
     }
     const allowPrivate = this.guard.policy.allowPrivateTargets;
     if (parsed.protocol !== 'https:' && !(allowPrivate && parsed.protocol === 'http:'))
-      return allowPrivate ? 'must be an http or https URL' : 'must be an https URL';
+      return allowPrivate
+        ? 'must be an http or https URL'
+        : `must be an https URL (plain http is allowed only where the deployment sets ${ALLOW_PRIVATE})`;
     // Credentials in the URL would be shown by every GET and written to logs.
     if (parsed.username !== '' || parsed.password !== '') return 'must not contain credentials';
     const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host) !== 0) {
       const reason = this.guard.refusal(host);
-      return reason === undefined ? undefined : `must point to a public address (${host} is ${reason})`;
+      return reason === undefined
+        ? undefined
+        : `must point to a public address (${host} is ${reason}; ${ALLOWING})`;
     }
     if (allowPrivate) return undefined;
     let addresses;
@@ -40,7 +48,7 @@ export class UrlPolicy {
     for (const { address } of addresses) {
       const reason = this.guard.refusal(address);
       if (reason !== undefined)
-        return `must point to a public address (${host} resolves to ${address}, ${reason})`;
+        return `must point to a public address (${host} resolves to ${address}, ${reason}; ${ALLOWING})`;
     }
     return undefined;
   }

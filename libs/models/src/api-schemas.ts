@@ -1,0 +1,248 @@
+import { z } from 'zod';
+import { pageEnvelopeOf, singleEnvelopeOf } from '@ofp/contracts';
+import type { ColumnDefinition, ColumnType, EventType, FieldMap, ModelDefinition } from './fields.js';
+import { OPERATORS, Q_LIMITS, resolveOperand } from './query.js';
+import { requestBodySchema } from './validation.js';
+
+// The schemas of what the API exchanges, derived from the registry (API.md §2, §4-§6, §8): records as
+// responses carry them, request bodies (the validation schemas themselves), the `q` language, the
+// envelopes and the webhook payloads. Each is a zod schema with an id, so that the published
+// descriptions (OpenAPI, AsyncAPI) are zod's JSON Schema output of the same declarations.
+
+const cache = new Map<string, z.ZodType>();
+
+/** A schema built once per key: zod registers ids globally, and each id must name one schema. */
+function once<T extends z.ZodType>(key: string, build: () => T): T {
+  let schema = cache.get(key);
+  if (!schema) {
+    schema = build();
+    cache.set(key, schema);
+  }
+  return schema as T;
+}
+
+/** `fulfillment_order` → `FulfillmentOrder`. */
+export function schemaName(name: string): string {
+  return name
+    .split('_')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+/** A model's record as responses and events carry it: every field, in registry order. */
+export function recordSchema(model: ModelDefinition): z.ZodObject {
+  return once(`record:${model.name}`, () =>
+    fieldsSchema(model.fields).meta({
+      id: schemaName(model.singular),
+      description: `A ${model.singular.replace(/_/g, ' ')} (API.md §6)`,
+    }),
+  );
+}
+
+/** The body of a create (`create`) or of a PUT or PATCH (`update`): the schema requests are validated with. */
+export function writeSchema(model: ModelDefinition, mode: 'create' | 'update'): z.ZodType {
+  return once(`write:${mode}:${model.name}`, () =>
+    requestBodySchema(model, mode).meta({
+      id: `${schemaName(model.singular)}${mode === 'create' ? 'Create' : 'Update'}`,
+      description:
+        mode === 'create'
+          ? `A new ${model.singular.replace(/_/g, ' ')}: its fields at top level; read-only and unknown fields are ignored`
+          : 'The fields to change; fields left out keep their value, a nested list given replaces the list',
+    }),
+  );
+}
+
+/** The envelope of a single record (API.md §2). */
+export function singleEnvelopeSchema(model: ModelDefinition): z.ZodType {
+  return once(`single:${model.name}`, () =>
+    singleEnvelopeOf(recordSchema(model), `${schemaName(model.singular)}Envelope`),
+  );
+}
+
+/** The envelope of a search page (API.md §2). */
+export function searchEnvelopeSchema(model: ModelDefinition): z.ZodType {
+  return once(`search:${model.name}`, () =>
+    pageEnvelopeOf(recordSchema(model), `${schemaName(model.name)}Page`),
+  );
+}
+
+/**
+ * The `q` parameter of a model's search (API.md §4) as a JSON Schema: its keys, the model's columns to
+ * order by, every operand (columns and dotted paths up to three relations deep), the operators and the
+ * value type each takes, and the limits. `q` is also at most 8 KiB of JSON, which a schema cannot say.
+ */
+export function querySchema(model: ModelDefinition): z.ZodType {
+  return once(`q:${model.name}`, () => {
+    const columns = Object.entries(model.fields)
+      .filter(([, field]) => field.kind === 'column')
+      .map(([name]) => name);
+    const byType = new Map<ColumnType, string[]>();
+    for (const operand of operandsOf(model.fields, '', 0)) {
+      const resolved = resolveOperand(model, operand);
+      if ('problem' in resolved) continue;
+      byType.set(resolved.type, [...(byType.get(resolved.type) ?? []), operand]);
+    }
+    const filters = [...byType].flatMap(([type, operands]) => {
+      const operand = z.enum(operands as [string, ...string[]]);
+      const value = filterValue(type);
+      return [
+        z.strictObject({ operand, operator: z.enum(['=', '!=']), value: value.nullable() }),
+        z.strictObject({ operand, operator: z.enum(['>', '<', '>=', '<=']), value }),
+        z.strictObject({
+          operand,
+          operator: z.enum(['in', 'not in']),
+          value: z.array(value).max(Q_LIMITS.maxListValues),
+        }),
+      ];
+    });
+    return z
+      .strictObject({
+        limit: z.int().min(1).max(Q_LIMITS.maxLimit).default(Q_LIMITS.defaultLimit).optional(),
+        offset: z.int().min(0).default(0).optional(),
+        order: z
+          .array(
+            z.strictObject({
+              column: z.enum(columns as [string, ...string[]]),
+              direction: z.enum(['asc', 'desc']).default('asc').optional(),
+            }),
+          )
+          .max(Q_LIMITS.maxOrder)
+          .optional(),
+        filters: z
+          .array(z.union(filters as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]))
+          .max(Q_LIMITS.maxFilters)
+          .optional(),
+      })
+      .meta({
+        id: `${schemaName(model.name)}Query`,
+        description: `A search of ${model.name}: filters ANDed (operators ${OPERATORS.join(', ')}), then ordered with id asc breaking ties, then paged. At most ${Q_LIMITS.maxBytes} bytes of JSON.`,
+      });
+  });
+}
+
+/** The delivery body of one event type (API.md §8), its `data` the record after the change. */
+export function eventPayloadSchema(
+  model: ModelDefinition,
+  eventType: EventType,
+  record = recordSchema(model),
+): z.ZodType {
+  return once(`event:${eventType.type}`, () =>
+    z
+      .strictObject({
+        id: z.uuid().describe('The event id, also the webhook-id header: stable across retries'),
+        type: z.literal(eventType.type),
+        timestamp: z.iso.datetime(),
+        sequence: z
+          .int()
+          .min(1)
+          .describe("The record's version after the change: drop events older than one seen"),
+        data: record,
+        previous_attributes: record.partial().describe("The changed fields' values before the change"),
+      })
+      .meta({
+        id: `${schemaName(eventType.type.replace('.', '_'))}Event`,
+        description: eventType.description,
+      }),
+  );
+}
+
+/** The fields of a record or nested object, as responses carry them. */
+function fieldsSchema(fields: FieldMap): z.ZodObject {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    switch (field.kind) {
+      case 'column':
+        shape[name] = field.nullable ? columnValue(field).nullable() : columnValue(field);
+        break;
+      case 'list':
+        shape[name] = z.array(fieldsSchema(field.fields));
+        break;
+      case 'object':
+        shape[name] = field.required ? fieldsSchema(field.fields) : fieldsSchema(field.fields).nullable();
+        break;
+      case 'reference': {
+        const target = field.target();
+        const display = Object.fromEntries(
+          field.display.map((column) => {
+            const definition = target.fields[column];
+            if (definition?.kind !== 'column') throw new Error(`${target.name}.${column} is not a column`);
+            return [column, columnValue(definition)];
+          }),
+        );
+        const reference = z.strictObject({ id: z.int().min(1), ...display });
+        shape[name] = field.required ? reference : reference.nullable();
+        break;
+      }
+      case 'joined':
+        // Followed by dot syntax in `q`, never rendered (the related records change on their own).
+        break;
+      default: {
+        const unhandled: never = field;
+        throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+  return z.strictObject(shape);
+}
+
+/** A column's value as records carry it (API.md §1: money as decimal strings, RFC 3339 times). */
+function columnValue(column: ColumnDefinition): z.ZodType {
+  switch (column.type) {
+    case 'string':
+      if (column.values) return z.enum(column.values as [string, ...string[]]);
+      return column.pattern
+        ? z.string().max(column.maxLength).regex(column.pattern.regex)
+        : z.string().max(column.maxLength);
+    case 'integer':
+      return column.min === undefined ? z.int() : z.int().min(column.min);
+    case 'decimal':
+      return z
+        .string()
+        .regex(new RegExp(`^-?\\d+(\\.\\d{${column.scale}})?$`))
+        .describe('A decimal string');
+    case 'boolean':
+      return z.boolean();
+    case 'date':
+      return z.iso.date();
+    case 'timestamp':
+      return z.iso.datetime();
+    default: {
+      const unhandled: never = column;
+      throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+/** A filter value of a column type (API.md §4): numbers for integers and decimals. */
+function filterValue(type: ColumnType): z.ZodType {
+  switch (type) {
+    case 'string':
+      return z.string();
+    case 'integer':
+      return z.int();
+    case 'decimal':
+      return z.number();
+    case 'boolean':
+      return z.boolean();
+    case 'date':
+      return z.iso.date();
+    case 'timestamp':
+      return z.iso.datetime({ offset: true });
+    default: {
+      const unhandled: never = type;
+      throw new Error(`unknown column type ${String(unhandled)}`);
+    }
+  }
+}
+
+/** Every operand of `q`: each column, and each column through up to three relations. */
+function operandsOf(fields: FieldMap, prefix: string, depth: number): string[] {
+  return Object.entries(fields).flatMap(([name, field]) => {
+    const path = `${prefix}${name}`;
+    if (field.kind === 'column') return [path];
+    if (depth >= Q_LIMITS.maxRelations) return [];
+    const related =
+      field.kind === 'reference' || field.kind === 'joined' ? field.target().fields : field.fields;
+    return operandsOf(related, `${path}.`, depth + 1);
+  });
+}

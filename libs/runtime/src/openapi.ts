@@ -1,0 +1,357 @@
+import { z } from 'zod';
+import type { Route } from './routes.js';
+
+/** What the description says besides its routes. */
+export interface OpenApiOptions {
+  readonly title: string;
+  readonly version: string;
+  readonly description: string;
+  /** The public base URL. */
+  readonly server: string;
+  /** The OAuth 2.0 scopes (API.md §7) and what each allows. */
+  readonly scopes: Readonly<Record<string, string>>;
+  /** Schemas of the error envelope (API.md §2) and of OAuth's errors (RFC 6749 §5.2). */
+  readonly errorSchema: z.ZodType;
+  readonly oauthErrorSchema: z.ZodType;
+  /** The webhook events (API.md §8): one entry each, with the body its deliveries carry. */
+  readonly webhooks: readonly {
+    readonly type: string;
+    readonly description: string;
+    readonly payload: z.ZodType;
+  }[];
+  /** Tags in the order the reference shows them, with their descriptions. */
+  readonly tags: readonly { readonly name: string; readonly description: string }[];
+}
+
+type Json = Record<string, unknown>;
+
+/** The headers every response carries, or that the operations that declare them take (API.md §3-§5). */
+const HEADERS: Readonly<Record<string, Json>> = {
+  'X-Request-Id': {
+    description: 'The request id: echoed when the request sent a usable one (1 to 200 printable characters)',
+    schema: { type: 'string' },
+  },
+  ETag: { description: 'W/"<version>" of the record', schema: { type: 'string', pattern: '^W/"\\d+"$' } },
+  Location: { description: 'The created record', schema: { type: 'string' } },
+  'RateLimit-Limit': { description: "The client's bucket capacity", schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left in the bucket', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the bucket is full again', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } },
+  'Idempotent-Replayed': {
+    description: "`true` on a replay of an Idempotency-Key's first response",
+    schema: { type: 'string' },
+  },
+  'Preference-Applied': {
+    description: '`respond-async` when the request asked for it',
+    schema: { type: 'string' },
+  },
+  Allow: { description: 'The methods the path takes', schema: { type: 'string' } },
+  'WWW-Authenticate': { description: 'The RFC 6750 §3 challenge', schema: { type: 'string' } },
+  'Cache-Control': { description: 'Caching of the response', schema: { type: 'string' } },
+};
+
+/** Request headers, as the parameters an operation declares. */
+const REQUEST_HEADERS: Readonly<Record<string, Json>> = {
+  'Idempotency-Key': {
+    name: 'Idempotency-Key',
+    in: 'header',
+    description:
+      'Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422',
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+  },
+  'If-Match': {
+    name: 'If-Match',
+    in: 'header',
+    description: 'W/"<version>": the change applies only to that version, else 412',
+    schema: { type: 'string' },
+  },
+  'If-None-Match': {
+    name: 'If-None-Match',
+    in: 'header',
+    description: 'W/"<version>": 304 when the record is still at that version',
+    schema: { type: 'string' },
+  },
+  Prefer: {
+    name: 'Prefer',
+    in: 'header',
+    description: '`respond-async`: answer once the change is durable, without waiting for reads to show it',
+    schema: { type: 'string' },
+  },
+  'X-Request-Id': {
+    name: 'X-Request-Id',
+    in: 'header',
+    description: 'An id for the request, echoed in the response and the logs',
+    schema: { type: 'string', maxLength: 200 },
+  },
+};
+
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Malformed request: bad JSON, an invalid q, an unknown query parameter',
+  401: 'Missing, malformed, forged, revoked or expired credentials',
+  403: 'The token lacks the scope for this action',
+  404: 'Unknown record (another organization’s records are unknown too)',
+  409: 'Conflict: a duplicate unique value, a taken id, an invalid state transition',
+  412: 'If-Match does not match the current ETag',
+  413: 'Body over 1 MiB',
+  415: 'The body is not application/json',
+  422: 'Field validation failed: errors by column path',
+  429: 'Rate limited',
+  500: 'Unexpected error (the request id in errors.base)',
+  503: 'Not ready, or a dependency is unavailable',
+};
+
+/**
+ * The OpenAPI 3.1 document of a route table (API.md §11), generated from the same declarations that
+ * route and validate requests: paths and operations from the routes, request and response bodies from
+ * their zod schemas (zod's JSON Schema output; schemas with an id become `components.schemas`), the
+ * security schemes of their access, the errors every operation may answer, and one `webhooks` entry
+ * per event type.
+ */
+export function openApiDocument(routes: readonly Route[], options: OpenApiOptions): Json {
+  const schemas = new SchemaCollector();
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) {
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas, options);
+  }
+  const webhooks: Record<string, Json> = {};
+  for (const event of options.webhooks) {
+    webhooks[event.type] = {
+      post: {
+        operationId: `webhook.${event.type}`,
+        summary: event.type,
+        description: `${event.description}. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.`,
+        tags: ['Webhook events'],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: schemas.add(event.payload, 'output') } },
+        },
+        responses: { '2XX': { description: 'Received' } },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: options.title, version: options.version, description: options.description },
+    servers: [{ url: options.server }],
+    tags: [
+      ...options.tags,
+      { name: 'Webhook events', description: 'What the platform POSTs to subscribed endpoints' },
+    ],
+    paths,
+    webhooks,
+    components: {
+      schemas: schemas.components(),
+      headers: HEADERS,
+      parameters: REQUEST_HEADERS,
+      securitySchemes: {
+        oauth2: {
+          type: 'oauth2',
+          description: 'RS256 JWT access tokens, valid 10,800 s (API.md §7)',
+          flows: {
+            authorizationCode: {
+              authorizationUrl: `${options.server}/oauth/authorize`,
+              tokenUrl: `${options.server}/oauth/token`,
+              refreshUrl: `${options.server}/oauth/token`,
+              scopes: options.scopes,
+            },
+            clientCredentials: { tokenUrl: `${options.server}/oauth/token`, scopes: options.scopes },
+          },
+        },
+        clientBasic: {
+          type: 'http',
+          scheme: 'basic',
+          description:
+            'OAuth client credentials (RFC 6749 §2.3.1); client_id and client_secret in the form work too',
+        },
+        adminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "The deployment's admin token (API.md §10)",
+        },
+      },
+    },
+  };
+}
+
+function operation(route: Route, schemas: SchemaCollector, options: OpenApiOptions): Json {
+  const parameters: Json[] = [];
+  for (const name of route.path.match(/\{(\w+)\}/g) ?? []) {
+    const param = name.slice(1, -1);
+    parameters.push({
+      name: param,
+      in: 'path',
+      required: true,
+      schema: param === 'id' ? { type: 'integer', minimum: 1 } : { type: 'string' },
+    });
+  }
+  if (route.query !== undefined && route.query !== 'any') {
+    for (const name of route.query.names) {
+      const schema = route.query.schemas?.[name];
+      parameters.push(
+        schema
+          ? {
+              name,
+              in: 'query',
+              description: 'A JSON object (URI-escaped), at most 8 KiB',
+              content: { 'application/json': { schema: schemas.add(schema, 'input') } },
+            }
+          : { name, in: 'query', schema: { type: 'string' } },
+      );
+    }
+  }
+  for (const header of route.headers ?? []) parameters.push({ $ref: `#/components/parameters/${header}` });
+
+  const responses: Record<string, Json> = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    const headers = Object.fromEntries(
+      ['X-Request-Id', ...(response.headers ?? [])].map((name) => [
+        name,
+        { $ref: `#/components/headers/${name}` },
+      ]),
+    );
+    const content = response.schema
+      ? { content: { 'application/json': { schema: schemas.add(response.schema, 'output') } } }
+      : response.mediaType
+        ? { content: { [response.mediaType]: { schema: { type: 'string' } } } }
+        : {};
+    responses[status] = { description: response.description, headers, ...content };
+  }
+  for (const status of errorStatuses(route)) {
+    const oauth = route.renderError !== undefined && (status === 400 || status === 401);
+    const headers: Record<string, Json> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+    if (status === 401 || status === 403)
+      headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWW-Authenticate' };
+    if (status === 429 || status === 503)
+      headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+    responses[String(status)] = {
+      description: STATUS_TEXT[status] ?? 'Error',
+      headers,
+      content: {
+        'application/json': {
+          schema: schemas.add(oauth ? options.oauthErrorSchema : options.errorSchema, 'output'),
+        },
+      },
+    };
+  }
+
+  const body =
+    route.body === 'json'
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: route.request ? schemas.add(route.request, 'input') : { type: 'object' },
+              },
+            },
+          },
+        }
+      : route.body === 'form'
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/x-www-form-urlencoded': {
+                  schema: route.request ? schemas.add(route.request, 'input') : { type: 'object' },
+                },
+              },
+            },
+          }
+        : {};
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: [route.tag],
+    security: securityOf(route),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...body,
+    responses,
+  };
+}
+
+/** Who may call: OpenAPI lists alternatives, so a token with any one of the scopes is one entry each. */
+function securityOf(route: Route): Json[] {
+  switch (route.access.kind) {
+    case 'public':
+      return [];
+    case 'bearer': {
+      const scopes = route.access.scopes ?? [];
+      return scopes.length === 0 ? [{ oauth2: [] }] : scopes.map((scope) => ({ oauth2: [scope] }));
+    }
+    case 'client':
+      return [{ clientBasic: [] }, {}];
+    case 'admin':
+      return [{ adminToken: [] }];
+    default: {
+      const unhandled: never = route.access.kind;
+      throw new Error(`unknown access ${String(unhandled)}`);
+    }
+  }
+}
+
+/** The error statuses an operation may answer: what its access, parameters and body can fail on, and its own. */
+function errorStatuses(route: Route): number[] {
+  const statuses = new Set<number>(route.errors ?? []);
+  const kind = route.access.kind;
+  if (kind !== 'public') statuses.add(401);
+  if (kind === 'bearer' || kind === 'client') statuses.add(429);
+  if ((route.access.scopes ?? []).length > 0) statuses.add(403);
+  if (
+    route.body !== undefined ||
+    (route.query !== undefined && route.query !== 'any') ||
+    route.path.includes('{')
+  )
+    statuses.add(400);
+  if (route.body === 'json') {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  if (route.path.startsWith('/v2/') || kind !== 'public') {
+    statuses.add(500);
+    statuses.add(503);
+  }
+  for (const status of Object.keys(route.responses)) statuses.delete(Number(status));
+  return [...statuses].sort((a, b) => a - b);
+}
+
+/**
+ * Converts zod schemas with zod's own JSON Schema output, and gathers the schemas that carry an id
+ * (and what they reference) into `components.schemas`. Requests are described in their input form
+ * (defaults optional to send), responses in their output form; an id is one or the other.
+ */
+class SchemaCollector {
+  private readonly collected = new Map<string, Json>();
+
+  add(schema: z.ZodType, io: 'input' | 'output'): Json {
+    const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+    const { $defs, $schema: _dialect, ...rest } = converted as Json & { $defs?: Record<string, Json> };
+    for (const [id, definition] of Object.entries($defs ?? {})) this.keep(id, relocated(definition));
+    // A schema with an id comes back as a reference to itself among its definitions.
+    const id = z.globalRegistry.get(schema)?.id;
+    if (id === undefined || typeof rest.$ref === 'string') return relocated(rest);
+    this.keep(id, relocated(rest));
+    return { $ref: `#/components/schemas/${id}` };
+  }
+
+  components(): Record<string, Json> {
+    return Object.fromEntries([...this.collected].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  private keep(id: string, definition: Json): void {
+    const { id: _id, ...rest } = definition;
+    const known = this.collected.get(id);
+    if (known !== undefined && JSON.stringify(known) !== JSON.stringify(rest))
+      throw new Error(`schema ${id} is described twice, differently (used as a request and as a response?)`);
+    this.collected.set(id, rest);
+  }
+}
+
+/** A converted schema with its `$defs` references pointing at `components.schemas`. */
+function relocated(schema: Json): Json {
+  return JSON.parse(
+    JSON.stringify(schema).replace(
+      /"#\/\$defs\/([^"]+)"/g,
+      (_match, id: string) => `"#/components/schemas/${id}"`,
+    ),
+  ) as Json;
+}

@@ -1,0 +1,329 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { Registry } from 'prom-client';
+import { createApiService } from '@ofp/api';
+import { createAuthService } from '@ofp/auth';
+import { BearerGate, TokenBucketLimiter, type SCOPES, type TokenVerifier } from '@ofp/auth-tokens';
+import { CLOUDEVENTS_HEADERS, DATA_SCHEMAS, PgLogBus } from '@ofp/bus';
+import { errorEnvelopeSchema } from '@ofp/contracts';
+import { EventStore } from '@ofp/event-store';
+import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
+import { PUBLIC, createLogger, createPool, openApiDocument, type Logger, type Route } from '@ofp/runtime';
+import { createWebhookDispatcher, eventCatalog } from '@ofp/webhook-dispatcher';
+
+type Json = Record<string, unknown>;
+
+/** The published descriptions of the platform (API.md §9, §11). */
+export interface PlatformDescriptions {
+  readonly openapi: Json;
+  readonly asyncapi: Json;
+}
+
+const VERSION = '2';
+
+/** What a scope allows (API.md §7). */
+const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
+  read: 'Every GET',
+  write:
+    "Writes of the integrator's records: people, phone number types, items, orders, fulfillment orders, purchase orders, inventory adjustments, webhooks",
+  operations: "The fulfillment operator's writes: shipments, fulfillment status, receiving, invoices",
+};
+
+/**
+ * The OpenAPI and AsyncAPI documents of the whole platform, generated from the route tables of every
+ * service and from the model registry. Every process serves both whatever its TARGET, so the
+ * services' tables are built here for their descriptions alone: nothing built here connects anywhere
+ * or is ever started.
+ */
+export function describePlatform(settings: { publicUrl: string; topicPrefix: string }): PlatformDescriptions {
+  const logger: Logger = createLogger({ name: 'descriptions', level: 'silent' });
+  const pool = createPool({
+    connectionString: 'postgres://describing@127.0.0.1:1/none',
+    applicationName: 'describe',
+  });
+  const store = new EventStore(pool, { outbox: false });
+  const bus = new PgLogBus(pool, 'postgres://describing@127.0.0.1:1/none', store, logger);
+  const clock = () => new Date();
+  const refuse: TokenVerifier = { verify: () => Promise.reject(new Error('not served')) };
+  const gate = new BearerGate(refuse, new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, clock));
+  const shared = { pool, connectionString: '', store, bus, logger, clock, gate };
+  const auth = createAuthService({
+    pool,
+    store,
+    logger,
+    clock,
+    settings: {
+      publicUrl: settings.publicUrl,
+      adminToken: 'not served: the description leaves the admin API out',
+      rateLimit: { capacity: 1, refillPerSecond: 1 },
+      refreshTokenTtlSeconds: 1,
+    },
+  });
+  const api = createApiService({ ...shared, readYourWritesTimeoutMs: 1 });
+  const dispatcher = createWebhookDispatcher({
+    ...shared,
+    allowPrivateTargets: false,
+    metrics: new Registry(),
+  });
+  const routes: Route[] = [...auth.routes, ...api.routes, ...dispatcher.routes, ...descriptionRoutes()];
+  const catalog = eventCatalog();
+  return {
+    openapi: openApiDocument(routes, {
+      title: 'Order-fulfillment integration platform',
+      version: VERSION,
+      description:
+        'The public contract: records under /v2 (also /api/v2) in the envelope of API.md §2, searched with q, ' +
+        'written with Idempotency-Key and If-Match; OAuth 2.0; webhooks signed per Standard Webhooks. ' +
+        'Every response carries X-Request-Id; bearer requests carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.',
+      server: settings.publicUrl,
+      scopes: SCOPE_DESCRIPTIONS,
+      errorSchema: errorEnvelopeSchema,
+      oauthErrorSchema: z
+        .strictObject({ error: z.string(), error_description: z.string() })
+        .meta({ id: 'OAuthError' }),
+      webhooks: catalog,
+      tags: [
+        { name: 'Authentication', description: 'Whether a token works' },
+        { name: 'OAuth', description: 'OAuth 2.0 authorization server (API.md §7)' },
+        ...Object.values(MODELS).map((model) => ({
+          name: model.name,
+          description: `The ${model.name.replace(/_/g, ' ')} model (API.md §6)`,
+        })),
+        { name: 'webhooks', description: 'Webhook subscriptions and their event types (API.md §8)' },
+        {
+          name: 'webhook_deliveries',
+          description: 'Deliveries of events to subscriptions, with their attempts',
+        },
+        { name: 'Descriptions', description: 'This document, the reference page and the AsyncAPI document' },
+      ],
+    }),
+    asyncapi: asyncApiDocument(settings.topicPrefix, catalog),
+  };
+}
+
+/**
+ * The AsyncAPI 3 document of the Kafka topics (API.md §9): one channel per stream type, each record
+ * event a CloudEvent in binary mode (headers as described), keyed by the record's stream id, its body
+ * the change (`RecordChange`), whose schema the `ce_dataschema` header names.
+ */
+function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string }[]): Json {
+  const types = (model: ModelDefinition) =>
+    catalog.filter(({ type }) => type.startsWith(`${model.singular}.`)).map(({ type }) => type);
+  const channels: Json = {};
+  const operations: Json = {};
+  const messages: Json = {};
+  const schemas: Json = {};
+  const headers = (eventTypes: readonly string[], dataschema: string): Json => ({
+    type: 'object',
+    required: ['ce_specversion', 'ce_id', 'ce_source', 'ce_type', 'ce_time', 'ce_subject', 'content-type'],
+    properties: Object.fromEntries(
+      Object.entries(CLOUDEVENTS_HEADERS).map(([name, description]) => [
+        name,
+        name === 'ce_type'
+          ? { type: 'string', enum: eventTypes, description }
+          : name === 'ce_dataschema'
+            ? { type: 'string', const: dataschema, description }
+            : { type: 'string', description },
+      ]),
+    ),
+  });
+  const add = (
+    streamType: string,
+    name: string,
+    eventTypes: readonly string[],
+    dataschema: string,
+    payload: Json,
+  ) => {
+    schemas[name] = { $id: dataschema, ...payload };
+    messages[name] = {
+      name,
+      title: `${name} (${eventTypes.join(', ')})`,
+      contentType: 'application/json',
+      headers: headers(eventTypes, dataschema),
+      payload: { $ref: `#/components/schemas/${name}` },
+      bindings: {
+        kafka: {
+          key: {
+            type: 'string',
+            description: 'The stream id: one record’s events stay in one partition, in order',
+          },
+        },
+      },
+    };
+    channels[streamType] = {
+      address: `${topicPrefix}${streamType}`,
+      messages: { [name]: { $ref: `#/components/messages/${name}` } },
+    };
+    operations[`receive${schemaName(streamType)}`] = {
+      action: 'receive',
+      channel: { $ref: `#/channels/${streamType}` },
+      messages: [{ $ref: `#/channels/${streamType}/messages/${name}` }],
+    };
+  };
+  for (const model of Object.values(MODELS)) {
+    const record = recordSchema(model);
+    const change = z.strictObject({
+      record,
+      previous: record.partial().describe("The changed fields' values before the change"),
+      deleted: z.boolean(),
+      heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
+    });
+    add(
+      model.name,
+      `${schemaName(model.singular)}Change`,
+      types(model),
+      DATA_SCHEMAS.recordChange,
+      jsonSchema(change),
+    );
+  }
+  add(
+    'revocations',
+    'GrantRevoked',
+    ['grant.revoked'],
+    DATA_SCHEMAS.grantRevoked,
+    jsonSchema(
+      z.strictObject({
+        grant_id: z.string(),
+        token_id: z.string().nullable().describe('null: every token of the grant'),
+        expires_at: z.iso.datetime().describe('When the last token concerned expires'),
+      }),
+    ),
+  );
+  return {
+    asyncapi: '3.0.0',
+    info: {
+      title: 'Order-fulfillment platform events',
+      version: VERSION,
+      description:
+        'Every change as a CloudEvents 1.0 event in Kafka binary mode, keyed by stream id. Delivery is at least once: deduplicate on ce_id.',
+    },
+    defaultContentType: 'application/json',
+    servers: {
+      kafka: {
+        host: 'kafka:9092',
+        protocol: 'kafka',
+        description: "The deployment's bootstrap servers (KAFKA_BROKERS)",
+      },
+    },
+    channels,
+    operations,
+    components: { messages, schemas },
+  };
+}
+
+function jsonSchema(schema: z.ZodType): Json {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    unrepresentable: 'any',
+    reused: 'inline',
+  }) as Json;
+  return rest;
+}
+
+/** What the description routes serve, read and generated once at start-up. */
+interface Served {
+  readonly descriptions: PlatformDescriptions;
+  /** Redoc's standalone bundle (from the npm package: no CDN). */
+  readonly script: string;
+}
+
+/** The reference page: Redoc renders `/openapi.json`; its script is served here too. */
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Order-fulfillment platform API reference</title>
+</head>
+<body>
+  <div id="redoc"></div>
+  <script src="/docs/redoc.standalone.js"></script>
+  <script src="/docs/start.js"></script>
+</body>
+</html>
+`;
+
+const START = `Redoc.init('/openapi.json', { expandResponses: '200,201', jsonSampleExpandLevel: 3 }, document.getElementById('redoc'));\n`;
+
+/**
+ * The page loads nothing from elsewhere (API.md §11: it works offline and behind a proxy): Redoc's
+ * attribution links an image on its CDN, which this policy keeps the browser from fetching.
+ */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'";
+
+/** `/openapi.json`, `/asyncapi.json` and `/docs` (API.md §11): public, about no organization. */
+export function descriptionRoutes(served?: Served): Route[] {
+  const route = (
+    path: string,
+    operationId: string,
+    summary: string,
+    type: string,
+    body: (served: Served) => string,
+  ): Route => ({
+    method: 'GET',
+    path,
+    operationId,
+    summary,
+    tag: 'Descriptions',
+    access: PUBLIC,
+    responses: { 200: { description: summary, mediaType: type } },
+    handle: () => {
+      if (!served) return Promise.reject(new Error('descriptions are served by a running platform only'));
+      return Promise.resolve({
+        status: 200,
+        headers: {
+          'Content-Type': type,
+          'Cache-Control': 'public, max-age=300',
+          'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+        },
+        body: body(served),
+      });
+    },
+  });
+  return [
+    route('/openapi.json', 'openapi', 'This OpenAPI 3.1 document', 'application/json', ({ descriptions }) =>
+      JSON.stringify(descriptions.openapi),
+    ),
+    route(
+      '/asyncapi.json',
+      'asyncapi',
+      'The AsyncAPI 3 document of the Kafka topics',
+      'application/json',
+      ({ descriptions }) => JSON.stringify(descriptions.asyncapi),
+    ),
+    route(
+      '/docs',
+      'docs',
+      'The API reference, rendered from this document',
+      'text/html; charset=utf-8',
+      () => PAGE,
+    ),
+    route(
+      '/docs/redoc.standalone.js',
+      'docsRenderer',
+      "The reference page's renderer (Redoc)",
+      'text/javascript; charset=utf-8',
+      ({ script }) => script,
+    ),
+    route(
+      '/docs/start.js',
+      'docsStart',
+      'Starts the renderer on this document',
+      'text/javascript; charset=utf-8',
+      () => START,
+    ),
+  ];
+}
+
+/** The description routes of a running platform: the documents generated and Redoc read once. */
+export async function servedDescriptions(settings: {
+  publicUrl: string;
+  topicPrefix: string;
+}): Promise<Route[]> {
+  const script = await readFile(
+    createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'),
+    'utf8',
+  );
+  return descriptionRoutes({ descriptions: describePlatform(settings), script });
+}

@@ -1,0 +1,55 @@
+import { closest } from 'fastest-levenshtein';
+import { z } from 'zod';
+import { MODELS, eventPayloadSchema, recordSchema, type EventType, type ModelDefinition } from '@ofp/models';
+import { webhooks } from '../models.js';
+
+/**
+ * A webhook as the API shows it: the registry keeps each subscribed event type as `{type}` (so that
+ * `q` finds it as `events.type`), the API a list of strings; `secret` only in the answers of create
+ * and rotate_secret.
+ */
+export function webhookSchema(): z.ZodObject {
+  return (webhookSchemas.record ??= recordSchema(webhooks)
+    .extend({ events: z.array(z.string()).describe('Event types, or ["*"] for all') })
+    .meta({ id: 'Webhook', description: 'A webhook subscription (API.md §8)' }));
+}
+
+export function webhookWithSecretSchema(): z.ZodObject {
+  return (webhookSchemas.withSecret ??= webhookSchema()
+    .extend({ secret: z.string().describe('whsec_ and the base64 of 32 random bytes: shown this once') })
+    .meta({ id: 'WebhookWithSecret' }));
+}
+
+const webhookSchemas: { record?: z.ZodObject; withSecret?: z.ZodObject } = {};
+
+/** The models whose changes are events: the api's, and the webhooks' own. */
+const EVENT_MODELS: readonly ModelDefinition[] = [...Object.values(MODELS), webhooks];
+
+/** Every event type the platform sends (API.md §8), as `GET /v2/webhook_event_types` lists them. */
+export const EVENT_TYPES: readonly EventType[] = EVENT_MODELS.flatMap((model) => model.eventTypes);
+
+const KNOWN = new Set(EVENT_TYPES.map(({ type }) => type));
+
+export function isEventType(type: string): boolean {
+  return KNOWN.has(type);
+}
+
+/** The event type nearest to a refused one (`people.created` → `person.created`). */
+export function closestEventType(given: string): string {
+  return closest(given, [...KNOWN]);
+}
+
+/** Each event type with the schema of the body its deliveries carry, for the published descriptions. */
+export function eventCatalog(): { type: string; description: string; payload: z.ZodType }[] {
+  return EVENT_MODELS.flatMap((model) =>
+    model.eventTypes.map((eventType) => ({
+      type: eventType.type,
+      description: eventType.description,
+      payload: eventPayloadSchema(
+        model,
+        eventType,
+        model === webhooks ? webhookSchema() : recordSchema(model),
+      ),
+    })),
+  );
+}
