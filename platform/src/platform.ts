@@ -17,7 +17,7 @@ import {
   issuerFromPublicUrl,
   BearerGate,
 } from '@ofp/auth-tokens';
-import { KafkaBus, OutboxRelay, PgLogBus, type Bus } from '@ofp/bus';
+import { KafkaBus, OutboxRelay, PgLogBus, kafkaBrokerCheck, type Bus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
@@ -28,22 +28,29 @@ import {
 import {
   ConfigError,
   ModuleRunner,
+  STANDALONE_FILES,
   closeServer,
+  createDependencyHealth,
   createHttpApp,
   createLogger,
   createMetricsRegistry,
   createPool,
   listen,
   loadConfig,
+  logFormatFor,
+  postgresCheck,
   runUntilSignal,
   startEmbeddedPostgres,
   type FastRoutes,
+  type InstanceLock,
+  type LogFormat,
   type Logger,
   type Module,
   type Pool,
 } from '@ofp/runtime';
 import type { Express } from 'express';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
+import { preflight } from './preflight.js';
 
 const includes = (target: Target, service: Exclude<Target, 'all' | 'migrate'>): boolean =>
   target === 'all' || target === service;
@@ -65,7 +72,9 @@ export async function runPlatform(
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
-  const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL });
+  const logFormat = logFormatFor(config.LOG_FORMAT);
+  const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL, format: logFormat });
+  const instance = await preflight(config);
   const database = await openDatabase(config, logger);
   const pool = createPool({
     connectionString: database.url,
@@ -118,6 +127,16 @@ export async function runPlatform(
     },
     ready: () => true,
   });
+  // Readiness (API.md §3): 503 while Postgres, or the Kafka a consumer reads, does not answer.
+  modules.push(
+    createDependencyHealth({
+      checks: [
+        postgresCheck(database.url),
+        ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
+      ],
+      logger,
+    }),
+  );
 
   if (includes(config.TARGET, 'auth')) {
     if (!adminToken) throw new Error('ADMIN_TOKEN is required with TARGET=auth');
@@ -226,12 +245,19 @@ export async function runPlatform(
             routes: (routes) => mounts.forEach((mount) => mount(routes)),
             ...(fastRoutes ? { fastRoutes } : {}),
           });
-          server = (await listen(app, config.PORT, config.HOST)).server;
+          const listening = await listen(app, config.PORT, config.HOST);
+          server = listening.server;
           logger.info(
-            { port: config.PORT, target: config.TARGET, public_url: publicUrl },
+            { port: listening.port, target: config.TARGET, public_url: publicUrl },
             `listening on ${publicUrl}`,
           );
-          if (config.TARGET === 'all') await announceStandalone(pool, clock, publicUrl, adminToken!, config);
+          if (config.TARGET === 'all') {
+            await instance?.update({
+              url: localUrl(config.HOST, listening.port),
+              database_url: database.url,
+            });
+            await announceStandalone(pool, clock, publicUrl, adminToken!, config, database, logFormat);
+          }
         },
         async stop() {
           if (server) await closeServer(server);
@@ -264,15 +290,25 @@ function relayModule(relay: OutboxRelay): Module {
 async function openDatabase(
   config: PlatformConfig,
   logger: Logger,
-): Promise<{ url: string; stop: () => Promise<void> }> {
+): Promise<{ url: string; location?: string; stop: () => Promise<void> }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {} };
-  const dataDir = resolve(config.DATA_DIR, 'postgres');
-  logger.info(
-    { dataDir },
-    existsSync(dataDir) ? 'starting embedded Postgres' : 'initialising embedded Postgres (first run)',
-  );
-  const postgres = await startEmbeddedPostgres({ dataDir, port: config.EMBEDDED_POSTGRES_PORT, logger });
-  return postgres;
+  return startEmbeddedPostgres({
+    dataDir: resolve(config.DATA_DIR, 'postgres'),
+    port: config.EMBEDDED_POSTGRES_PORT,
+    logger,
+    settings: { dataDir: 'DATA_DIR', port: 'EMBEDDED_POSTGRES_PORT' },
+    // It died and could not be started again: exit, so that a supervisor starts the platform anew.
+    onLost(error) {
+      logger.fatal({ err: error }, 'the embedded Postgres is lost; exiting');
+      process.exit(1);
+    },
+  });
+}
+
+/** Where this machine reaches a process listening on `host`. */
+function localUrl(host: string, port: number): string {
+  const address = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${address}:${port}`;
 }
 
 async function migrateAll(pool: Pool, logger: Logger): Promise<void> {
@@ -308,7 +344,7 @@ async function migrateOwn(
 
 /** Standalone without ADMIN_TOKEN: one generated on first start, kept in DATA_DIR so it survives restarts. */
 async function standaloneAdminToken(dataDir: string): Promise<string> {
-  const file = join(resolve(dataDir), 'admin-token');
+  const file = join(resolve(dataDir), STANDALONE_FILES.adminToken);
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
   await mkdir(resolve(dataDir), { recursive: true });
   const token = randomBytes(24).toString('base64url');
@@ -323,6 +359,8 @@ async function announceStandalone(
   publicUrl: string,
   adminToken: string,
   config: PlatformConfig,
+  database: { location?: string },
+  format: LogFormat,
 ): Promise<void> {
   const demo: DemoTenant = await ensureDemoTenant({ pool, clock });
   const basic = Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64');
@@ -330,6 +368,9 @@ async function announceStandalone(
     '',
     `Order-fulfillment platform (standalone) listening on ${publicUrl}`,
     `  data:          ${config.DATABASE_URL ? 'DATABASE_URL' : resolve(config.DATA_DIR)}`,
+    ...(database.location && database.location !== resolve(config.DATA_DIR, 'postgres')
+      ? [`  postgres:      ${database.location} (linked from DATA_DIR/postgres)`]
+      : []),
     `  admin token:   ${adminToken}${config.ADMIN_TOKEN ? ' (from ADMIN_TOKEN)' : ' (generated; kept in DATA_DIR/admin-token)'}`,
     `  organization:  ${demo.organization.name} (id ${demo.organization.id})`,
     `  client_id:     ${demo.clientId}`,
@@ -340,6 +381,9 @@ async function announceStandalone(
     `  TOKEN=$(curl -s -X POST ${publicUrl}/oauth/token -H 'Authorization: Basic ${basic}' -d grant_type=client_credentials | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`,
     `  curl -s ${publicUrl}/v2/authenticate -H "Authorization: Bearer $TOKEN"`,
     '',
+    '',
   ];
-  process.stdout.write(lines.join('\n'));
+  // One write, apart from the log lines: on stdout among readable logs, on stderr beside JSON ones
+  // so that stdout stays one JSON object per line.
+  (format === 'pretty' ? process.stdout : process.stderr).write(lines.join('\n'));
 }
