@@ -4,16 +4,25 @@
 
 import { createPublicKey } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import express from 'express';
 import jwt from 'jsonwebtoken';
 import { Pool as HttpPool } from 'undici';
 import {
+  BearerGate,
   RevocationDenyList,
+  TokenBucketLimiter,
   createJwksKeySource,
   createTokenVerifier,
-  requireBearer,
 } from '@ofp/auth-tokens';
-import { closeServer, listen } from '@ofp/runtime';
+import {
+  PUBLIC,
+  closeServer,
+  createHttpApp,
+  createMetricsRegistry,
+  jsonReply,
+  listen,
+  type Access,
+  type Route,
+} from '@ofp/runtime';
 import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
 import { formatRow, measure } from './measure.js';
 
@@ -56,7 +65,7 @@ try {
   console.log(`\ntoken issuance (client_credentials, database included), concurrency ${CONCURRENCY}`);
   console.log(formatRow('POST /oauth/token', issued, baseline, 'GET /livez'));
 
-  // 2. What bearer verification adds: one route with requireBearer, one without, same app, over HTTP.
+  // 2. What bearer verification adds: one route behind the bearer gate, one without, same app, over HTTP.
   const keys = createJwksKeySource({
     url: `${platform.authUrl}/.well-known/jwks.json`,
     clock: () => new Date(),
@@ -68,9 +77,26 @@ try {
     denyList: new RevocationDenyList(() => new Date()),
     clock: () => new Date(),
   });
-  const app = express();
-  app.get('/open', (_req, res) => void res.json({ ok: true }));
-  app.get('/guarded', requireBearer(verifier), (_req, res) => void res.json({ ok: true }));
+  const gate = new BearerGate(
+    verifier,
+    new TokenBucketLimiter({ capacity: 1e9, refillPerSecond: 1e9 }, () => new Date()),
+  );
+  const answer = (path: string, access: Access): Route => ({
+    method: 'GET',
+    path,
+    operationId: path,
+    summary: path,
+    tag: 'bench',
+    access,
+    responses: { 200: { description: 'ok' } },
+    handle: () => Promise.resolve(jsonReply(200, { ok: true })),
+  });
+  const app = createHttpApp({
+    logger,
+    metrics: createMetricsRegistry('bench'),
+    ready: () => true,
+    routes: [answer('/open', PUBLIC), answer('/guarded', gate.access([]))],
+  });
   const { server: local, port } = await listen(app, 0, '127.0.0.1');
   const localHttp = new HttpPool(`http://127.0.0.1:${port}`, { connections: 1 });
   const get =

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Presets, SingleBar } from 'cli-progress';
-import type { RequestHandler } from 'express';
 import { Agent, request } from 'undici';
+import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import {
@@ -20,12 +20,13 @@ import {
   createMetricsRegistry,
   createPool,
   listen,
+  ModuleRunner,
   type Pool,
 } from '@ofp/runtime';
 import { startScratchDatabase, testLogger } from '@ofp/testing';
 import {
   createDeliverySender,
-  createWebhookDispatcherModule,
+  createWebhookDispatcher,
   migrateWebhookDispatcher,
 } from '@ofp/webhook-dispatcher';
 import { measure, warmUp } from './measure.js';
@@ -156,25 +157,29 @@ async function runBenchmark(): Promise<void> {
     await migrateWebhookDispatcher(pool, logger);
     const store = new EventStore(pool, { outbox: false });
     const orgId = 1;
-    const authenticate: RequestHandler = (req, _res, next) => {
-      req.auth = {
-        clientId: 'bench',
-        orgId,
-        scopes: ['read', 'write'],
-        grantId: 'bench',
-        tokenId: 'bench',
-        expiresAt: new Date(Date.now() + 3_600_000),
-      };
-      next();
-    };
-    const dispatcher = createWebhookDispatcherModule({
+    // Any bearer token is the benchmark's organization: only the webhook's creation goes through HTTP.
+    const gate = new BearerGate(
+      {
+        verify: () =>
+          Promise.resolve({
+            clientId: 'bench',
+            orgId,
+            scopes: ['read', 'write'],
+            grantId: 'bench',
+            tokenId: 'bench',
+            expiresAt: new Date(Date.now() + 3_600_000),
+          }),
+      },
+      new TokenBucketLimiter({ capacity: 1_000, refillPerSecond: 1_000 }, () => new Date()),
+    );
+    const dispatcher = createWebhookDispatcher({
       pool,
       connectionString: databaseUrl,
       store,
       bus: new PgLogBus(pool, databaseUrl, store, logger, { batchSize: 500, pollIntervalMs: 50 }),
       logger,
       clock: () => new Date(),
-      authenticate: [authenticate],
+      gate,
       allowPrivateTargets: true,
       // 64 requests in flight at most (the worker pool). The endpoint limit counts what is claimed, in flight
       // or about to be, so it is set above the pool plus what is claimed ahead to leave the pool as the limit.
@@ -184,12 +189,13 @@ async function runBenchmark(): Promise<void> {
       logger,
       metrics: createMetricsRegistry('bench'),
       ready: () => true,
-      routes: (root) => root.use('/v2', dispatcher.routes),
+      routes: dispatcher.routes,
     });
+    const modules = new ModuleRunner(dispatcher.modules, logger, ['database']);
     const api = await listen(app, 0, '127.0.0.1');
     const created = await request(`http://127.0.0.1:${api.port}/v2/webhooks`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
       body: JSON.stringify({ url: `${receiverUrl}/hooks`, events: ['*'] }),
     });
     if (created.statusCode !== 201) throw new Error(`webhook not created: ${await created.body.text()}`);
@@ -219,7 +225,7 @@ async function runBenchmark(): Promise<void> {
     bar.stop();
 
     const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
-    await dispatcher.start();
+    await modules.start();
     const progress = new SingleBar(
       { format: 'delivery [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s' },
       Presets.shades_classic,
@@ -289,7 +295,7 @@ async function runBenchmark(): Promise<void> {
     const quantile = (q: number): number =>
       latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
 
-    await dispatcher.stop();
+    await modules.stop();
     await closeServer(api.server);
 
     const ratio = (100 * perSecond) / raw.perSecond;

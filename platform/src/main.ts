@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Process entry point. Telemetry starts first and everything else is imported afterwards, so that the
-// OpenTelemetry instrumentations hook http, express and pg before those modules load.
+// OpenTelemetry instrumentations hook http and pg before those modules load.
 import { startTelemetry } from '@ofp/runtime/telemetry';
 
 const shutdownTelemetry = await startTelemetry(process.env, `ofp-${process.env.TARGET ?? 'all'}`);

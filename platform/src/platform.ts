@@ -5,26 +5,21 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { createApiModule, createProcessManagersModule, migrateApi } from '@ofp/api';
-import { createAuthModule, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
+import type { Registry } from 'prom-client';
+import { createApiService, migrateApi } from '@ofp/api';
+import { createAuthService, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
 import {
+  BearerGate,
   RevocationDenyList,
   TokenBucketLimiter,
   createJwksKeySource,
-  createBusRevocationFeed,
-  createRevocationModule,
   createTokenVerifier,
   issuerFromPublicUrl,
-  BearerGate,
+  revocationsModule,
 } from '@ofp/auth-tokens';
 import { KafkaBus, OutboxRelay, PgLogBus, kafkaBrokerCheck, type Bus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
-import {
-  createWebhookDispatcherModule,
-  migrateWebhookDispatcher,
-  webhookDispatcherSettings,
-} from '@ofp/webhook-dispatcher';
 import {
   ConfigError,
   ModuleRunner,
@@ -41,24 +36,54 @@ import {
   postgresCheck,
   runUntilSignal,
   startEmbeddedPostgres,
-  type FastRoutes,
-  type InstanceLock,
   type LogFormat,
   type Logger,
   type Module,
   type Pool,
+  type Route,
 } from '@ofp/runtime';
-import type { Express } from 'express';
+import { telemetryModule } from '@ofp/runtime/telemetry';
+import {
+  createWebhookDispatcher,
+  migrateWebhookDispatcher,
+  webhookDispatcherSettings,
+} from '@ofp/webhook-dispatcher';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 import { preflight } from './preflight.js';
 
-const includes = (target: Target, service: Exclude<Target, 'all' | 'migrate'>): boolean =>
-  target === 'all' || target === service;
+type Service = Exclude<Target, 'all' | 'migrate'>;
+
+/** What a service brings to the process: its modules and its part of the route table. */
+interface ServiceParts {
+  readonly modules: readonly Module[];
+  readonly routes: readonly Route[];
+}
+
+/** What every service is built from: one of each per process. */
+interface Infrastructure {
+  readonly config: PlatformConfig;
+  readonly logger: Logger;
+  readonly pool: Pool;
+  readonly databaseUrl: string;
+  readonly store: EventStore;
+  readonly bus: Bus;
+  readonly kafka: Kafka | undefined;
+  readonly clock: () => Date;
+  /** The process's one metrics registry, which every module registers into. */
+  readonly metrics: Registry;
+  readonly publicUrl: string;
+  readonly adminToken: string | undefined;
+  /** Bearer verification for the services that serve `/v2` (its deny-list fed by the revocations module). */
+  readonly gate: () => BearerGate;
+}
+
+const SERVICES: readonly Service[] = ['auth', 'api', 'projector', 'webhook-dispatcher'];
 
 /**
  * The composition root of every process: TARGET names the service to run (the distributed shape,
  * one process per service), or `all` of them in one process on an embedded Postgres with the
- * Postgres-log bus (standalone), compare Grafana Loki/Mimir's `-target`.
+ * Postgres-log bus (standalone), compare Grafana Loki/Mimir's `-target`. Each service declares its
+ * modules with their dependencies; the runner starts them in that order and stops them in reverse.
  */
 export async function runPlatform(
   environment: NodeJS.ProcessEnv,
@@ -90,6 +115,7 @@ export async function runPlatform(
   }
 
   const target = config.TARGET;
+  const services = target === 'all' ? SERVICES : [target];
   const clock = (): Date => new Date();
   const kafka = config.KAFKA_BROKERS
     ? new Kafka({
@@ -98,152 +124,84 @@ export async function runPlatform(
         logLevel: logLevel.WARN,
       })
     : undefined;
-  const topics = {
-    prefix: config.KAFKA_TOPIC_PREFIX,
-    partitions: config.KAFKA_TOPIC_PARTITIONS,
-    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
-  };
   // Outbox rows are written in every process of a Kafka deployment (the api's relay publishes what
   // any service appended, the auth service's revocations included); standalone reads the log itself.
   const store = new EventStore(pool, { outbox: kafka !== undefined || target !== 'all' });
   const bus: Bus = kafka
-    ? new KafkaBus(kafka, logger, { topics, batchSize: 500 })
+    ? new KafkaBus(kafka, logger, { topics: topicsOf(config), batchSize: 500 })
     : new PgLogBus(pool, database.url, store, logger, { batchSize: 500, pollIntervalMs: 1000 });
   const publicUrl = config.PUBLIC_URL ?? `http://localhost:${config.PORT}`;
-  const issuer = issuerFromPublicUrl(publicUrl);
   const adminToken =
     config.ADMIN_TOKEN ?? (config.TARGET === 'all' ? await standaloneAdminToken(config.DATA_DIR) : undefined);
 
-  const modules: Module[] = [];
-  const mounts: ((app: Express) => void)[] = [];
-  let fastRoutes: FastRoutes | undefined;
-  modules.push({
-    name: 'database',
-    start: () => (target === 'all' ? migrateAll(pool, logger) : migrateOwn(target, pool, logger)),
-    async stop() {
-      await pool.end();
-      await database.stop();
-      await shutdownTelemetry();
-    },
-    ready: () => true,
-  });
-  // Readiness (API.md §3): 503 while Postgres, or the Kafka a consumer reads, does not answer.
-  modules.push(
-    createDependencyHealth({
-      checks: [
-        postgresCheck(database.url),
-        ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
-      ],
-      logger,
+  const metrics = createMetricsRegistry(`ofp-${config.TARGET}`);
+  const infrastructure: Omit<Infrastructure, 'gate'> = {
+    config,
+    logger,
+    pool,
+    databaseUrl: database.url,
+    store,
+    bus,
+    kafka,
+    clock,
+    metrics,
+    publicUrl,
+    adminToken,
+  };
+  const verification = services.some((service) => service === 'api' || service === 'webhook-dispatcher')
+    ? tokenVerification(infrastructure)
+    : undefined;
+  const parts = services.map((service) =>
+    serviceParts(service, {
+      ...infrastructure,
+      gate: () => {
+        if (!verification) throw new Error(`${service} serves /v2 without token verification`);
+        return verification.gate;
+      },
     }),
   );
 
-  if (includes(config.TARGET, 'auth')) {
-    if (!adminToken) throw new Error('ADMIN_TOKEN is required with TARGET=auth');
-    const auth = createAuthModule({
-      pool,
-      store,
-      logger,
-      clock,
-      settings: {
-        publicUrl,
-        adminToken,
-        rateLimit: {
-          capacity: config.RATE_LIMIT_CAPACITY,
-          refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND,
-        },
-        refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+  const modules: Module[] = [
+    telemetryModule(shutdownTelemetry),
+    {
+      name: 'database',
+      dependsOn: ['telemetry'],
+      start: () => (target === 'all' ? migrateAll(pool, logger) : migrateOwn(target, pool, logger)),
+      async stop() {
+        await pool.end();
+        await database.stop();
       },
-    });
-    modules.push(auth);
-    mounts.push((app) => auth.routes(app));
-  }
-
-  // Bearer-token verification for the services that serve /v2: JWKS from the auth service, the
-  // deny-list fed by revocation announcements, and the per-client rate limit.
-  // Made once, by the first service that needs it.
-  let gate: BearerGate | undefined;
-  const v2Gate = (): BearerGate => (gate ??= bearerGate());
-  function bearerGate(): BearerGate {
-    const denyList = new RevocationDenyList(clock);
-    modules.push(
-      createRevocationModule(
-        createBusRevocationFeed({ bus, group: `revocations-${target}-${hostname()}` }),
-        denyList,
-      ),
-    );
-    const keys = createJwksKeySource({
-      url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
-      clock,
-      logger,
-    });
-    const verifier = createTokenVerifier({ issuer, keys, denyList, clock });
-    const limiter = new TokenBucketLimiter(
-      { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND },
-      clock,
-    );
-    return new BearerGate(verifier, limiter);
-  }
-
-  // Mounted before the api: it answers /v2/webhooks* and /v2/webhook_deliveries*, and lets the rest through.
-  if (includes(target, 'webhook-dispatcher')) {
-    const webhooks = createWebhookDispatcherModule({
-      pool,
-      connectionString: database.url,
-      store,
-      bus,
-      logger,
-      clock,
-      authenticate: v2Gate().middleware,
-      ...webhookDispatcherSettings(config),
-    });
-    modules.push(webhooks);
-    mounts.push((app) => app.use(['/v2', '/api/v2'], webhooks.routes));
-  }
-
-  if (includes(target, 'api')) {
-    const api = createApiModule({
-      pool,
-      connectionString: database.url,
-      store,
-      logger,
-      clock,
-      gate: v2Gate(),
-      readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
-    });
-    modules.push(api);
-    // The process managers issue commands onto the api's event store, so they run where the api runs.
-    modules.push(createProcessManagersModule({ pool, store, bus, logger, clock }));
-    mounts.push((app) => app.use(['/v2', '/api/v2'], api.routes));
-    fastRoutes = api.reads;
-    if (kafka)
-      modules.push(
-        relayModule(
-          new OutboxRelay(kafka, store, logger, {
-            connectionString: database.url,
-            topics,
-            batchSize: 500,
-            pollIntervalMs: 500,
-          }),
-        ),
-      );
-  }
-
-  if (includes(config.TARGET, 'projector')) modules.push(createProjectorModule({ pool, bus, logger }));
-
+      ready: () => true,
+    },
+    // Readiness (API.md §3): 503 while Postgres, or the Kafka a consumer reads, does not answer.
+    {
+      ...createDependencyHealth({
+        checks: [
+          postgresCheck(database.url),
+          ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
+        ],
+        logger,
+      }),
+      dependsOn: ['database'],
+    },
+    ...(verification ? [verification.module] : []),
+    ...parts.flatMap((part) => part.modules),
+  ];
+  const routes = parts.flatMap((part) => part.routes);
   let server: Server | undefined;
   const runner: ModuleRunner = new ModuleRunner(
     [
       ...modules,
       {
+        // The listener opens once everything it serves is up, and closes first.
         name: 'http',
+        dependsOn: modules.map((module) => module.name),
         async start() {
           const app = createHttpApp({
             logger,
-            metrics: createMetricsRegistry(`ofp-${config.TARGET}`),
+            metrics,
             ready: () => runner.ready(),
-            routes: (routes) => mounts.forEach((mount) => mount(routes)),
-            ...(fastRoutes ? { fastRoutes } : {}),
+            routes,
           });
           const listening = await listen(app, config.PORT, config.HOST);
           server = listening.server;
@@ -270,19 +228,114 @@ export async function runPlatform(
   await runUntilSignal(runner, logger);
 }
 
-function relayModule(relay: OutboxRelay): Module {
-  let started = false;
+/** One service's modules and routes, built from the process's infrastructure. */
+function serviceParts(service: Service, infrastructure: Infrastructure): ServiceParts {
+  const { config, logger, pool, databaseUrl, store, bus, clock } = infrastructure;
+  switch (service) {
+    case 'auth': {
+      const adminToken = infrastructure.adminToken;
+      if (!adminToken) throw new Error('ADMIN_TOKEN is required with TARGET=auth');
+      const auth = createAuthService({
+        pool,
+        store,
+        logger,
+        clock,
+        settings: {
+          publicUrl: infrastructure.publicUrl,
+          adminToken,
+          rateLimit: rateLimitOf(config),
+          refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+        },
+      });
+      return { modules: auth.modules, routes: [...auth.routes, ...auth.adminRoutes] };
+    }
+    case 'api': {
+      const api = createApiService({
+        pool,
+        connectionString: databaseUrl,
+        store,
+        bus,
+        logger,
+        clock,
+        gate: infrastructure.gate(),
+        readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+      });
+      // The relay publishes the event store's outbox to Kafka; it runs where the api runs.
+      const relay = infrastructure.kafka
+        ? [
+            new OutboxRelay(infrastructure.kafka, store, logger, {
+              connectionString: databaseUrl,
+              topics: topicsOf(config),
+              batchSize: 500,
+              pollIntervalMs: 500,
+            }),
+          ]
+        : [];
+      return { modules: [...api.modules, ...relay], routes: api.routes };
+    }
+    case 'projector':
+      return { modules: [createProjectorModule({ pool, bus, logger })], routes: [] };
+    case 'webhook-dispatcher': {
+      const dispatcher = createWebhookDispatcher({
+        pool,
+        connectionString: databaseUrl,
+        store,
+        bus,
+        logger,
+        clock,
+        gate: infrastructure.gate(),
+        metrics: infrastructure.metrics,
+        ...webhookDispatcherSettings(config),
+      });
+      return dispatcher;
+    }
+    default: {
+      const unhandled: never = service;
+      throw new Error(`unhandled service ${String(unhandled)}`);
+    }
+  }
+}
+
+/**
+ * Bearer-token verification for the services that serve `/v2`: the auth service's JWKS, a deny-list
+ * fed by revocation announcements (its own module, ready once subscribed), and the per-client rate
+ * limit.
+ */
+function tokenVerification(infrastructure: Omit<Infrastructure, 'gate'>): {
+  gate: BearerGate;
+  module: Module;
+} {
+  const { config, clock, logger, bus } = infrastructure;
+  const denyList = new RevocationDenyList(clock);
+  const keys = createJwksKeySource({
+    url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
+    clock,
+    logger,
+  });
+  const verifier = createTokenVerifier({
+    issuer: issuerFromPublicUrl(infrastructure.publicUrl),
+    keys,
+    denyList,
+    clock,
+  });
   return {
-    name: 'outbox-relay',
-    async start() {
-      await relay.start();
-      started = true;
+    gate: new BearerGate(verifier, new TokenBucketLimiter(rateLimitOf(config), clock)),
+    module: {
+      ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
+      dependsOn: ['database'],
     },
-    async stop() {
-      started = false;
-      await relay.stop();
-    },
-    ready: () => started,
+  };
+}
+
+function rateLimitOf(config: PlatformConfig) {
+  return { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND };
+}
+
+function topicsOf(config: PlatformConfig) {
+  return {
+    prefix: config.KAFKA_TOPIC_PREFIX,
+    partitions: config.KAFKA_TOPIC_PARTITIONS,
+    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
   };
 }
 
@@ -318,11 +371,7 @@ async function migrateAll(pool: Pool, logger: Logger): Promise<void> {
   await migrateWebhookDispatcher(pool, logger);
 }
 
-async function migrateOwn(
-  target: Exclude<Target, 'all' | 'migrate'>,
-  pool: Pool,
-  logger: Logger,
-): Promise<void> {
+async function migrateOwn(target: Service, pool: Pool, logger: Logger): Promise<void> {
   switch (target) {
     case 'auth':
       await migrateEventStore(pool, logger);

@@ -1,33 +1,74 @@
-import type { RequestHandler } from 'express';
-import { requireBearer, verifyBearer } from './middleware.js';
-import { clientBucket, rateLimit, admitRequest } from './rate-limit.js';
+import { baseError } from '@ofp/contracts';
+import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/runtime';
+import { KeySourceUnavailableError } from './jwks.js';
+import { admitRequest, clientBucket } from './rate-limit.js';
+import type { Scope } from './scopes.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
-import type { AuthContext, TokenVerifier } from './verifier.js';
+import { TokenRejectedError, type AuthContext, type TokenVerifier } from './verifier.js';
+
+/** What the access step may do with an admitted token before the scope check: seed its organization. */
+export type AdmittedHook = (auth: AuthContext) => Promise<void>;
 
 /**
- * What every `/v2` request passes first: its bearer token verified, then a token taken from its
- * client's rate-limit bucket. As express middleware, and as one call for handlers served outside
- * express (the api's reads).
+ * What every bearer-token request passes (API.md §3, §7): its token verified, then a token taken
+ * from its client's rate-limit bucket, then (for the api) its organization's seed records made sure
+ * of. The pipeline checks the route's scopes after it.
  */
 export class BearerGate {
-  /** `requireBearer` then `rateLimit`: sets `req.auth` and the RateLimit headers. */
-  readonly middleware: readonly RequestHandler[];
-
   constructor(
     private readonly verifier: TokenVerifier,
     private readonly limiter: TokenBucketLimiter,
-  ) {
-    this.middleware = [requireBearer(verifier), rateLimit({ limiter })];
+  ) {}
+
+  /** The access of operations that need a token with one of `scopes` (none: any valid token). */
+  access(scopes: readonly Scope[], admitted?: AdmittedHook): Access<AuthContext> {
+    return {
+      kind: 'bearer',
+      scopes,
+      authenticate: (request) => this.admit(request, admitted),
+    };
   }
 
-  /**
-   * The verified token of an `Authorization` header and the RateLimit headers of the response. Throws
-   * what the middleware would: 401, 429, or 503 when tokens cannot be verified.
-   */
-  async pass(
-    authorization: string | undefined,
-  ): Promise<{ auth: AuthContext; headers: Record<string, string> }> {
-    const auth = await verifyBearer(this.verifier, authorization);
-    return { auth, headers: admitRequest(this.limiter, clientBucket(auth)) };
+  private async admit(request: IncomingRequest, admitted?: AdmittedHook): Promise<Admission<AuthContext>> {
+    const auth = await verifyBearer(this.verifier, headerValue(request.headers.authorization));
+    const headers = admitRequest(this.limiter, clientBucket(auth));
+    await admitted?.(auth);
+    return { principal: auth, scopes: auth.scopes, headers, organization: auth.orgId, client: auth.clientId };
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+// RFC 6750 §2.1: `Bearer` (any case), one or more spaces, a token68.
+const AUTHORIZATION = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+const SCHEME = /^Bearer(?: |$)/i;
+
+/**
+ * Verifies the bearer token of an `Authorization` header. Failures throw 401 errors with the RFC 6750
+ * §3 challenge (API.md §3); an unreachable issuer is a 503.
+ */
+export async function verifyBearer(
+  verifier: TokenVerifier,
+  header: string | undefined,
+): Promise<AuthContext> {
+  if (header === undefined || !SCHEME.test(header)) {
+    throw baseError('Unauthenticated', 'An access token is required', {
+      'WWW-Authenticate': bearerChallenge(),
+    });
+  }
+  const token = AUTHORIZATION.exec(header)?.[1];
+  try {
+    if (token === undefined) throw new TokenRejectedError('The access token is malformed');
+    return await verifier.verify(token);
+  } catch (error) {
+    if (error instanceof KeySourceUnavailableError) {
+      throw baseError('Unavailable', 'Access tokens cannot be verified right now');
+    }
+    if (!(error instanceof TokenRejectedError)) throw error;
+    throw baseError('Unauthenticated', error.description, {
+      'WWW-Authenticate': bearerChallenge({ code: 'invalid_token', description: error.description }),
+    });
   }
 }

@@ -1,4 +1,3 @@
-import type { Module } from '@ofp/runtime';
 import type { Clock } from './clock.js';
 
 /**
@@ -11,19 +10,6 @@ export interface Revocation {
   grantId: string;
   tokenId?: string;
   expiresAt: Date;
-}
-
-/**
- * A source of revocations: the auth service announces them (on Kafka, or through its own table in
- * standalone mode) and every service that verifies tokens listens.
- */
-export interface RevocationFeed {
-  /**
-   * Delivers every revocation still in force, resolves once those are delivered, then keeps delivering
-   * new ones until `stop`. A revocation may be delivered more than once.
-   */
-  start(deliver: (revocation: Revocation) => void): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /** What a verifier asks: has this token been revoked? */
@@ -73,24 +59,4 @@ export class RevocationDenyList implements DenyList {
       for (const [id, until] of entries) if (until <= now) entries.delete(id);
     }
   }
-}
-
-/**
- * Keeps `denyList` fed from `feed` as a lifecycle module: it is ready once the revocations in force
- * have been loaded, so a service does not accept a revoked token in its first second.
- */
-export function createRevocationModule(feed: RevocationFeed, denyList: RevocationDenyList): Module {
-  let running = false;
-  return {
-    name: 'revocations',
-    async start() {
-      await feed.start((revocation) => denyList.add(revocation));
-      running = true;
-    },
-    async stop() {
-      running = false;
-      await feed.stop();
-    },
-    ready: () => running,
-  };
 }

@@ -1,4 +1,5 @@
 export * from './bus.js';
+export * from './consumer-module.js';
 export * from './pg-log-bus.js';
 export * from './wakeup.js';
 export * from './kafka/cloudevents.js';

@@ -25,6 +25,8 @@ export class DomainError extends Error {
     readonly kind: ErrorKind,
     readonly errors: FieldErrors,
     readonly headers: Readonly<Record<string, string>> = {},
+    /** A `Forbidden` for want of a scope: the scope, which the HTTP layer names in its challenge. */
+    readonly requiredScope?: string,
   ) {
     super(`${kind}: ${JSON.stringify(errors)}`);
   }
@@ -38,6 +40,11 @@ export function baseError(kind: ErrorKind, message: string, headers?: Record<str
 /** An error about one column (a path such as `phone_numbers[0].number` or `q.filters[1].operator`). */
 export function fieldError(kind: ErrorKind, column: string, message: string): DomainError {
   return new DomainError(kind, { [column]: [message] });
+}
+
+/** The token lacks `scope` (API.md §7): a 403. */
+export function missingScope(scope: string): DomainError {
+  return new DomainError('Forbidden', { base: [`The access token lacks the ${scope} scope`] }, {}, scope);
 }
 
 export function isDomainError(error: unknown): error is DomainError {

@@ -116,15 +116,18 @@ export class EventStore {
    * Appends to several streams in one transaction, each at its expected version: all commit or none
    * does (a command deciding on two aggregates, such as a shipment and its fulfillment order). The
    * streams are written in stream id order, so two such appends sharing streams queue on the same
-   * stream first rather than deadlock. Results come in the order of `inputs`.
+   * stream first rather than deadlock. Results come in the order of `inputs`. With no input at all,
+   * `alsoInTransaction` runs in a transaction of its own (a command that decided no event but must
+   * still record something).
    * @throws WrongExpectedVersion naming the first stream another writer changed.
    */
   async appendToStreams(
     inputs: readonly AppendInput[],
     alsoInTransaction?: (client: PoolClient, results: readonly AppendResult[]) => Promise<void>,
   ): Promise<AppendResult[]> {
-    if (inputs.length === 0 || inputs.some((input) => input.events.length === 0))
+    if (inputs.some((input) => input.events.length === 0))
       throw new Error('append needs at least one event per stream');
+    if (inputs.length === 0 && !alsoInTransaction) throw new Error('append needs a stream');
     if (new Set(inputs.map((input) => input.streamId)).size !== inputs.length)
       throw new Error('append names a stream twice');
     const ordered = [...inputs].sort((a, b) =>

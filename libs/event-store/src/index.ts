@@ -1,3 +1,4 @@
 export * from './types.js';
 export * from './errors.js';
 export * from './event-store.js';
+export * from './command-handler.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { RECORD_ID, RECORD_METADATA, type ColumnDefinition, type ModelDefinition } from './fields.js';
 import { DOCUMENT_COLUMN, renderDocumentsStatement } from './render.js';
-import { qualifiedTable, quoteIdentifier, sqlType, type ReadModelOptions } from './sql.js';
+import { READ_SCHEMA, qualifiedTable, quoteIdentifier, sqlType, type ReadModelOptions } from './sql.js';
 import { keyColumnType, tableTree, type TableNode } from './tables.js';
 
 /** Deleted records, so that a late or repeated older event cannot bring one back. */
@@ -38,7 +38,7 @@ const MAX_INDEXED_STRING_LENGTH = 500;
  * then, once (at the end, when every table a rendering reads exists), not at every start.
  */
 export function readModelDdl(models: readonly ModelDefinition[], options: ReadModelOptions = {}): string {
-  const schema = quoteIdentifier(options.schema ?? 'read');
+  const schema = quoteIdentifier(options.schema ?? READ_SCHEMA);
   const statements = [
     `CREATE SCHEMA IF NOT EXISTS ${schema}`,
     `CREATE TABLE IF NOT EXISTS ${qualifiedTable(options, DELETED_RECORDS_TABLE)} (
@@ -56,13 +56,14 @@ export function readModelDdl(models: readonly ModelDefinition[], options: ReadMo
 )`,
   ];
   const roots = models.map(tableTree);
-  for (const root of roots) statements.push(...modelTables(root, options));
+  models.forEach((model, i) => statements.push(...modelTables(roots[i]!, model.indexed, options)));
   for (const root of roots.filter(({ storesDocument }) => storesDocument))
     statements.push(documentColumn(root, options));
   return `${statements.join(';\n')};\n`;
 }
 
-function modelTables(root: TableNode, options: ReadModelOptions): string[] {
+function modelTables(root: TableNode, indexed: boolean, options: ReadModelOptions): string[] {
+  const index = (...parts: string[]): string[] => (indexed ? [createIndex(root.table, table, parts)] : []);
   const table = qualifiedTable(options, root.table);
   const metadata = root.columns.filter(
     ({ name }) => name !== RECORD_ID && Object.hasOwn(RECORD_METADATA, name),
@@ -73,23 +74,26 @@ function modelTables(root: TableNode, options: ReadModelOptions): string[] {
   id bigint PRIMARY KEY,
   org_id bigint NOT NULL${required.map(({ name, definition }) => `,\n  ${columnDdl(name, definition)} NOT NULL`).join('')}
 )${root.storesDocument ? ' WITH (fillfactor = 85)' : ''}`,
-    createIndex(root.table, table, ['org_id', 'id']),
+    ...index('org_id', 'id'),
   ];
   for (const { name, definition } of root.columns) {
     if (name === RECORD_ID) continue;
     if (!required.some((column) => column.name === name))
       statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${columnDdl(name, definition)}`);
-    if (isIndexable(definition)) {
-      statements.push(createIndex(root.table, table, ['org_id', name, 'id']));
-      statements.push(createIndex(root.table, table, ['org_id', `${name} DESC`, 'id']));
-    }
+    if (isIndexable(definition))
+      statements.push(...index('org_id', name, 'id'), ...index('org_id', `${name} DESC`, 'id'));
   }
-  statements.push(...referenceColumns(root, table, 'id'));
-  for (const child of root.children) statements.push(...childTables(root, child.node, options));
+  statements.push(...referenceColumns(root, table, 'id', indexed));
+  for (const child of root.children) statements.push(...childTables(root, child.node, indexed, options));
   return statements;
 }
 
-function childTables(parent: TableNode, node: TableNode, options: ReadModelOptions): string[] {
+function childTables(
+  parent: TableNode,
+  node: TableNode,
+  indexed: boolean,
+  options: ReadModelOptions,
+): string[] {
   const table = qualifiedTable(options, node.table);
   const keys = node.keyColumns.map((key) => `  ${quoteIdentifier(key)} ${keyColumnType(key)} NOT NULL`);
   const statements = [
@@ -104,19 +108,19 @@ ${keys.join(',\n')},
   ];
   for (const { name, definition } of node.columns) {
     statements.push(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${columnDdl(name, definition)}`);
-    if (isIndexable(definition))
+    if (indexed && isIndexable(definition))
       statements.push(createIndex(node.table, table, ['org_id', name, 'record_id']));
   }
-  statements.push(...referenceColumns(node, table, 'record_id'));
-  for (const child of node.children) statements.push(...childTables(node, child.node, options));
+  statements.push(...referenceColumns(node, table, 'record_id', indexed));
+  for (const child of node.children) statements.push(...childTables(node, child.node, indexed, options));
   return statements;
 }
 
 /** The `<name>_id` columns of references. No foreign key: models are projected independently. */
-function referenceColumns(node: TableNode, table: string, rowColumn: string): string[] {
+function referenceColumns(node: TableNode, table: string, rowColumn: string, indexed: boolean): string[] {
   return node.references.flatMap(({ column }) => [
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quoteIdentifier(column)} bigint`,
-    createIndex(node.table, table, ['org_id', column, rowColumn]),
+    ...(indexed ? [createIndex(node.table, table, ['org_id', column, rowColumn])] : []),
   ]);
 }
 

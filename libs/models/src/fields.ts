@@ -155,6 +155,12 @@ export interface ModelDefinition {
    * model whose rows other code writes straight into its tables, which is then rendered at read time.
    */
   readonly storedDocuments: boolean;
+  /**
+   * Whether the read-model DDL indexes the model's tables (per column and reference, for `q`). False
+   * for a table its owner writes several times per record (the webhook delivery queue), which lays
+   * out the indexes of its own access paths instead.
+   */
+  readonly indexed: boolean;
 }
 
 type ColumnOptions<C extends ColumnDefinition> = Partial<Omit<C, 'kind' | 'type'>>;
@@ -271,6 +277,7 @@ export interface ModelDeclaration {
   readonly stateMachine?: StateMachine;
   /** True unless told otherwise. */
   readonly storedDocuments?: boolean;
+  readonly indexed?: boolean;
 }
 
 /**
@@ -279,7 +286,7 @@ export interface ModelDeclaration {
  * Throws at declaration time, so a bad entry fails every test rather than one request.
  */
 export function defineModel(declaration: ModelDeclaration): ModelDefinition {
-  const { stateMachine, deletable, operatorChanges, writes, storedDocuments, ...rest } = declaration;
+  const { stateMachine, deletable, operatorChanges, writes, storedDocuments, indexed, ...rest } = declaration;
   const fields: FieldMap = {
     [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1 }),
     ...declaration.fields,
@@ -300,6 +307,7 @@ export function defineModel(declaration: ModelDeclaration): ModelDefinition {
     writes: writes ?? 'all',
     deletable: (deletable ?? true) && (writes ?? 'all') === 'all',
     storedDocuments: storedDocuments ?? true,
+    indexed: indexed ?? true,
     ...(stateMachine ? { stateMachine } : {}),
   };
   if (stateMachine) checkStateMachine(model, stateMachine);

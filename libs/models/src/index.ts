@@ -35,7 +35,7 @@ export {
   type WriteAccess,
   type WriteScope,
 } from './fields.js';
-export { allowedMethods } from './methods.js';
+export { allowedMethods } from './allowed-methods.js';
 export { transitionError, type StateMachine } from './state-machine.js';
 export {
   findModel,
@@ -54,7 +54,15 @@ export {
 } from './registry.js';
 export { columnPath, validateCreate, validateUpdate, type RecordBody } from './validation.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
-export { deleteRecord, renderDocuments, writeRecord, type RecordState } from './projection.js';
+export {
+  advanceCheckpoint,
+  createReadSchema,
+  projectedVersions,
+  PROJECTION_CHANNEL,
+  PROJECTION_LOCK,
+  READ_SCHEMA,
+} from './read-model.js';
+export { deleteRecord, renderDocuments, writeRecord, type RecordDocument } from './projection.js';
 export {
   OPERATORS,
   parseQuery,
@@ -73,7 +81,6 @@ export {
   compileSearch,
   getRecord,
   searchRecords,
-  type RecordJson,
   type SearchRow,
   type SearchRowText,
 } from './search.js';
@@ -86,9 +93,3 @@ export {
   type TableJoin,
   type TableNode,
 } from './tables.js';
-export {
-  WEBHOOK_ATTEMPT_ERROR_KINDS,
-  WEBHOOK_DELIVERY_STATUSES,
-  webhookDeliveries,
-  webhooks,
-} from './registry.js';

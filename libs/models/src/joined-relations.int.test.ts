@@ -4,7 +4,8 @@ import type { ModelDefinition } from './fields.js';
 import { writeRecord } from './projection.js';
 import { parseQuery } from './query.js';
 import { fulfillmentOrders, inventory, items, shipments } from './registry.js';
-import { getRecord, searchRecords, type RecordJson } from './search.js';
+import { getRecord, searchRecords } from './search.js';
+import type { RecordDocument } from './projection.js';
 
 // Joined relations: a fulfillment order's `shipments` (by `shipments.fulfillment_order_id`) and an
 // inventory record's `item` (by sku), followed by dot syntax but never stored with the record.
@@ -14,7 +15,7 @@ const OTHER_ORG = 2;
 const AT = '2026-11-21T07:30:00.000Z';
 const metadata = (id: number) => ({ id, external_id: null, created_at: AT, updated_at: AT, version: 1 });
 
-const fulfillmentOrder = (id: number): RecordJson => ({
+const fulfillmentOrder = (id: number): RecordDocument => ({
   ...metadata(id),
   order_id: null,
   warehouse: 'MAIN',
@@ -26,7 +27,7 @@ const fulfillmentOrder = (id: number): RecordJson => ({
   lines: [{ sku: 'A', quantity: 5, quantity_shipped: 1 }],
 });
 
-const shipment = (id: number, fulfillmentOrderId: number, packages: [string, string][]): RecordJson => ({
+const shipment = (id: number, fulfillmentOrderId: number, packages: [string, string][]): RecordDocument => ({
   ...metadata(id),
   fulfillment_order_id: fulfillmentOrderId,
   status: 'label_created',
@@ -43,7 +44,7 @@ const shipment = (id: number, fulfillmentOrderId: number, packages: [string, str
   })),
 });
 
-const item = (id: number, sku: string, name: string): RecordJson => ({
+const item = (id: number, sku: string, name: string): RecordDocument => ({
   ...metadata(id),
   sku,
   name,
@@ -57,7 +58,7 @@ const item = (id: number, sku: string, name: string): RecordJson => ({
   active: true,
 });
 
-const stock = (id: number, sku: string): RecordJson => ({
+const stock = (id: number, sku: string): RecordDocument => ({
   ...metadata(id),
   item_id: null,
   sku,
@@ -74,7 +75,7 @@ describe('joined relations', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     await db.pool.query(readModelDdl([fulfillmentOrders, shipments, items, inventory]));
-    const writes: [ModelDefinition, number, RecordJson][] = [
+    const writes: [ModelDefinition, number, RecordDocument][] = [
       [fulfillmentOrders, ORG, fulfillmentOrder(1)],
       [fulfillmentOrders, ORG, fulfillmentOrder(2)],
       [

@@ -4,12 +4,13 @@ import { readModelDdl } from './ddl.js';
 import { deleteRecord, writeRecord } from './projection.js';
 import { people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
-import { getRecord, searchRecords, type RecordJson } from './search.js';
+import { getRecord, searchRecords } from './search.js';
+import type { RecordDocument } from './projection.js';
 
 const ORG = 7;
 const AT = '2026-11-21T07:30:00.000Z';
 
-function person(id: number, version: number, lastName: string, numbers: string[]): RecordJson {
+function person(id: number, version: number, lastName: string, numbers: string[]): RecordDocument {
   return {
     id,
     first_name: null,

@@ -14,7 +14,7 @@ import {
 import { keyColumnType, tableTree, type TableNode } from './tables.js';
 
 /** A record as the API returns it (API.md §6): `id`, `version`, fields, nested lists and objects. */
-export type RecordState = Readonly<Record<string, unknown>>;
+export type RecordDocument = Readonly<Record<string, unknown>>;
 
 /**
  * Writes a record's full state into the read model: upserts its row, replaces its child rows and
@@ -29,7 +29,7 @@ export async function writeRecord(
   client: Queryable,
   model: ModelDefinition,
   orgId: number,
-  record: RecordState,
+  record: RecordDocument,
   options: ReadModelOptions = {},
 ): Promise<boolean> {
   const root = tableTree(model);
@@ -167,7 +167,7 @@ async function refreshReferrers(
   }
 }
 
-function positiveInteger(record: RecordState, key: string): number {
+function positiveInteger(record: RecordDocument, key: string): number {
   const value = record[key];
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
     throw new Error(`record.${key} must be a positive integer, got ${JSON.stringify(value)}`);
@@ -183,7 +183,7 @@ function upsertStatement(
   root: TableNode,
   model: ModelDefinition,
   orgId: number,
-  record: RecordState,
+  record: RecordDocument,
   version: number,
   options: ReadModelOptions,
 ): CompiledQuery {
@@ -226,7 +226,7 @@ SELECT inserted FROM written`;
 interface StoredValue {
   readonly column: string;
   readonly type: string;
-  readonly read: (value: RecordState) => unknown;
+  readonly read: (value: RecordDocument) => unknown;
 }
 
 /** The stored columns and reference ids of a table's rows (keys and `org_id` aside). */
@@ -235,12 +235,12 @@ function storedValues(node: TableNode): StoredValue[] {
     ...node.columns.map(({ name, definition }) => ({
       column: name,
       type: sqlType(definition.type),
-      read: (value: RecordState) => value[name] ?? null,
+      read: (value: RecordDocument) => value[name] ?? null,
     })),
     ...node.references.map(({ name, column }) => ({
       column,
       type: 'bigint',
-      read: (value: RecordState) => referencedId(value[name]),
+      read: (value: RecordDocument) => referencedId(value[name]),
     })),
   ];
 }
@@ -256,14 +256,14 @@ function referencedId(value: unknown): unknown {
 function collectChildRows(
   node: TableNode,
   key: readonly unknown[],
-  value: RecordState,
+  value: RecordDocument,
   rows: Map<TableNode, unknown[][]>,
 ): void {
   for (const child of node.children) {
     const nested = value[child.name];
     const elements =
       child.definition.kind === 'list' ? (Array.isArray(nested) ? nested : []) : nested ? [nested] : [];
-    elements.forEach((element: RecordState, ordinal) => {
+    elements.forEach((element: RecordDocument, ordinal) => {
       const childKey = child.definition.kind === 'list' ? [...key, ordinal] : key;
       const tableRows = rows.get(child.node) ?? [];
       tableRows.push([...childKey, ...storedValues(child.node).map(({ read }) => read(element))]);

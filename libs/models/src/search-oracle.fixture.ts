@@ -2,10 +2,10 @@
 // integration tests check what the read model answers. Not exported from the package.
 import type { ColumnType, FieldMap, ModelDefinition } from './fields.js';
 import type { Filter, SearchQuery } from './query.js';
-import type { RecordJson } from './search.js';
+import type { RecordDocument } from './projection.js';
 
 /** The current records of one organization, by model name. */
-export type OracleWorld = (modelName: string) => readonly RecordJson[];
+export type OracleWorld = (modelName: string) => readonly RecordDocument[];
 
 /** Ids of the page and the total number of matches, as the API should answer them. */
 export function oracleSearch(
@@ -37,7 +37,7 @@ interface Pending {
 /** Filters whose next relation is the same must all hold for one and the same related value. */
 function satisfies(
   fields: FieldMap,
-  value: RecordJson,
+  value: RecordDocument,
   filters: readonly Filter[] | readonly Pending[],
   world: OracleWorld,
 ): boolean {
@@ -59,17 +59,17 @@ function satisfies(
 
 function related(
   fields: FieldMap,
-  value: RecordJson,
+  value: RecordDocument,
   name: string,
   world: OracleWorld,
-): { fields: FieldMap; values: RecordJson[] } {
+): { fields: FieldMap; values: RecordDocument[] } {
   const field = fields[name]!;
   const nested = value[name];
   switch (field.kind) {
     case 'list':
-      return { fields: field.fields, values: (nested as RecordJson[] | null) ?? [] };
+      return { fields: field.fields, values: (nested as RecordDocument[] | null) ?? [] };
     case 'object':
-      return { fields: field.fields, values: nested ? [nested as RecordJson] : [] };
+      return { fields: field.fields, values: nested ? [nested as RecordDocument] : [] };
     case 'reference': {
       const target = field.target();
       const id = (nested as { id: number } | null)?.id;

@@ -4,7 +4,8 @@ import type { ModelDefinition } from './fields.js';
 import { writeRecord } from './projection.js';
 import { parseQuery } from './query.js';
 import { orders, people, phoneNumberTypes, shipments } from './registry.js';
-import { getRecord, searchRecords, type RecordJson } from './search.js';
+import { getRecord, searchRecords } from './search.js';
+import type { RecordDocument } from './projection.js';
 import { oracleSearch } from './search-oracle.fixture.js';
 
 const ORG = 1;
@@ -30,7 +31,12 @@ const mobile = type(3, 'Mobile');
 const fax = type(4, 'Fax');
 const otherWork = type(11, 'Work');
 
-function person(id: number, first: string | null, last: string, more: Partial<RecordJson> = {}): RecordJson {
+function person(
+  id: number,
+  first: string | null,
+  last: string,
+  more: Partial<RecordDocument> = {},
+): RecordDocument {
   return {
     ...metadata(id),
     first_name: first,
@@ -72,7 +78,7 @@ const address = (country: string) => ({
   phone: null,
   email: null,
 });
-const order = (id: number, shipTo: RecordJson | null, lines: [string, number][]): RecordJson => ({
+const order = (id: number, shipTo: RecordDocument | null, lines: [string, number][]): RecordDocument => ({
   ...metadata(id),
   order_number: `SO-${id}`,
   status: 'open',
@@ -95,7 +101,7 @@ const orderRecords = [
   order(203, address('CA'), []),
 ];
 
-const shipment = (id: number, packages: [string, [string, number][]][]): RecordJson => ({
+const shipment = (id: number, packages: [string, [string, number][]][]): RecordDocument => ({
   ...metadata(id),
   fulfillment_order_id: 1,
   status: 'in_transit',
@@ -121,23 +127,23 @@ const shipmentRecords = [
 
 describe('searches over the read model', () => {
   let db: TestDatabase;
-  const current = new Map<string, RecordJson[]>();
+  const current = new Map<string, RecordDocument[]>();
 
   beforeAll(async () => {
     db = await createTestDatabase();
     await db.pool.query(readModelDdl([phoneNumberTypes, people, orders, shipments]));
-    const writes: [ModelDefinition, number, RecordJson][] = [
-      ...[work, home, mobile, fax].map((record): [ModelDefinition, number, RecordJson] => [
+    const writes: [ModelDefinition, number, RecordDocument][] = [
+      ...[work, home, mobile, fax].map((record): [ModelDefinition, number, RecordDocument] => [
         phoneNumberTypes,
         ORG,
         record,
       ]),
       [phoneNumberTypes, OTHER_ORG, otherWork],
-      ...orgPeople.map((record): [ModelDefinition, number, RecordJson] => [people, ORG, record]),
+      ...orgPeople.map((record): [ModelDefinition, number, RecordDocument] => [people, ORG, record]),
       [people, OTHER_ORG, otherAda],
       [people, OTHER_ORG, strayReference],
-      ...orderRecords.map((record): [ModelDefinition, number, RecordJson] => [orders, ORG, record]),
-      ...shipmentRecords.map((record): [ModelDefinition, number, RecordJson] => [shipments, ORG, record]),
+      ...orderRecords.map((record): [ModelDefinition, number, RecordDocument] => [orders, ORG, record]),
+      ...shipmentRecords.map((record): [ModelDefinition, number, RecordDocument] => [shipments, ORG, record]),
     ];
     for (const [model, org, record] of writes) await writeRecord(db.pool, model, org, record);
     current.set(phoneNumberTypes.name, [work, home, mobile, fax]);

@@ -4,7 +4,8 @@ import { readModelDdl } from './ddl.js';
 import { writeRecord } from './projection.js';
 import { parseQuery } from './query.js';
 import { people, phoneNumberTypes } from './registry.js';
-import { searchRecords, type RecordJson } from './search.js';
+import { searchRecords } from './search.js';
+import type { RecordDocument } from './projection.js';
 import { oracleSearch } from './search-oracle.fixture.js';
 import { queryArbitrary as queryArbitraryOf } from './query-arbitrary.fixture.js';
 
@@ -97,7 +98,7 @@ const queryArbitrary = queryArbitraryOf({
 
 describe('random searches agree with the in-memory reading of the q language', () => {
   let db: TestDatabase;
-  let orgPeople: RecordJson[];
+  let orgPeople: RecordDocument[];
 
   beforeAll(async () => {
     db = await createTestDatabase();

@@ -1,5 +1,6 @@
 import { RECORD_COUNTS_TABLE } from './ddl.js';
 import type { ModelDefinition } from './fields.js';
+import type { RecordDocument } from './projection.js';
 import type { Filter, OrderTerm, SearchQuery } from './query.js';
 import { jsonArrayText, recordJson, renderContext, type RenderContext } from './render.js';
 import {
@@ -14,9 +15,6 @@ import {
 } from './sql.js';
 import { tableTree, type TableNode } from './tables.js';
 
-/** A record as the API returns it. */
-export type RecordJson = Record<string, unknown>;
-
 /** The one row a compiled search returns. */
 export interface SearchRowText {
   /** All matches, ignoring limit and offset. */
@@ -29,7 +27,7 @@ export interface SearchRowText {
 
 /** A search's row with its page parsed. */
 export interface SearchRow extends Omit<SearchRowText, 'results'> {
-  readonly results: RecordJson[];
+  readonly results: RecordDocument[];
 }
 
 /**
@@ -132,7 +130,7 @@ export async function searchRecords(
 ): Promise<SearchRow> {
   const { rows } = await db.query<SearchRowText>(compileSearch(model, orgId, query, options));
   const row = rows[0]!;
-  return { ...row, results: JSON.parse(row.results) as RecordJson[] };
+  return { ...row, results: JSON.parse(row.results) as RecordDocument[] };
 }
 
 /** Reads one record of the organization, or `undefined` (another organization's record included). */
@@ -142,8 +140,8 @@ export async function getRecord(
   orgId: number,
   id: number,
   options: ReadModelOptions = {},
-): Promise<RecordJson | undefined> {
-  const { rows } = await db.query<{ record: RecordJson }>(compileGet(model, orgId, id, options));
+): Promise<RecordDocument | undefined> {
+  const { rows } = await db.query<{ record: RecordDocument }>(compileGet(model, orgId, id, options));
   return rows[0]?.record;
 }
 

@@ -11,9 +11,12 @@ export interface CompiledQuery {
   readonly values: unknown[];
 }
 
+/** The schema searches read from (the read model's contract, `read-model.ts`). */
+export const READ_SCHEMA = 'read';
+
 /** Where the read-model tables live. */
 export interface ReadModelOptions {
-  /** Postgres schema of the read-model tables; `read` unless told otherwise. */
+  /** Postgres schema of the read-model tables; {@link READ_SCHEMA} unless told otherwise. */
   readonly schema?: string;
 }
 
@@ -48,7 +51,7 @@ export function quoteIdentifier(name: string): string {
 }
 
 export function qualifiedTable(options: ReadModelOptions, table: string): string {
-  return `${quoteIdentifier(options.schema ?? 'read')}.${quoteIdentifier(table)}`;
+  return `${quoteIdentifier(options.schema ?? READ_SCHEMA)}.${quoteIdentifier(table)}`;
 }
 
 /** `alias.column`, quoted. */

@@ -1,45 +1,87 @@
 import type { Server } from 'node:http';
+import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
-import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, writeJson } from './http.js';
-import { createLogger } from './logger.js';
+import { closeServer, createHttpApp, listen, MAX_BODY_BYTES } from './http.js';
 import { createMetricsRegistry } from './metrics.js';
+import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
 
-describe('the HTTP app factory', () => {
+/** A stand-in for a bearer access: `Bearer <org>:<scope,scope>`. */
+const bearer = (scopes: string[]): Access<{ org: number }> => ({
+  kind: 'bearer',
+  scopes,
+  authenticate(request) {
+    const match = /^Bearer (\d+):([a-z,]*)$/.exec(request.headers.authorization ?? '');
+    if (!match) return Promise.reject(baseError('Unauthenticated', 'An access token is required'));
+    return Promise.resolve({
+      principal: { org: Number(match[1]) },
+      scopes: match[2]!.split(','),
+      headers: { 'RateLimit-Remaining': '9' },
+      organization: Number(match[1]),
+      client: `client-${match[1]}`,
+    });
+  },
+});
+
+const route = (
+  method: Route['method'],
+  path: string,
+  handle: Route['handle'],
+  more: Partial<Route> = {},
+): Route => ({
+  method,
+  path,
+  operationId: `${method} ${path}`,
+  summary: 'test',
+  tag: 'test',
+  access: PUBLIC,
+  responses: { 200: { description: 'ok' } },
+  handle,
+  ...more,
+});
+
+describe('the HTTP pipeline', () => {
   let server: Server;
   let base: string;
   let ready = false;
+  const logged: Record<string, unknown>[] = [];
 
   beforeAll(async () => {
     const app = createHttpApp({
-      logger: createLogger({ name: 'http-test', level: 'silent' }),
+      logger: pino(
+        { level: 'info' },
+        { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
+      ),
       metrics: createMetricsRegistry('http-test'),
       ready: () => ready,
-      routes: (router) => {
-        router.post('/echo', (req, res) => void res.json({ body: req.body as unknown }));
-        router.get('/conflict', () => {
-          throw baseError('Conflict', 'taken');
-        });
-        router.get('/boom', () => {
-          throw new Error('secret internals at /etc/passwd');
-        });
-        router.get('/db-down', () => {
-          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-        });
-      },
-      // Served ahead of express: `/fast/ok`, `/fast/conflict`, `/fast/boom`; other `/fast/*` fall through.
-      fastRoutes: (req) => {
-        const what = /^\/fast\/(ok|conflict|boom)$/.exec(req.url ?? '')?.[1];
-        if (what === undefined) return undefined;
-        return {
-          route: '/fast/:what',
-          handle: async (_req, res, request) => {
-            await Promise.resolve();
-            if (what === 'conflict') throw baseError('Conflict', 'taken');
-            if (what === 'boom') throw new Error('secret internals at /etc/passwd');
-            writeJson(res, 200, JSON.stringify({ request: request.id }));
+      routes: [
+        route('POST', '/echo', (request) => Promise.resolve(jsonReply(200, { body: request.body })), {
+          body: 'json',
+        }),
+        route('GET', '/conflict', () => Promise.reject(baseError('Conflict', 'taken'))),
+        route('GET', '/boom', () => Promise.reject(new Error('secret internals at /etc/passwd'))),
+        route('GET', '/db-down', () =>
+          Promise.reject(
+            Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+          ),
+        ),
+        route(
+          'GET',
+          '/v2/things',
+          (request) => Promise.resolve(jsonReply(200, { q: request.query.q ?? null })),
+          {
+            access: bearer(['read']),
+            query: { names: ['q'] },
           },
-        };
-      },
+        ),
+        route(
+          'DELETE',
+          '/v2/things/{id}',
+          (request) => Promise.resolve(jsonReply(200, { id: request.params.id })),
+          {
+            access: bearer(['write', 'operations']),
+          },
+        ),
+      ],
     });
     const listening = await listen(app, 0, '127.0.0.1');
     server = listening.server;
@@ -51,29 +93,61 @@ describe('the HTTP app factory', () => {
 
   const post = (body: string, type = 'application/json') =>
     fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': type }, body });
+  const envelope = (base: string[]) => ({ count: 0, results: null, errors: { base } });
 
-  it('answers an unknown route with a 404 envelope', async () => {
-    const response = await fetch(`${base}/nowhere`);
-    expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({
-      count: 0,
-      results: null,
-      errors: { base: ['No route for GET /nowhere'] },
-    });
+  it('answers an unknown route with a 404 envelope, and a known path with a 405 naming the methods it takes', async () => {
+    const nowhere = await fetch(`${base}/nowhere`);
+    expect(nowhere.status).toBe(404);
+    expect(await nowhere.json()).toEqual(envelope(['No route for GET /nowhere']));
+    const put = await fetch(`${base}/v2/things/7`, { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('DELETE');
+    expect(await put.json()).toEqual(envelope(['PUT is not allowed here']));
   });
 
-  it('answers malformed JSON with a 400 envelope and a body over 1 MiB with 413', async () => {
+  it('serves /v2 paths under /api/v2 too, and ignores a trailing slash', async () => {
+    const auth = { authorization: 'Bearer 1:read' };
+    expect((await fetch(`${base}/api/v2/things`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${base}/v2/things/`, { headers: auth })).status).toBe(200);
+  });
+
+  it('answers malformed JSON with a 400, another content type with a 415 and a body over 1 MiB with a 413', async () => {
     const malformed = await post('{"a":');
     expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toEqual({
-      count: 0,
-      results: null,
-      errors: { base: ['Malformed JSON in request body'] },
-    });
+    expect(await malformed.json()).toEqual(envelope(['Malformed JSON in request body']));
+    expect((await post('a=1', 'application/x-www-form-urlencoded')).status).toBe(415);
     const large = await post(JSON.stringify({ a: 'x'.repeat(MAX_BODY_BYTES) }));
     expect(large.status).toBe(413);
     expect(((await large.json()) as { errors: unknown }).errors).toHaveProperty('base');
-    expect((await post(JSON.stringify({ a: 1 }))).status).toBe(200);
+    expect(await (await post(JSON.stringify({ a: 1 }))).json()).toEqual({ body: { a: 1 } });
+  });
+
+  it('refuses a query parameter the operation does not take, naming it and pointing at q', async () => {
+    const auth = { authorization: 'Bearer 1:read' };
+    const response = await fetch(`${base}/v2/things?limit=5`, { headers: auth });
+    expect(response.status).toBe(400);
+    const { errors } = (await response.json()) as { errors: Record<string, string[]> };
+    expect(errors.limit![0]).toContain('in q');
+    expect((await fetch(`${base}/v2/things?q=a&q=b`, { headers: auth })).status).toBe(400);
+    expect(await (await fetch(`${base}/v2/things?q=x`, { headers: auth })).json()).toEqual({ q: 'x' });
+  });
+
+  it('checks access, then scope: a 403 with the RFC 6750 challenge naming the first scope the operation takes', async () => {
+    expect((await fetch(`${base}/v2/things`)).status).toBe(401);
+    const refused = await fetch(`${base}/v2/things/7`, {
+      method: 'DELETE',
+      headers: { authorization: 'Bearer 1:read' },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toBe(
+      'Bearer error="insufficient_scope", error_description="The access token lacks the write scope", scope="write"',
+    );
+    expect(refused.headers.get('ratelimit-remaining')).toBe('9');
+    const operator = await fetch(`${base}/v2/things/7`, {
+      method: 'DELETE',
+      headers: { authorization: 'Bearer 1:operations' },
+    });
+    expect(await operator.json()).toEqual({ id: '7' });
   });
 
   it('maps domain errors to their status, hides unexpected ones, and 503s when a dependency is down', async () => {
@@ -81,34 +155,30 @@ describe('the HTTP app factory', () => {
     const boom = await fetch(`${base}/boom`, { headers: { 'x-request-id': 'req-42' } });
     expect(boom.status).toBe(500);
     const text = await boom.text();
-    expect(JSON.parse(text)).toEqual({
-      count: 0,
-      results: null,
-      errors: { base: ['Internal error (request req-42)'] },
-    });
+    expect(JSON.parse(text)).toEqual(envelope(['Internal error (request req-42)']));
     expect(text).not.toContain('passwd');
     const down = await fetch(`${base}/db-down`);
     expect(down.status).toBe(503);
     expect(down.headers.get('retry-after')).toBe('1');
   });
 
-  it('serves fast routes ahead of express, with request ids, error envelopes and metrics', async () => {
-    const ok = await fetch(`${base}/fast/ok`, { headers: { 'x-request-id': 'fast-1' } });
-    expect(ok.headers.get('x-request-id')).toBe('fast-1');
-    expect(ok.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    expect(await ok.json()).toEqual({ request: 'fast-1' });
-    const conflict = await fetch(`${base}/fast/conflict`);
-    expect(conflict.status).toBe(409);
-    expect(await conflict.json()).toEqual({ count: 0, results: null, errors: { base: ['taken'] } });
-    const boom = await fetch(`${base}/fast/boom`);
-    expect(boom.status).toBe(500);
-    const body = await boom.text();
-    expect(body).toContain(boom.headers.get('x-request-id')!);
-    expect(body).not.toContain('secret');
-    expect((await fetch(`${base}/fast/other`)).status).toBe(404);
-    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
-      /http_request_duration_seconds_count\{service="http-test",method="GET",route="\/fast\/:what",status="409"\} 1/,
-    );
+  it('writes one access-log line per request, with its route template, status, organization and client', async () => {
+    logged.length = 0;
+    await fetch(`${base}/v2/things/12`, {
+      method: 'DELETE',
+      headers: { authorization: 'Bearer 3:write', 'x-request-id': 'req-log' },
+    });
+    expect(logged.filter((line) => line.msg === 'request')).toEqual([
+      expect.objectContaining({
+        request_id: 'req-log',
+        method: 'DELETE',
+        route: '/v2/things/{id}',
+        status: 200,
+        organization: 3,
+        client: 'client-3',
+        ms: expect.any(Number) as unknown,
+      }),
+    ]);
   });
 
   it('echoes a usable X-Request-Id and makes one up otherwise', async () => {
@@ -122,13 +192,16 @@ describe('the HTTP app factory', () => {
     ).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('keeps /livez up and /readyz at 503 until ready, and serves Prometheus metrics', async () => {
+  it('keeps /livez up and /readyz at 503 until ready, and serves Prometheus metrics by route template', async () => {
     expect((await fetch(`${base}/livez`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(503);
     ready = true;
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toContain('http_request_duration_seconds_bucket');
+    expect(metrics).toMatch(
+      /http_request_duration_seconds_count\{service="http-test",method="GET",route="\/conflict",status="409"\} 1/,
+    );
+    expect(metrics).toContain('route="/v2/things/{id}"');
     expect(metrics).toContain('process_cpu_user_seconds_total');
   });
 });

@@ -7,130 +7,247 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import FindMyWay from 'find-my-way';
+import getRawBody from 'raw-body';
 import type { Registry } from 'prom-client';
-import { baseError, errorEnvelope, isDomainError, type DomainError } from '@ofp/contracts';
+import {
+  baseError,
+  errorEnvelope,
+  fieldError,
+  isDomainError,
+  missingScope,
+  type DomainError,
+} from '@ofp/contracts';
 import type { Logger } from './logger.js';
 import { statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
+import {
+  PUBLIC,
+  jsonReply,
+  type Admission,
+  type BodyKind,
+  type HttpMethod,
+  type Reply,
+  type Route,
+  type RouteRequest,
+} from './routes.js';
 
 /** Request bodies above this are refused with 413 (API.md §3). */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Form bodies (OAuth requests, a few parameters) above this are refused. */
+const MAX_FORM_BYTES = 64 * 1024;
 /** Request lines up to 32 KiB are accepted so that an escaped `q` near its 8 KiB limit still reaches the validator (API.md §4). */
 export const MAX_HEADER_BYTES = 64 * 1024;
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    /** The request id, echoed from X-Request-Id when the client sent a usable one. */
-    id: string;
-    log: Logger;
-  }
-}
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([\w-]+)"?/i;
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 export interface HttpAppOptions {
   logger: Logger;
   metrics: Registry;
   /** Whether the process can take work (`/readyz`). */
   ready: () => boolean;
-  /** Routes mounted after the common middleware and before the 404 fallback. */
-  routes: (app: Express) => void;
-  /** Hot endpoints served ahead of express (see {@link FastRoutes}). */
-  fastRoutes?: FastRoutes;
-}
-
-/** What a handler served ahead of express gets besides the request and response. */
-export interface FastRequest {
-  readonly id: string;
-  readonly log: Logger;
-}
-
-/** A request taken ahead of express: its route pattern (for the metrics) and its handler. */
-export interface FastRoute {
-  readonly route: string;
-  readonly handle: (req: IncomingMessage, res: ServerResponse, request: FastRequest) => Promise<void>;
+  /** The routes this process serves (the route table of its services). */
+  routes: readonly Route[];
 }
 
 /**
- * Picks, synchronously, the requests served without express, whose per-request work (routers,
- * middleware, `res.send`) costs more than a cheap database read on a busy machine; `undefined` leaves
- * the request to express. Such a handler gets the same request id, metrics and error envelopes.
- */
-export type FastRoutes = (req: IncomingMessage) => FastRoute | undefined;
-
-/**
- * An express 5 app with request ids, JSON body parsing with the 1 MiB limit, health and metrics
- * endpoints, and the envelope error handling of API.md §2-3: unknown routes are a 404 envelope,
- * malformed JSON a 400, domain errors their mapped status, anything else a 500 without a stack trace.
- * `fastRoutes` are given each request first.
+ * The one request pipeline of every process (compare a route table served by a radix router, as
+ * Fastify does): request id, route (404, and 405 with `Allow`), query parameters, body, access (token,
+ * rate limit, tenant), scope, handler, reply, and one place that turns errors into the envelope of
+ * API.md §2-3 (a DomainError into its status, a lost dependency into a 503, anything else into a 500
+ * without internals). Every request is timed by route template and logged in one access-log line.
+ * `/livez`, `/readyz` and `/metrics` are routes of every process.
  */
 export function createHttpApp(options: HttpAppOptions): RequestListener {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.set('query parser', 'simple');
+  const routes = [...healthRoutes(options), ...options.routes];
+  const router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 500 });
+  for (const route of routes) {
+    const path = route.path.replace(/\{(\w+)\}/g, ':$1');
+    // HEAD is a GET without its body (RFC 9110 §9.3.2): node leaves the body out of HEAD responses.
+    const methods = route.method === 'GET' ? (['GET', 'HEAD'] as const) : [route.method];
+    for (const method of methods) {
+      router.on(method, path, noop, route);
+      if (route.path.startsWith('/v2/')) router.on(method, `/api${path}`, noop, route);
+    }
+  }
   const duration = createHttpMetrics(options.metrics);
+  const log = options.logger;
+  const logsRequests = log.isLevelEnabled('info');
 
-  /** Gives a request its id (echoed in `X-Request-Id`) and times it by method, route and status. */
-  const track = (req: IncomingMessage, res: ServerResponse, route: () => string): string => {
+  return (req, res) => {
+    const started = performance.now();
     const id = requestIdOf(req);
     res.setHeader('X-Request-Id', id);
-    const end = duration.startTimer({ method: req.method ?? 'GET' });
-    res.on('finish', () => end({ route: route(), status: String(res.statusCode) }));
-    return id;
-  };
+    const method = (req.method ?? 'GET') as HttpMethod | 'HEAD';
+    const url = req.url ?? '/';
+    const found = router.find(method, url);
+    const route = found?.store as Route | undefined;
+    let admission: Admission<unknown> | undefined;
+    // Made when first used: most requests log only their access line.
+    let child: Logger | undefined;
+    const requestLog = (): Logger => (child ??= log.child({ request_id: id }));
 
-  app.use((req, res, next) => {
-    req.id = track(req, res, () => {
-      const route = (req.route as { path?: string } | undefined)?.path;
-      return route === undefined ? 'unmatched' : `${req.baseUrl}${route}`;
-    });
-    req.log = options.logger.child({ request_id: req.id });
-    next();
-  });
+    const finish = (reply: Reply): void => {
+      write(res, reply);
+      const template = route === undefined ? 'unmatched' : templateOf(route, url);
+      const status = String(res.statusCode);
+      duration.observe({ method, route: template, status }, (performance.now() - started) / 1000);
+      if (logsRequests) {
+        log.info(
+          {
+            request_id: id,
+            method,
+            route: template,
+            status: res.statusCode,
+            ms: Math.round((performance.now() - started) * 10) / 10,
+            ...(admission?.organization === undefined ? {} : { organization: admission.organization }),
+            ...(admission?.client === undefined ? {} : { client: admission.client }),
+          },
+          'request',
+        );
+      }
+    };
+    const fail = (error: unknown): void => {
+      if (res.headersSent) {
+        requestLog().error({ err: error }, 'error after response started');
+        res.destroy();
+        return;
+      }
+      finish(route?.renderError?.(error) ?? errorReply(error, id, requestLog()));
+    };
 
-  app.get('/livez', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', (_req, res) => {
-    const ready = options.ready();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready' });
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', options.metrics.contentType);
-    res.send(await options.metrics.metrics());
-  });
-
-  app.use(express.json({ limit: MAX_BODY_BYTES, type: jsonContentType, strict: true }));
-  options.routes(app);
-
-  app.use((req, _res, next) => {
-    next(baseError('NotFound', `No route for ${req.method} ${req.path}`));
-  });
-  app.use(errorHandler);
-
-  const fastRoutes = options.fastRoutes;
-  if (!fastRoutes) return app;
-  return (req, res) => {
-    const fast = fastRoutes(req);
-    if (!fast) {
-      app(req, res);
+    if (!found || !route) {
+      fail(unrouted(router, method, url));
       return;
     }
-    const id = track(req, res, () => fast.route);
-    // Made when first used: these handlers log only what goes wrong.
-    let child: Logger | undefined;
-    const request: FastRequest = {
-      id,
-      get log() {
-        return (child ??= options.logger.child({ request_id: id }));
-      },
-    };
-    fast.handle(req, res, request).catch((error: unknown) => {
-      writeError(error, res, request);
-    });
+    const params = found.params as Record<string, string>;
+    const query = found.searchParams as Record<string, string | string[] | undefined>;
+    void (async () => {
+      const checkedQuery = checkQuery(route, query);
+      const body = await readBody(req, route.body);
+      const incoming = { id, headers: req.headers, body };
+      admission = await route.access.authenticate(incoming);
+      for (const [name, value] of Object.entries(admission.headers ?? {})) res.setHeader(name, value);
+      checkScope(route, admission.scopes);
+      const request: RouteRequest = {
+        ...incoming,
+        get log() {
+          return requestLog();
+        },
+        method,
+        url,
+        prefix: url.startsWith('/api/') ? '/api' : '',
+        params,
+        query: checkedQuery,
+        principal: admission.principal,
+        header: (name) => headerOf(req, name),
+      };
+      finish(await route.handle(request));
+    })().catch(fail);
   };
+}
+
+function noop(): void {}
+
+/** The template a request matched, with the `/api` alias kept apart in the metrics. */
+function templateOf(route: Route, url: string): string {
+  return url.startsWith('/api/') ? `/api${route.path}` : route.path;
+}
+
+/** 405 with `Allow` when the path is served for other methods, else 404 (API.md §3). */
+function unrouted(
+  router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>,
+  method: string,
+  url: string,
+): DomainError {
+  const allowed = METHODS.filter((other) => router.find(other, url) !== null);
+  const path = url.split('?')[0] ?? url;
+  if (allowed.length === 0) return baseError('NotFound', `No route for ${method} ${path}`);
+  return baseError('MethodNotAllowed', `${method} is not allowed here`, { Allow: allowed.join(', ') });
+}
+
+/**
+ * The query parameters an operation declares, each given once; any other is a 400 naming it, with
+ * the hint that searches take their options in `q` (API.md §4).
+ */
+function checkQuery(
+  route: Route,
+  given: Record<string, string | string[] | undefined>,
+): Record<string, string | undefined> {
+  if (route.query === 'any') return given as Record<string, string | undefined>;
+  const accepted = route.query?.names ?? [];
+  const checked: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(given)) {
+    if (!accepted.includes(name)) {
+      throw fieldError(
+        'Invalid',
+        name,
+        accepted.includes('q')
+          ? `is not a query parameter: a search takes its options and filters in q, such as q={"${name}":…}`
+          : `is not a query parameter of ${route.method} ${route.path}`,
+      );
+    }
+    if (Array.isArray(value)) throw baseError('Invalid', `${name} must be given once`);
+    checked[name] = value;
+  }
+  return checked;
+}
+
+/** A token lacking every scope the operation accepts is a 403 naming the first. */
+function checkScope(route: Route, held: readonly string[]): void {
+  const scopes = route.access.scopes;
+  if (!scopes || scopes.length === 0 || scopes.some((scope) => held.includes(scope))) return;
+  throw missingScope(scopes[0]!);
+}
+
+/**
+ * A `WWW-Authenticate: Bearer` challenge (RFC 6750 §3). Without an error code when the request carried
+ * no token (§3.1: the client may not know it needs one); attribute values are quoted strings, and the
+ * descriptions this platform produces stay inside the characters §3 allows.
+ */
+export function bearerChallenge(error?: { code: string; description?: string; scope?: string }): string {
+  if (error === undefined) return 'Bearer';
+  const attributes = [`error="${error.code}"`];
+  if (error.description !== undefined) attributes.push(`error_description="${error.description}"`);
+  if (error.scope !== undefined) attributes.push(`scope="${error.scope}"`);
+  return `Bearer ${attributes.join(', ')}`;
+}
+
+/**
+ * The body as the route reads it: JSON (API.md §1: any other content type is a 415, malformed JSON a
+ * 400, more than 1 MiB a 413; an empty body is `{}`), a form's text, or nothing.
+ */
+async function readBody(req: IncomingMessage, kind: BodyKind | undefined): Promise<unknown> {
+  if (kind === undefined) return undefined;
+  const type = req.headers['content-type'] ?? '';
+  if (kind === 'json' && !JSON_TYPE.test(type))
+    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
+  const charset = CHARSET.exec(type)?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+    throw baseError('UnsupportedMediaType', 'Request body must be UTF-8');
+  const limit = kind === 'json' ? MAX_BODY_BYTES : MAX_FORM_BYTES;
+  let text: string;
+  try {
+    text = await getRawBody(req, { limit, encoding: 'utf-8' });
+  } catch (error) {
+    const problem = (error as { type?: string }).type;
+    if (problem === 'entity.too.large')
+      throw baseError('PayloadTooLarge', `Request body exceeds ${limit} bytes`);
+    if (problem === 'request.aborted' || problem === 'request.size.invalid')
+      throw baseError('Invalid', 'The request body was cut short');
+    throw error;
+  }
+  if (kind === 'form') return text;
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw baseError('Invalid', 'Malformed JSON in request body');
+  }
 }
 
 /** The request id: the client's `X-Request-Id` when usable, else a new one. */
@@ -139,42 +256,23 @@ function requestIdOf(req: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** A JSON response in one write. */
-export function writeJson(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  headers: Readonly<Record<string, string>> = {},
-): void {
-  const bytes = Buffer.from(body);
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', bytes.length);
-  res.statusCode = status;
-  res.end(bytes);
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
-function jsonContentType(req: { headers: Record<string, string | string[] | undefined> }): boolean {
-  const type = req.headers['content-type'];
-  return typeof type === 'string' && /^application\/(?:[\w.+-]+\+)?json\b/i.test(type.trim());
-}
-
-/** Errors thrown by body-parser carry a `type` and a status; map them to the contract's messages. */
-function fromParserError(error: unknown): DomainError | undefined {
-  if (typeof error !== 'object' || error === null || !('type' in error)) return undefined;
-  switch (error.type) {
-    case 'entity.parse.failed':
-      return baseError('Invalid', 'Malformed JSON in request body');
-    case 'entity.too.large':
-      return baseError('PayloadTooLarge', `Request body exceeds ${MAX_BODY_BYTES} bytes`);
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return baseError('UnsupportedMediaType', 'Request body must be UTF-8 JSON');
-    case 'request.aborted':
-      return baseError('Invalid', 'Request aborted');
-    default:
-      return undefined;
+/** Writes a reply in one write; JSON unless the reply names another content type. */
+function write(res: ServerResponse, reply: Reply): void {
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  res.statusCode = reply.status;
+  if (reply.body === undefined) {
+    res.end();
+    return;
   }
+  const bytes = Buffer.from(reply.body);
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+  res.setHeader('Content-Length', bytes.length);
+  res.end(bytes);
 }
 
 /**
@@ -198,37 +296,79 @@ function isDependencyDown(error: unknown): boolean {
   );
 }
 
-function errorHandler(error: unknown, req: Request, res: Response, _next: NextFunction): void {
-  writeError(error, res, req);
-}
-
-/**
- * The envelope of an error (API.md §2-3), logged unless it is the client's; a response already under
- * way is cut off instead.
- */
-function writeError(error: unknown, res: ServerResponse, request: FastRequest): void {
-  if (res.headersSent) {
-    request.log.error({ err: error }, 'error after response started');
-    res.destroy();
-    return;
-  }
-  const domain = isDomainError(error) ? error : fromParserError(error);
-  if (domain) {
-    writeJson(res, statusOf(domain.kind), JSON.stringify(errorEnvelope(domain.errors)), domain.headers);
-    return;
+/** The envelope of an error (API.md §2-3), logged unless it is the client's. */
+export function errorReply(error: unknown, requestId: string, log: Logger): Reply {
+  if (isDomainError(error)) {
+    return jsonReply(statusOf(error.kind), errorEnvelope(error.errors), headersOf(error));
   }
   if (isDependencyDown(error)) {
-    request.log.warn({ err: error }, 'a dependency is unavailable');
-    writeJson(
-      res,
+    log.warn({ err: error }, 'a dependency is unavailable');
+    return jsonReply(
       503,
-      JSON.stringify(errorEnvelope({ base: [`Service temporarily unavailable (request ${request.id})`] })),
-      { 'Retry-After': '1' },
+      errorEnvelope({ base: [`Service temporarily unavailable (request ${requestId})`] }),
+      {
+        'Retry-After': '1',
+      },
     );
-    return;
   }
-  request.log.error({ err: error }, 'unhandled error');
-  writeJson(res, 500, JSON.stringify(errorEnvelope({ base: [`Internal error (request ${request.id})`] })));
+  log.error({ err: error }, 'unhandled error');
+  return jsonReply(500, errorEnvelope({ base: [`Internal error (request ${requestId})`] }));
+}
+
+/** An error's headers, with the RFC 6750 §3.1 challenge of a token that lacks a scope. */
+function headersOf(error: DomainError): Readonly<Record<string, string>> {
+  const scope = error.requiredScope;
+  if (scope === undefined) return error.headers;
+  const challenge = bearerChallenge({
+    code: 'insufficient_scope',
+    description: `The access token lacks the ${scope} scope`,
+    scope,
+  });
+  return { ...error.headers, 'WWW-Authenticate': challenge };
+}
+
+/** `/livez` (always 200), `/readyz` (503 until started and again while draining) and `/metrics`. */
+function healthRoutes(options: HttpAppOptions): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: '/livez',
+      operationId: 'livez',
+      summary: 'Liveness: the process is running',
+      tag: 'Operations',
+      access: PUBLIC,
+      responses: { 200: { description: 'Alive' } },
+      handle: () => Promise.resolve(jsonReply(200, { status: 'ok' })),
+    },
+    {
+      method: 'GET',
+      path: '/readyz',
+      operationId: 'readyz',
+      summary: 'Readiness: the process takes work',
+      tag: 'Operations',
+      access: PUBLIC,
+      responses: { 200: { description: 'Ready' } },
+      errors: [503],
+      handle: () => {
+        const ready = options.ready();
+        return Promise.resolve(jsonReply(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' }));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics of the process',
+      tag: 'Operations',
+      access: PUBLIC,
+      responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } },
+      handle: async () => ({
+        status: 200,
+        headers: { 'Content-Type': options.metrics.contentType },
+        body: await options.metrics.metrics(),
+      }),
+    },
+  ];
 }
 
 /** Listens on `port` (0 picks a free one) and resolves with the bound port. */

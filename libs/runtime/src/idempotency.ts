@@ -7,10 +7,12 @@ const KEY = /^[\x20-\x7e]{1,255}$/;
 /** How long a key's first response is replayed. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 
+/** A response as replayed: its status, the headers that matter to a replay, and its exact bytes. */
 export interface StoredResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: unknown;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body as sent (JSON text): a replay answers the same bytes (API.md §5). */
+  readonly body: string;
 }
 
 /** Validates an `Idempotency-Key` header; undefined when the request has none. */
@@ -45,12 +47,39 @@ const HOLD_SECONDS = 60;
  *   request with it after that runs again.
  */
 export class IdempotencyStore {
-  /** `table`: the schema-qualified table, laid out as `api.idempotency_keys` (the api's migration). */
+  /** `table`: the schema-qualified table (`api.idempotency_keys`), laid out by {@link layOut}. */
   constructor(
     private readonly pool: Pool,
     private readonly table: string,
   ) {
     if (!/^[a-z_]+\.[a-z_]+$/.test(table)) throw new Error(`not a table name: ${table}`);
+  }
+
+  /**
+   * Creates the table in its schema (which must exist) or brings an older one up to date: the body
+   * was kept as jsonb before, which reorders keys, so replays were not the first response's bytes.
+   * Idempotent; part of the owning service's migration.
+   */
+  async layOut(client: PoolClient): Promise<void> {
+    const [schema, name] = this.table.split('.') as [string, string];
+    await client.query(`
+      CREATE TABLE IF NOT EXISTS ${this.table} (
+        org_id bigint NOT NULL,
+        key text NOT NULL,
+        request_hash text NOT NULL,
+        status integer NOT NULL,
+        headers jsonb NOT NULL,
+        body text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (org_id, key)
+      );
+      CREATE INDEX IF NOT EXISTS idempotency_keys_created ON ${this.table} (created_at);
+      DO $$ BEGIN
+        IF (SELECT data_type FROM information_schema.columns
+             WHERE table_schema = '${schema}' AND table_name = '${name}' AND column_name = 'body') = 'jsonb' THEN
+          ALTER TABLE ${this.table} ALTER COLUMN body TYPE text USING body::text;
+        END IF;
+      END $$;`);
   }
 
   /** The stored response for this key, if any; a 422 when the key was used with another request. */
@@ -59,7 +88,7 @@ export class IdempotencyStore {
       request_hash: string;
       status: number;
       headers: Record<string, string>;
-      body: unknown;
+      body: string;
     }>(
       `SELECT request_hash, status, headers, body FROM ${this.table}
         WHERE org_id = $1 AND key = $2 AND created_at > now() - make_interval(hours => $3)`,
@@ -83,9 +112,9 @@ export class IdempotencyStore {
   async begin(orgId: number, key: string, hash: string): Promise<StoredResponse | undefined> {
     const held = await this.pool.query(
       `INSERT INTO ${this.table} AS k (org_id, key, request_hash, status, headers, body)
-       VALUES ($1, $2, $3, ${IN_PROGRESS}, '{}', 'null')
+       VALUES ($1, $2, $3, ${IN_PROGRESS}, '{}', '')
        ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = ${IN_PROGRESS},
-         headers = '{}', body = 'null', created_at = now()
+         headers = '{}', body = '', created_at = now()
          WHERE k.created_at <= now() - make_interval(hours => $4)
             OR k.status = ${IN_PROGRESS} AND k.created_at <= now() - make_interval(secs => $5)`,
       [orgId, key, hash, IDEMPOTENCY_WINDOW_HOURS, HOLD_SECONDS],
@@ -101,7 +130,7 @@ export class IdempotencyStore {
     await this.pool.query(
       `UPDATE ${this.table} SET status = $3, headers = $4, body = $5
         WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
-      [orgId, key, response.status, JSON.stringify(response.headers), JSON.stringify(response.body)],
+      [orgId, key, response.status, JSON.stringify(response.headers), response.body],
     );
   }
 
@@ -136,7 +165,7 @@ export class IdempotencyStore {
         hash,
         response.status,
         JSON.stringify(response.headers),
-        JSON.stringify(response.body),
+        response.body,
         IDEMPOTENCY_WINDOW_HOURS,
       ],
     );

@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './logger.js';
 export * from './lifecycle.js';
 export * from './http.js';
+export * from './routes.js';
 export * from './http-errors.js';
 export * from './metrics.js';
 export * from './postgres.js';

@@ -2,30 +2,48 @@ import type { Logger } from './logger.js';
 import { StartupError } from './preflight.js';
 
 /**
- * A unit with a lifecycle (compare Grafana Loki/Mimir targets, Backstage's root lifecycle). `start`
+ * A unit with a lifecycle (compare Grafana Loki/Mimir's modules, Backstage's root lifecycle). `start`
  * resolves once the module does its work; `stop` stops taking new work, drains what is in flight and
  * releases its resources.
  */
 export interface Module {
   readonly name: string;
+  /** Modules that must be started before this one and stopped after it. */
+  readonly dependsOn?: readonly string[];
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Whether the module can take work now: false before start, and again once stopping. */
   ready(): boolean;
 }
 
-/** Starts modules in the order given (dependencies first) and stops them in reverse. */
+/**
+ * Runs a module graph (compare Loki's module manager): starts the modules in the order their
+ * declared dependencies give (dependencies first; otherwise in the order given), and stops them in
+ * reverse. A dependency on a module that is not in the graph, or a cycle, is a programming error
+ * found before anything starts.
+ */
 export class ModuleRunner {
+  private readonly modules: readonly Module[];
   private readonly started: Module[] = [];
   private stopping: Promise<void> | undefined;
 
+  /** `provided`: dependencies met outside the graph (a test harness's migrated database). */
   constructor(
-    private readonly modules: readonly Module[],
+    modules: readonly Module[],
     private readonly logger: Logger,
-  ) {}
+    provided: readonly string[] = [],
+  ) {
+    this.modules = startOrder(modules, new Set(provided));
+  }
+
+  /** The modules' names in start order. */
+  get order(): readonly string[] {
+    return this.modules.map((module) => module.name);
+  }
 
   async start(): Promise<void> {
     for (const module of this.modules) {
+      if (this.stopping) return;
       const begun = Date.now();
       await module.start();
       this.started.push(module);
@@ -57,6 +75,34 @@ export class ModuleRunner {
       }
     }
   }
+}
+
+/** Dependencies first (a depth-first topological order that keeps the given order where it can). */
+function startOrder(modules: readonly Module[], provided: ReadonlySet<string>): Module[] {
+  const byName = new Map<string, Module>();
+  for (const module of modules) {
+    if (byName.has(module.name)) throw new Error(`two modules are named ${module.name}`);
+    byName.set(module.name, module);
+  }
+  const ordered: Module[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (module: Module, path: readonly string[]): void => {
+    const seen = state.get(module.name);
+    if (seen === 'done') return;
+    if (seen === 'visiting')
+      throw new Error(`module dependency cycle: ${[...path, module.name].join(' -> ')}`);
+    state.set(module.name, 'visiting');
+    for (const name of module.dependsOn ?? []) {
+      if (provided.has(name)) continue;
+      const dependency = byName.get(name);
+      if (!dependency) throw new Error(`module ${module.name} depends on ${name}, which is not in the graph`);
+      visit(dependency, [...path, module.name]);
+    }
+    state.set(module.name, 'done');
+    ordered.push(module);
+  };
+  for (const module of modules) visit(module, []);
+  return ordered;
 }
 
 /**

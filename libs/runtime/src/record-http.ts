@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import { baseError } from '@ofp/contracts';
 
 /** `ETag: W/"<version>"` (API.md §4). */
@@ -29,14 +28,6 @@ export function recordIdOf(segment: unknown, what: string): number {
   if (typeof segment !== 'string' || !RECORD_ID.test(segment))
     throw baseError('NotFound', `${what} ${String(segment)} not found`);
   return Number(segment);
-}
-
-/** A write's body: JSON by content type (415 otherwise), already parsed by the app's JSON parser. */
-export function jsonBodyOf(req: Request): unknown {
-  if (!req.is('application/json') && !req.is('+json')) {
-    throw baseError('UnsupportedMediaType', 'Request body must be application/json');
-  }
-  return req.body as unknown;
 }
 
 /**

@@ -1,9 +1,10 @@
+import type { Module } from './lifecycle.js';
 import { register } from 'node:module';
 
 /**
  * Starts the OpenTelemetry NodeSDK when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Call it first in a
  * process entry point and import everything else afterwards (dynamic import), so that the
- * instrumentations hook http, express and pg before those modules load. Returns a shutdown function.
+ * instrumentations hook http and pg before those modules load. Returns a shutdown function.
  */
 export async function startTelemetry(
   env: Readonly<Record<string, string | undefined>>,
@@ -24,4 +25,22 @@ export async function startTelemetry(
   });
   sdk.start();
   return () => sdk.shutdown();
+}
+
+/**
+ * Telemetry as a module of the graph: the SDK starts before anything is imported (see
+ * {@link startTelemetry}), and this module, which every other depends on through `database`, flushes
+ * and shuts it down last.
+ */
+export function telemetryModule(shutdown: () => Promise<void>): Module {
+  let stopped = false;
+  return {
+    name: 'telemetry',
+    start: () => Promise.resolve(),
+    async stop() {
+      stopped = true;
+      await shutdown();
+    },
+    ready: () => !stopped,
+  };
 }

@@ -4,32 +4,37 @@ import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
+  inTransaction,
   migrate,
-  type FastRoutes,
   type Logger,
   type Module,
   type Pool,
+  type Route,
 } from '@ofp/runtime';
 
 import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';
 import { ReferenceResolver } from './commands/references.js';
-import { TenantSeeder } from './commands/tenant-seeder.js';
 import { UniqueValues } from './commands/unique-values.js';
-import { readRoutes } from './http/reads.js';
 import { apiRoutes } from './http/routes.js';
 import { InventoryManager } from './process-managers/inventory-manager.js';
 import { OrderProgressManager } from './process-managers/order-progress-manager.js';
 import { processManagersModule } from './process-managers/process-manager.js';
 import { ProjectionWaiter } from './queries/projection-waiter.js';
 import { RecordQueries } from './queries/record-queries.js';
+import { TenantSeeder } from './tenant-seeder.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/** How often expired idempotency keys are deleted. */
+const PURGE_INTERVAL_MS = 3_600_000;
 
 export interface ApiDependencies {
   readonly pool: Pool;
   readonly connectionString: string;
   readonly store: EventStore;
+  /** Where the process managers read the events they react to. */
+  readonly bus: Bus;
   readonly logger: Logger;
   readonly clock: () => Date;
   /** Bearer verification and rate limit, which every request passes first. */
@@ -38,48 +43,32 @@ export interface ApiDependencies {
   readonly readYourWritesTimeoutMs: number;
 }
 
-export interface ApiModule extends Module {
-  /** The `/v2` model endpoints but reads; mount under `/v2` and `/api/v2`. */
-  readonly routes: ReturnType<typeof apiRoutes>;
-  /** The reads, served ahead of express (`HttpAppOptions.fastRoutes`). */
-  readonly reads: FastRoutes;
+/** The api service: its modules and its part of the route table. */
+export interface ApiService {
+  /** `api` (the read-your-writes waiter, the idempotency purge) and `process-managers`. */
+  readonly modules: readonly Module[];
+  /** The `/v2` model endpoints. */
+  readonly routes: readonly Route[];
 }
 
-export interface ProcessManagersDependencies {
-  readonly pool: Pool;
-  readonly store: EventStore;
-  readonly bus: Bus;
-  readonly logger: Logger;
-  readonly clock: () => Date;
-}
-
-/**
- * The api's process managers (order progress, inventory) as one module of bus consumers. Run it
- * wherever the api runs: they issue commands onto the api's event store.
- */
-export function createProcessManagersModule(deps: ProcessManagersDependencies): Module {
-  const records = new RecordStore(deps.pool, deps.store);
-  const unique = new UniqueValues(deps.pool);
-  return processManagersModule(
-    deps.bus,
-    [
-      new OrderProgressManager(deps.pool, records, deps.clock),
-      new InventoryManager(deps.pool, records, unique, deps.clock),
-    ],
-    deps.logger,
-  );
-}
+const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'api.idempotency_keys');
 
 export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {
   await migrate(pool, { component: 'api', directory: MIGRATIONS, logger });
+  await inTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
 }
 
-/** The api service: commands onto the event store, queries from the read model. */
-export function createApiModule(deps: ApiDependencies): ApiModule {
+/**
+ * The api service: commands onto the event store, queries from the read model, and the process
+ * managers (order progress, inventory), which issue commands onto the same event store and so run
+ * where the api runs.
+ */
+export function createApiService(deps: ApiDependencies): ApiService {
   const records = new RecordStore(deps.pool, deps.store);
   const unique = new UniqueValues(deps.pool);
-  const idempotency = new IdempotencyStore(deps.pool, 'api.idempotency_keys');
+  const idempotency = idempotencyTable(deps.pool);
   const commands = new RecordCommands(
+    deps.store,
     records,
     new ReferenceResolver(records, unique),
     unique,
@@ -91,20 +80,18 @@ export function createApiModule(deps: ApiDependencies): ApiModule {
     pollIntervalMs: 50,
   });
   const tenants = new TenantSeeder(deps.pool, commands, unique, waiter);
-  const queries = new RecordQueries(deps.pool);
   let started = false;
   let purge: NodeJS.Timeout | undefined;
-  return {
+  const api: Module = {
     name: 'api',
-    routes: apiRoutes({ commands, waiter, idempotency, tenants, authenticate: deps.gate.middleware }),
-    reads: readRoutes({ queries, tenants, gate: deps.gate }),
+    dependsOn: ['database'],
     async start() {
       await waiter.start();
       purge = setInterval(() => {
         idempotency
           .purgeExpired()
           .catch((error: unknown) => deps.logger.warn({ err: error }, 'idempotency purge failed'));
-      }, 3_600_000);
+      }, PURGE_INTERVAL_MS);
       purge.unref();
       started = true;
     },
@@ -114,5 +101,24 @@ export function createApiModule(deps: ApiDependencies): ApiModule {
       await waiter.stop();
     },
     ready: () => started,
+  };
+  const managers = processManagersModule(
+    deps.bus,
+    [
+      new OrderProgressManager(deps.pool, deps.store, records, deps.clock),
+      new InventoryManager(deps.pool, deps.store, records, unique, deps.clock),
+    ],
+    deps.logger,
+  );
+  return {
+    modules: [api, managers],
+    routes: apiRoutes({
+      commands,
+      queries: new RecordQueries(deps.pool),
+      waiter,
+      idempotency,
+      gate: deps.gate,
+      seed: (auth) => tenants.ensureSeeded(auth.orgId),
+    }),
   };
 }

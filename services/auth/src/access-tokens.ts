@@ -3,9 +3,7 @@ import jwt from 'jsonwebtoken';
 import { epochSeconds, type Scope } from '@ofp/auth-tokens';
 import type { SigningKeys } from './signing-keys.js';
 import { scopeString } from './oauth/scopes.js';
-
-/** API.md §7: access tokens live three hours (`expires_in: 10800`). */
-export const ACCESS_TOKEN_TTL_SECONDS = 10_800;
+import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 
 export interface AccessTokenSubject {
   clientId: string;

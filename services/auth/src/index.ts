@@ -1,3 +1,3 @@
 export * from './module.js';
 export * from './demo-tenant.js';
-export { ACCESS_TOKEN_TTL_SECONDS } from './access-tokens.js';
+export { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';

@@ -1,22 +1,21 @@
 import { fileURLToPath } from 'node:url';
-import type { IRouter } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { EventStore } from '@ofp/event-store';
 import {
   GRANT_REVOKED,
   REVOCATIONS_STREAM_TYPE,
   announcementOf,
+  BearerGate,
   createTokenVerifier,
   issuerFromPublicUrl,
   TokenBucketLimiter,
   type Clock,
   type TokenBucketConfig,
 } from '@ofp/auth-tokens';
-import { migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
-import { mountAdminRoutes } from './admin/routes.js';
-import { mountAuthenticateRoute } from './authenticate.js';
+import { migrate, type Logger, type Module, type Pool, type Route } from '@ofp/runtime';
+import { adminRoutes } from './admin/routes.js';
 import { Grants } from './oauth/grants.js';
-import { mountOAuthRoutes } from './oauth/routes.js';
+import { authRoutes } from './routes.js';
 import { SigningKeys } from './signing-keys.js';
 
 export interface AuthSettings {
@@ -39,12 +38,16 @@ export interface AuthModuleDeps {
   settings: AuthSettings;
 }
 
-/** The auth service as a lifecycle module whose routes mount on a shared express app. */
-export interface AuthModule extends Module {
+/** The auth service: its module and its parts of the route table. */
+export interface AuthService {
   /** The issuer identifier verifiers must expect. */
   readonly issuer: string;
-  /** Mounts `/oauth/*`, `/.well-known/*`, `/admin/*` and `/v2/authenticate` on an app or a router. */
-  routes(app: IRouter): void;
+  /** `auth`: makes sure a signing key exists. */
+  readonly modules: readonly Module[];
+  /** `/oauth/*`, `/.well-known/*` and `/v2/authenticate`. */
+  readonly routes: readonly Route[];
+  /** `/admin/*` (API.md §10): the operators' API, for a port of its own where the deployment has one. */
+  readonly adminRoutes: readonly Route[];
 }
 
 /** The auth service's migrations (plain SQL, applied by `@ofp/runtime`'s `migrate`). */
@@ -56,10 +59,10 @@ export function migrateAuth(pool: Pool, logger: Logger): Promise<void> {
 }
 
 /**
- * The auth service (API.md §7 and §10): OAuth 2.0 authorization server, JWKS, admin API. Mount its
- * routes on the app, then start it (it makes sure a signing key exists) before the app listens.
+ * The auth service (API.md §7 and §10): OAuth 2.0 authorization server, JWKS, admin API. Its module
+ * makes sure a signing key exists, so it starts before the routes are served.
  */
-export function createAuthModule(deps: AuthModuleDeps): AuthModule {
+export function createAuthService(deps: AuthModuleDeps): AuthService {
   const issuer = issuerFromPublicUrl(deps.settings.publicUrl);
   const keys = new SigningKeys(deps.pool, deps.clock);
   const grants = new Grants({
@@ -89,26 +92,37 @@ export function createAuthModule(deps: AuthModuleDeps): AuthModule {
   let started = false;
 
   return {
-    name: 'auth',
     issuer,
-    async start() {
-      if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
-      started = true;
-    },
-    stop() {
-      started = false;
-      return Promise.resolve();
-    },
-    ready: () => started,
-    routes(app) {
-      mountAuthenticateRoute(app, { pool: deps.pool, grants, verifier });
-      mountOAuthRoutes(app, { pool: deps.pool, clock: deps.clock, issuer, keys, grants, limiter, verifier });
-      mountAdminRoutes(app, {
-        pool: deps.pool,
-        clock: deps.clock,
-        keys,
-        adminToken: deps.settings.adminToken,
-      });
-    },
+    modules: [
+      {
+        name: 'auth',
+        dependsOn: ['database'],
+        async start() {
+          if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
+          started = true;
+        },
+        stop() {
+          started = false;
+          return Promise.resolve();
+        },
+        ready: () => started,
+      },
+    ],
+    routes: authRoutes({
+      pool: deps.pool,
+      clock: deps.clock,
+      issuer,
+      keys,
+      grants,
+      limiter,
+      verifier,
+      gate: new BearerGate(verifier, limiter),
+    }),
+    adminRoutes: adminRoutes({
+      pool: deps.pool,
+      clock: deps.clock,
+      keys,
+      adminToken: deps.settings.adminToken,
+    }),
   };
 }

@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type Ke
 import { promisify } from 'node:util';
 import type { Clock, KeySource } from '@ofp/auth-tokens';
 import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
-import { ACCESS_TOKEN_TTL_SECONDS } from './access-tokens.js';
+import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
 

@@ -1,22 +1,18 @@
 import { generateKeyPairSync } from 'node:crypto';
-import type { IRouter, RequestHandler } from 'express';
 import jwt from 'jsonwebtoken';
 import {
-  authOf,
+  BearerGate,
   createJwksKeySource,
-  createBusRevocationFeed,
-  createRevocationModule,
   createTokenVerifier,
-  rateLimit,
-  requireBearer,
-  requireScope,
+  revocationsModule,
   RevocationDenyList,
   TokenBucketLimiter,
+  type AuthContext,
   type Clock,
 } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
 import { singleEnvelope } from '@ofp/contracts';
-import type { Module } from '@ofp/runtime';
+import { jsonReply, type Module, type Route } from '@ofp/runtime';
 import { testLogger } from '@ofp/testing';
 import type { RegisteredClient } from './tenants.js';
 import {
@@ -39,19 +35,17 @@ describe('bearer token verification against the auth service', () => {
   let verifierClock: TestClock;
   let revocations: Module;
 
-  function mountResourceServer(router: IRouter, auth: AuthTestServer): void {
+  function resourceServer(auth: AuthTestServer): Route<AuthContext>[] {
     const logger = testLogger('resource-server');
     const clock: Clock = () => verifierClock();
     const denyList = new RevocationDenyList(clock);
-    revocations = createRevocationModule(
-      createBusRevocationFeed({
-        bus: new PgLogBus(auth.pool, auth.databaseUrl, auth.store, logger, {
-          batchSize: 100,
-          pollIntervalMs: 1_000,
-        }),
-        group: 'resource-server',
+    revocations = revocationsModule(
+      new PgLogBus(auth.pool, auth.databaseUrl, auth.store, logger, {
+        batchSize: 100,
+        pollIntervalMs: 1_000,
       }),
       denyList,
+      'resource-server',
     );
     const verifier = createTokenVerifier({
       issuer: auth.issuer,
@@ -59,18 +53,38 @@ describe('bearer token verification against the auth service', () => {
       denyList,
       clock,
     });
-    const limiter = new TokenBucketLimiter({ capacity: 2, refillPerSecond: 0.1 }, clock);
-    const respond: RequestHandler = (req, res) => {
-      res.json(singleEnvelope(authOf(req)));
-    };
-    router.get('/v2/things', requireBearer(verifier), requireScope('read'), respond);
-    router.post('/v2/things', requireBearer(verifier), requireScope('write'), respond);
-    router.get('/v2/limited', requireBearer(verifier), rateLimit({ limiter }), respond);
+    const gate = new BearerGate(
+      verifier,
+      new TokenBucketLimiter({ capacity: 10_000, refillPerSecond: 10_000 }, clock),
+    );
+    const limited = new BearerGate(
+      verifier,
+      new TokenBucketLimiter({ capacity: 2, refillPerSecond: 0.1 }, clock),
+    );
+    const route = (
+      method: 'GET' | 'POST',
+      path: string,
+      access: Route<AuthContext>['access'],
+    ): Route<AuthContext> => ({
+      method,
+      path,
+      operationId: `${method} ${path}`,
+      summary: 'who is calling',
+      tag: 'test',
+      access,
+      responses: { 200: { description: 'the token' } },
+      handle: (request) => Promise.resolve(jsonReply(200, singleEnvelope(request.principal))),
+    });
+    return [
+      route('GET', '/v2/things', gate.access(['read'])),
+      route('POST', '/v2/things', gate.access(['write'])),
+      route('GET', '/v2/limited', limited.access([])),
+    ];
   }
 
   beforeAll(async () => {
     verifierClock = testClock();
-    server = await startAuthTestServer({ routes: mountResourceServer });
+    server = await startAuthTestServer({ routes: resourceServer });
     await revocations.start();
     client = await server.registerClient();
   });

@@ -1,4 +1,3 @@
 export * from './module.js';
 export * from './rebuild.js';
 export * from './projection.js';
-export * from './read-schema.js';

@@ -1,16 +1,7 @@
 import type { RecordChange } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import { MODELS, deleteRecord, writeRecord, type ModelDefinition } from '@ofp/models';
+import { MODELS, advanceCheckpoint, deleteRecord, writeRecord, type ModelDefinition } from '@ofp/models';
 import type { PoolClient } from '@ofp/runtime';
-
-/** NOTIFY channel raised after each applied batch; the api's read-your-writes waiter listens. */
-export const PROJECTION_CHANNEL = 'read_progress';
-
-/**
- * Advisory lock between live batches (shared) and a rebuild's swap (exclusive): the swap never
- * happens in the middle of a batch.
- */
-export const PROJECTION_LOCK = "hashtext('ofp:projection')";
 
 const modelsByStreamType = new Map<string, ModelDefinition>(Object.values(MODELS).map((m) => [m.name, m]));
 
@@ -31,13 +22,7 @@ export async function applyEvents(
   for (const event of events) {
     const model = modelsByStreamType.get(event.streamType);
     if (!model || event.orgId === null) continue;
-    const advanced = await client.query(
-      `INSERT INTO ${schema}.stream_versions (stream_id, version) VALUES ($1, $2)
-       ON CONFLICT (stream_id) DO UPDATE SET version = EXCLUDED.version
-         WHERE ${schema}.stream_versions.version < EXCLUDED.version`,
-      [event.streamId, event.version],
-    );
-    if (advanced.rowCount === 0) continue;
+    if (!(await advanceCheckpoint(client, schema, event.streamId, event.version))) continue;
     const change = event.data as RecordChange;
     if (change.deleted) {
       await deleteRecord(client, model, event.orgId, change.record.id, change.record.version, { schema });

@@ -6,7 +6,7 @@ import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing'
 import type { Module } from '@ofp/runtime';
 import { createProjectorModule } from './module.js';
 import { rebuildReadModel } from './rebuild.js';
-import { READ_SCHEMA } from './read-schema.js';
+import { READ_SCHEMA } from '@ofp/models';
 
 const ORG = 1;
 const AT = '2026-11-21T08:00:00.000Z';

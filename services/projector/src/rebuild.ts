@@ -1,7 +1,7 @@
 import { START, type EventStore } from '@ofp/event-store';
 import { inTransaction, type Pool } from '@ofp/runtime';
-import { PROJECTED_STREAM_TYPES, PROJECTION_CHANNEL, PROJECTION_LOCK, applyEvents } from './projection.js';
-import { READ_SCHEMA, createReadSchema } from './read-schema.js';
+import { MODELS, PROJECTION_CHANNEL, PROJECTION_LOCK, READ_SCHEMA, createReadSchema } from '@ofp/models';
+import { PROJECTED_STREAM_TYPES, applyEvents } from './projection.js';
 
 const NEXT_SCHEMA = 'read_rebuild';
 const REPLACED_SCHEMA = 'read_replaced';
@@ -23,7 +23,7 @@ export async function rebuildReadModel(
   progress: RebuildProgress,
 ): Promise<{ events: number }> {
   await pool.query(`DROP SCHEMA IF EXISTS ${NEXT_SCHEMA} CASCADE`);
-  await inTransaction(pool, (client) => createReadSchema(client, NEXT_SCHEMA));
+  await inTransaction(pool, (client) => createReadSchema(client, NEXT_SCHEMA, Object.values(MODELS)));
   const { rows } = await pool.query<{ total: number }>(
     'SELECT count(*)::int AS total FROM es.events WHERE stream_type = ANY($1::text[])',
     [PROJECTED_STREAM_TYPES],

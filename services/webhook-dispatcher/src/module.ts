@@ -1,9 +1,17 @@
 import { fileURLToPath } from 'node:url';
-import type { RequestHandler, Router } from 'express';
 import { Registry } from 'prom-client';
-import type { Bus, Subscription } from '@ofp/bus';
+import type { BearerGate } from '@ofp/auth-tokens';
+import { consumerModule, type Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
-import { IdempotencyStore, inTransaction, migrate, type Logger, type Module, type Pool } from '@ofp/runtime';
+import {
+  IdempotencyStore,
+  inTransaction,
+  migrate,
+  type Logger,
+  type Module,
+  type Pool,
+  type Route,
+} from '@ofp/runtime';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
 import { AddressGuard, systemResolver, type HostResolver } from './delivery/address-guard.js';
 import { DeliveryMetrics } from './delivery/delivery-metrics.js';
@@ -34,8 +42,8 @@ export interface WebhookDispatcherDependencies {
   readonly bus: Bus;
   readonly logger: Logger;
   readonly clock: () => Date;
-  /** Verifies the bearer token (and applies the client's rate limit) on the dispatcher's routes. */
-  readonly authenticate: readonly RequestHandler[];
+  /** Bearer verification and the client's rate limit, on the dispatcher's routes. */
+  readonly gate: BearerGate;
   /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: any target address, and plain `http` (API.md §8). */
   readonly allowPrivateTargets: boolean;
   /** `WEBHOOK_ALLOWED_NETWORKS`: CIDR blocks allowed although not public. */
@@ -80,29 +88,36 @@ function addressGuardOf(deps: DeliverySenderDependencies): AddressGuard {
   });
 }
 
-export interface WebhookDispatcherModule extends Module {
-  /** `/webhooks*` and `/webhook_deliveries*`: mount under `/v2` and `/api/v2`, before the api's routes. */
-  readonly routes: Router;
+/** The webhook dispatcher: its modules and its part of the route table. */
+export interface WebhookDispatcherService {
+  /** `webhook-delivery` (the workers, the disabler, the purge) and `webhook-intake` (the bus consumer). */
+  readonly modules: readonly Module[];
+  /** `/v2/webhooks*` and `/v2/webhook_deliveries*`. */
+  readonly routes: readonly Route[];
   /** The registry holding the dispatcher's metrics. */
   readonly metrics: Registry;
 }
 
+const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'webhooks.idempotency_keys');
+
 /**
- * Lays out schema `webhooks` (the registry's tables, then the migrations). Idempotent; run at every
- * start, like the projector's read schema, so that registry fields appear as columns.
+ * Lays out schema `webhooks` (the declared tables, then the migrations, then the idempotency keys).
+ * Idempotent; run at every start, like the projector's read schema, so that declared fields appear
+ * as columns.
  */
 export async function migrateWebhookDispatcher(pool: Pool, logger: Logger): Promise<void> {
   await inTransaction(pool, layOutTables);
   await migrate(pool, { component: 'webhook-dispatcher', directory: MIGRATIONS, logger });
+  await inTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
 }
 
 /**
  * The webhook dispatcher (API.md §8): the `webhooks` and `webhook_deliveries` endpoints, the bus
  * consumer that queues one durable delivery per event and subscribed endpoint, and the workers that
- * send them signed, retry, keep per-record order, and disable endpoints that are gone. `start` needs
- * {@link migrateWebhookDispatcher} to have run; the routes work without `start`.
+ * send them signed, retry, keep per-record order, and disable endpoints that are gone. Its modules
+ * need {@link migrateWebhookDispatcher} to have run; the routes work without them.
  */
-export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencies): WebhookDispatcherModule {
+export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): WebhookDispatcherService {
   const limits: DeliveryLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const logger = deps.logger.child({ module: 'webhook-dispatcher' });
   const resolve = deps.resolveHost ?? systemResolver;
@@ -130,8 +145,8 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
     limits,
   });
   const intake = new EventIntake(deps.pool, queue, deps.clock);
-  const idempotency = new IdempotencyStore(deps.pool, 'webhooks.idempotency_keys');
-  let subscription: Subscription | undefined;
+  const idempotency = idempotencyTable(deps.pool);
+  let started = false;
   let sweep: NodeJS.Timeout | undefined;
   let purge: NodeJS.Timeout | undefined;
   /** Idempotency keys past their 24 h, and deliveries finished longer ago than the retention. */
@@ -146,10 +161,9 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
     }
     if (purged > 0) logger.info({ deliveries: purged, before }, 'purged finished webhook deliveries');
   }
-  return {
-    name: 'webhook-dispatcher',
-    routes: webhookRoutes({ pool: deps.pool, commands, idempotency, authenticate: deps.authenticate }),
-    metrics,
+  const delivery: Module = {
+    name: 'webhook-delivery',
+    dependsOn: ['database'],
     async start() {
       await workers.start();
       // Disables that a process which died left asked for, and any that failed: looked at again regularly.
@@ -162,22 +176,28 @@ export function createWebhookDispatcherModule(deps: WebhookDispatcherDependencie
         );
       }, PURGE_INTERVAL_MS);
       purge.unref();
-      subscription = await deps.bus.subscribe({
-        group: INTAKE_GROUP,
-        streamTypes: intakeStreamTypes(),
-        handle: (events) => intake.handle(events),
-      });
+      started = true;
     },
     async stop() {
-      const intakeSubscription = subscription;
-      subscription = undefined;
+      started = false;
       clearInterval(sweep);
       clearInterval(purge);
-      await intakeSubscription?.stop();
       await workers.stop();
       await disabler.idle();
       await sender.close();
     },
-    ready: () => subscription !== undefined,
+    ready: () => started,
+  };
+  const intakeModule = consumerModule(deps.bus, {
+    name: 'webhook-intake',
+    dependsOn: ['webhook-delivery'],
+    subscriptions: [
+      { group: INTAKE_GROUP, streamTypes: intakeStreamTypes(), handle: (events) => intake.handle(events) },
+    ],
+  });
+  return {
+    modules: [delivery, intakeModule],
+    routes: webhookRoutes({ pool: deps.pool, commands, idempotency, gate: deps.gate }),
+    metrics,
   };
 }

@@ -1,4 +1,5 @@
-import { readModelDdl, webhookDeliveries, webhooks, type ReadModelOptions } from '@ofp/models';
+import { readModelDdl, type ReadModelOptions } from '@ofp/models';
+import { webhookDeliveries, webhooks } from './models.js';
 import type { PoolClient } from '@ofp/runtime';
 
 /** The dispatcher's Postgres schema (ARCHITECTURE.md: subscriptions, deliveries, attempts). */
@@ -11,19 +12,12 @@ export const TABLES: ReadModelOptions = { schema: SCHEMA };
 const LAYOUT_LOCK = "hashtext('ofp:webhooks-layout')";
 
 /**
- * Lays out the registry's `webhooks` and `webhook_deliveries` tables in {@link SCHEMA} (idempotent: run
- * at every start, so a field added to the registry appears as a column, as the projector does it).
- *
- * `webhook_deliveries` is also the delivery queue, written several times per delivery: it keeps the
- * registry's columns (so `q` compiles against it) but not the read model's index per column, which
- * would make each queue write touch some twenty indexes. The migrations give it the indexes of the
- * queue's own access paths and of the likely filters instead.
+ * Lays out the `webhooks` and `webhook_deliveries` tables in {@link SCHEMA} from their declarations
+ * (idempotent: run at every start, so a field added to a declaration appears as a column, as the
+ * projector does it). `webhook_deliveries` is also the delivery queue, declared without the read
+ * model's index per column; the migrations give it the indexes of the queue's access paths.
  */
 export async function layOutTables(client: PoolClient): Promise<void> {
   await client.query(`SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`);
-  await client.query(readModelDdl([webhooks], TABLES));
-  const deliveries = readModelDdl([webhookDeliveries], TABLES)
-    .split(';\n')
-    .filter((statement) => statement.trim() !== '' && !statement.startsWith('CREATE INDEX'));
-  await client.query(`${deliveries.join(';\n')};`);
+  await client.query(readModelDdl([webhooks, webhookDeliveries], TABLES));
 }

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Kafka, Producer, TopicMessages } from 'kafkajs';
 import { EVENTS_CHANNEL, type EventStore, type StoredEvent } from '@ofp/event-store';
-import type { Logger } from '@ofp/runtime';
+import type { Logger, Module } from '@ofp/runtime';
 import { retryDelay } from '../bus.js';
 import { Wakeup } from '../wakeup.js';
 import { toKafkaMessage } from './cloudevents.js';
@@ -22,9 +22,12 @@ const LEADER_LOCK = "hashtext('ofp:outbox-relay')";
  * Publishes outbox rows to Kafka in global order, keyed by stream id, and deletes them once the
  * broker acknowledged them (acks=all). At least once: a relay killed between publish and delete
  * publishes those events again after restart, and consumers deduplicate on `ce_id`. Only the holder
- * of a Postgres advisory lock relays; other instances wait as standbys.
+ * of a Postgres advisory lock relays; other instances wait as standbys. A module of the process that
+ * runs it.
  */
-export class OutboxRelay {
+export class OutboxRelay implements Module {
+  readonly name = 'outbox-relay';
+  readonly dependsOn = ['database'];
   private readonly wakeup = new Wakeup();
   private running = false;
   private loop: Promise<void> | undefined;
@@ -51,6 +54,11 @@ export class OutboxRelay {
     await this.producer.connect();
     this.running = true;
     this.loop = this.run();
+  }
+
+  /** Connected and relaying, or standing by for the lock. */
+  ready(): boolean {
+    return this.running;
   }
 
   async stop(): Promise<void> {

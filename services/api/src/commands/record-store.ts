@@ -1,23 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { recordStreamId, type RecordChange } from '@ofp/contracts';
-import { WrongExpectedVersion, type AppendResult, type EventStore } from '@ofp/event-store';
+import type { AppendInput, EventStore } from '@ofp/event-store';
 import type { ModelDefinition } from '@ofp/models';
-import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
-import { ABSENT, evolve, type RecordEvent, type RecordState } from './record-decider.js';
-
-/** A record's state and the organization it belongs to (undefined for a record that never existed). */
-export interface LoadedRecord {
-  readonly state: RecordState;
-  readonly orgId: number | undefined;
-}
+import type { Pool } from '@ofp/runtime';
+import { ABSENT, evolve, type RecordEvent, type RecordState } from '../domain/record-decider.js';
 
 export interface EventMetadata {
-  /** The client id of the token that made the change. */
+  /** The client id of the token that made the change, or `system`. */
   readonly actor: string;
   readonly requestId: string;
 }
 
-/** Loads records from their streams and appends their decided events. */
+/** Events decided on one record's state, to append at its version. */
+export interface RecordStreamChange {
+  readonly model: ModelDefinition;
+  readonly orgId: number;
+  readonly id: number;
+  readonly state: RecordState;
+  readonly events: readonly RecordEvent[];
+}
+
+/** The records of the event store: ids, states folded from their streams, and their appends. */
 export class RecordStore {
   constructor(
     private readonly pool: Pool,
@@ -30,53 +33,33 @@ export class RecordStore {
     return rows[0]!.id;
   }
 
-  async load(model: ModelDefinition, id: number): Promise<LoadedRecord> {
-    const head = await this.store.readStreamHead(recordStreamId(model.name, id));
-    if (!head) return { state: ABSENT, orgId: undefined };
-    return { state: evolve(ABSENT, head.data as RecordChange), orgId: head.orgId ?? undefined };
-  }
-
   /**
-   * Appends each record's events at its state's version, all in one transaction; `alsoInTransaction`
-   * adds writes that must commit with them. Throws WrongExpectedVersion when a concurrent writer
-   * changed one of the records first. Results come in the order of `changes`. With no events at
-   * all, `alsoInTransaction` runs in a transaction of its own.
+   * A record's state as organization `orgId` sees it: another organization's record behaves exactly
+   * like one that does not exist (API.md §1). `asCreator`: the state whatever the organization, for a
+   * create, which must find any organization's record (a deleted one's id too) taken.
    */
-  async append(
-    changes: readonly RecordStreamChange[],
-    metadata: EventMetadata,
-    alsoInTransaction: (client: PoolClient, results: readonly AppendResult[]) => Promise<void>,
-  ): Promise<AppendResult[]> {
-    // A process manager's event that changes nothing is still marked handled.
-    if (changes.every((change) => change.events.length === 0)) {
-      await inTransaction(this.pool, (client) => alsoInTransaction(client, []));
-      return [];
-    }
-    return await this.store.appendToStreams(
-      changes.map((change) => ({
-        streamId: recordStreamId(change.model.name, change.id),
-        streamType: change.model.name,
-        expectedVersion: versionOf(change.state),
-        orgId: change.orgId,
-        events: change.events.map((event) => ({
-          eventId: randomUUID(),
-          type: event.type,
-          data: event.data,
-          metadata: { actor: metadata.actor, request_id: metadata.requestId },
-        })),
-      })),
-      alsoInTransaction,
-    );
+  async load(model: ModelDefinition, id: number, orgId: number, asCreator = false): Promise<RecordState> {
+    const head = await this.store.readStreamHead(recordStreamId(model.name, id));
+    if (!head) return ABSENT;
+    if (!asCreator && head.orgId !== orgId) return ABSENT;
+    return evolve(ABSENT, head.data as RecordChange);
   }
-}
 
-/** Events decided on one record's state, to append at its version. */
-export interface RecordStreamChange {
-  readonly model: ModelDefinition;
-  readonly orgId: number;
-  readonly id: number;
-  readonly state: RecordState;
-  readonly events: readonly RecordEvent[];
+  /** The append of a change: its events at the version of the state it was decided on. */
+  appendOf(change: RecordStreamChange, metadata: EventMetadata): AppendInput {
+    return {
+      streamId: recordStreamId(change.model.name, change.id),
+      streamType: change.model.name,
+      expectedVersion: versionOf(change.state),
+      orgId: change.orgId,
+      events: change.events.map((event) => ({
+        eventId: randomUUID(),
+        type: event.type,
+        data: event.data,
+        metadata: { actor: metadata.actor, request_id: metadata.requestId },
+      })),
+    };
+  }
 }
 
 export function versionOf(state: RecordState): number {
@@ -93,5 +76,3 @@ export function versionOf(state: RecordState): number {
     }
   }
 }
-
-export { WrongExpectedVersion };

@@ -90,10 +90,9 @@ export class ReferenceResolver {
     id: number,
     at: string,
   ): Promise<Record<string, unknown>> {
-    const loaded = await this.records.load(target, id);
-    if (loaded.state.status !== 'live' || loaded.orgId !== orgId) {
+    const state = await this.records.load(target, id, orgId);
+    if (state.status !== 'live')
       throw fieldError('Unprocessable', at, `${target.singular} ${id} does not exist`);
-    }
-    return loaded.state.record;
+    return state.record;
   }
 }

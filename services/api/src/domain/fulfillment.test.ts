@@ -1,6 +1,6 @@
 import type { RecordJson } from '@ofp/contracts';
 import { fulfillmentOrders, shipments } from '@ofp/models';
-import { decide, type Actor, type RecordState } from '../commands/record-decider.js';
+import { decide, type Actor, type RecordState } from '../domain/record-decider.js';
 import { thrown } from './thrown.fixture.js';
 
 const AT = '2026-11-21T07:30:00.000Z';

@@ -7,7 +7,7 @@ import {
   purchaseOrders,
   type ModelDefinition,
 } from '@ofp/models';
-import { decide, type Actor } from '../commands/record-decider.js';
+import { decide, type Actor } from '../domain/record-decider.js';
 import { stockChanges } from './inventory.js';
 import { orderProgressStatus } from './orders.js';
 import { thrown } from './thrown.fixture.js';

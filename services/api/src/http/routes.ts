@@ -1,169 +1,212 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { baseError, singleEnvelope } from '@ofp/contracts';
-import { authOf, requireScope } from '@ofp/auth-tokens';
+import type { AdmittedHook, AuthContext, BearerGate, Scope } from '@ofp/auth-tokens';
+import { MODELS, allowedMethods, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import {
   etagOf,
-  jsonBodyOf,
+  noneMatchHits,
   parseIdempotencyKey,
   parseIfMatch,
   prefersAsync,
   recordIdOf,
   requestHash,
+  type HttpMethod,
   type IdempotencyStore,
+  type Reply,
+  type Route,
+  type RouteRequest,
   type StoredResponse,
 } from '@ofp/runtime';
-import { allowedMethods, findModel, validateCreate, validateUpdate, type ModelDefinition } from '@ofp/models';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ProjectionWaiter } from '../queries/projection-waiter.js';
-import type { TenantSeeder } from '../commands/tenant-seeder.js';
+import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';
 
 export interface ApiRoutesDependencies {
   readonly commands: RecordCommands;
+  readonly queries: RecordQueries;
   readonly waiter: ProjectionWaiter;
   readonly idempotency: IdempotencyStore;
-  readonly tenants: TenantSeeder;
-  /** Verifies the bearer token (and applies the client's rate limit). */
-  readonly authenticate: readonly RequestHandler[];
+  /** Bearer verification and the client's rate limit. */
+  readonly gate: BearerGate;
+  /** Every organization has its seed records (phone number types) before its first request is served. */
+  readonly seed: AdmittedHook;
 }
 
+type ApiRoute = Route<AuthContext>;
+
 /**
- * The public `/v2` model endpoints (API.md §5-§6) but their reads (`readRoutes`, served ahead of
- * express), mounted under `/v2` and `/api/v2`.
+ * The api's part of the route table: for every model of the registry, its search and record reads
+ * (API.md §4) and the writes its access allows (API.md §5-§6), under `/v2` (and `/api/v2`). Every
+ * route needs a token; reads the `read` scope, writes the model's write scope, or `operations` for a
+ * model with operator changes (the decided change then names the exact scopes it needs, API.md §7).
  */
-export function apiRoutes(deps: ApiRoutesDependencies): Router {
-  const router = Router();
-  router.use(...deps.authenticate);
-  // Every organization has its seed records (phone number types) before its first request is served.
-  router.use(async (req, _res, next) => {
-    await deps.tenants.ensureSeeded(authOf(req).orgId);
-    next();
-  });
+export function apiRoutes(deps: ApiRoutesDependencies): ApiRoute[] {
+  return Object.values(MODELS).flatMap((model) => modelRoutes(model, deps));
+}
 
-  // The scope every write of the model needs; models with operator changes also let an `operations`
-  // token through, and the decided change then names the exact scopes it needs (API.md §7).
-  const writeScope: RequestHandler = (req, res, next) => {
-    const model = modelOf(req);
-    const scope =
-      model.operatorChanges && authOf(req).scopes.includes('operations') ? 'operations' : model.writeScope;
-    requireScope(scope)(req, res, next);
-  };
-
-  router
-    .route('/:model')
-    .all(allowed('collection'))
-    .post(writeScope, async (req, res) => {
-      await write(req, res, { kind: 'create', body: validateCreate(modelOf(req), jsonBodyOf(req)) });
-    });
-
-  router
-    .route('/:model/:id')
-    .all(allowed('record'))
-    .post(writeScope, async (req, res) => {
-      await write(req, res, {
-        kind: 'create',
-        id: idOf(req),
-        body: validateCreate(modelOf(req), jsonBodyOf(req)),
-      });
-    })
-    .put(writeScope, update)
-    .patch(writeScope, update)
-    .delete(writeScope, async (req, res) => {
-      const ifMatch = parseIfMatch(req.get('if-match'));
-      await write(req, res, { kind: 'delete', id: idOf(req), ...(ifMatch === undefined ? {} : { ifMatch }) });
-    });
-
-  async function update(req: Request, res: Response): Promise<void> {
-    const ifMatch = parseIfMatch(req.get('if-match'));
-    const body = validateUpdate(modelOf(req), jsonBodyOf(req));
-    await write(req, res, {
-      kind: 'update',
-      id: idOf(req),
-      body,
-      ...(ifMatch === undefined ? {} : { ifMatch }),
-    });
-  }
-
-  async function write(req: Request, res: Response, request: WriteRequest): Promise<void> {
-    const model = modelOf(req);
-    const { orgId, clientId, scopes } = authOf(req);
-    const key = parseIdempotencyKey(req.get('idempotency-key'));
-    const idempotent =
-      key === undefined
-        ? undefined
+function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRoute[] {
+  const reads = deps.gate.access(['read'], deps.seed);
+  const writeScopes: Scope[] = model.operatorChanges ? [model.writeScope, 'operations'] : [model.writeScope];
+  const writes = deps.gate.access([...new Set(writeScopes)], deps.seed);
+  const collection = `/v2/${model.name}`;
+  const record = `${collection}/{id}`;
+  const name = model.name;
+  const routes: ApiRoute[] = [
+    {
+      method: 'GET',
+      path: collection,
+      operationId: `${name}.search`,
+      summary: `Search ${name.replace(/_/g, ' ')}`,
+      tag: name,
+      model: name,
+      access: reads,
+      query: { names: ['q'] },
+      responses: { 200: { description: 'A page of records' } },
+      handle: async (request) => {
+        const page = await deps.queries.search(model, request.principal.orgId, request.query.q);
+        return { status: 200, body: searchEnvelopeJson(page) };
+      },
+    },
+    {
+      method: 'GET',
+      path: record,
+      operationId: `${name}.get`,
+      summary: `Get one ${model.singular.replace(/_/g, ' ')}`,
+      tag: name,
+      model: name,
+      access: reads,
+      headers: ['If-None-Match'],
+      responses: {
+        200: { description: 'The record', headers: ['ETag'] },
+        304: { description: 'Not modified' },
+      },
+      errors: [404],
+      handle: async (request) => {
+        const id = recordIdOf(request.params.id, model.singular);
+        const found = await deps.queries.get(model, request.principal.orgId, id);
+        if (!found) throw baseError('NotFound', `${model.singular} ${id} not found`);
+        const etag = etagOf(found.version);
+        if (noneMatchHits(request.header('if-none-match'), etag))
+          return { status: 304, headers: { ETag: etag } };
+        return { status: 200, headers: { ETag: etag }, body: singleEnvelopeJson(found) };
+      },
+    },
+  ];
+  const writeRoute = (
+    method: HttpMethod,
+    path: string,
+    operation: string,
+    summary: string,
+    handle: WriteHandler,
+  ) => {
+    const creates = operation === 'create' || operation === 'createAt';
+    routes.push({
+      method,
+      path,
+      operationId: `${name}.${operation}`,
+      summary,
+      tag: name,
+      model: name,
+      access: writes,
+      ...(method === 'DELETE' ? {} : { body: 'json' as const }),
+      headers: ['Idempotency-Key', 'Prefer', ...(creates ? [] : (['If-Match'] as const))],
+      responses: creates
+        ? { 201: { description: 'Created', headers: ['Location', 'ETag'] } }
         : {
-            key,
-            hash: requestHash(req.method, `${model.name}/${paramOf(req, 'id')}`, req.body),
-            respond: respondTo(req),
-          };
-    if (idempotent) {
-      const replay = await deps.idempotency.find(orgId, idempotent.key, idempotent.hash);
-      if (replay) {
-        send(res, replay, { 'Idempotent-Replayed': 'true' });
-        return;
-      }
-    }
-    const outcome = await deps.commands.write(
-      model,
-      { orgId, actor: clientId, requestId: req.id, by: { kind: 'client', scopes } },
-      request,
-      idempotent,
-    );
-    if (prefersAsync(req.get('prefer'))) {
-      res.setHeader('Preference-Applied', 'respond-async');
-    } else if (outcome.written) {
-      for (const { streamId, version } of [outcome.written, ...outcome.written.also])
-        await deps.waiter.waitFor(streamId, version);
-    }
-    send(res, respondTo(req)(outcome));
-  }
-
-  return router;
-}
-
-/** The response of a write, as stored for Idempotency-Key replays. */
-function respondTo(req: Request): (outcome: WriteOutcome) => StoredResponse {
-  return (outcome) => {
-    const headers: Record<string, string> = { ETag: etagOf(outcome.record.version) };
-    if (outcome.created) headers.Location = `${req.baseUrl}/${paramOf(req, 'model')}/${outcome.record.id}`;
-    return { status: outcome.created ? 201 : 200, headers, body: singleEnvelope(outcome.record) };
+            200: {
+              description: method === 'DELETE' ? 'The deleted record' : 'The record',
+              headers: ['ETag'],
+            },
+          },
+      errors: creates ? [409, 413, 415, 422] : [404, 409, 412, 413, 415, 422],
+      handle: (request) => write(deps, model, request, handle(request)),
+    });
   };
+  const allowed = (path: 'collection' | 'record', method: HttpMethod) =>
+    allowedMethods(model, path).includes(method);
+  const singular = model.singular.replace(/_/g, ' ');
+  if (allowed('collection', 'POST'))
+    writeRoute('POST', collection, 'create', `Create a ${singular}`, (request) => ({
+      kind: 'create',
+      body: validateCreate(model, request.body),
+    }));
+  if (allowed('record', 'POST'))
+    writeRoute('POST', record, 'createAt', `Create a ${singular} at a chosen id`, (request) => ({
+      kind: 'create',
+      id: idOf(model, request),
+      body: validateCreate(model, request.body),
+    }));
+  const update: WriteHandler = (request) => {
+    const pinned = ifMatchOf(request);
+    return { kind: 'update', id: idOf(model, request), body: validateUpdate(model, request.body), ...pinned };
+  };
+  if (allowed('record', 'PUT')) writeRoute('PUT', record, 'update', `Update a ${singular}`, update);
+  if (allowed('record', 'PATCH'))
+    writeRoute('PATCH', record, 'patch', `Update a ${singular} (same as PUT)`, update);
+  if (allowed('record', 'DELETE'))
+    writeRoute('DELETE', record, 'delete', `Delete a ${singular}`, (request) => ({
+      kind: 'delete',
+      id: idOf(model, request),
+      ...ifMatchOf(request),
+    }));
+  return routes;
 }
 
-function send(res: Response, response: StoredResponse, extraHeaders: Record<string, string> = {}): void {
-  for (const [name, value] of Object.entries({ ...response.headers, ...extraHeaders }))
-    res.setHeader(name, value);
-  res.status(response.status).json(response.body);
-}
-
-/** A route parameter (express 5 types them as possibly repeated; these routes never repeat one). */
-function paramOf(req: Request, name: 'model' | 'id'): string {
-  const value = req.params[name];
-  return typeof value === 'string' ? value : '';
-}
-
-function modelOf(req: Request): ModelDefinition {
-  const name = paramOf(req, 'model');
-  const model = findModel(name);
-  if (!model) throw baseError('NotFound', `Unknown model ${name}`);
-  return model;
-}
-
-function idOf(req: Request): number {
-  return recordIdOf(paramOf(req, 'id'), modelOf(req).singular);
-}
+type WriteHandler = (request: RouteRequest<AuthContext>) => WriteRequest;
 
 /**
- * Passes the methods the model answers on this path and refuses the others (OPTIONS and the like
- * included) with a 405 naming them in `Allow`: invoices and shipments are not deleted, inventory is
- * read-only, adjustments are append-only.
+ * A write: an Idempotency-Key's stored response replayed, else the command run (its response stored
+ * with the change when a key was given), then, unless the client prefers not to wait, the answer held
+ * until the read model shows what was written (API.md §5).
  */
-function allowed(path: 'collection' | 'record'): RequestHandler {
-  return (req, _res, next) => {
-    const methods = allowedMethods(modelOf(req), path);
-    if (methods.includes(req.method) || (req.method === 'HEAD' && methods.includes('GET'))) {
-      next();
-      return;
-    }
-    throw baseError('MethodNotAllowed', `${req.method} is not allowed here`, { Allow: methods.join(', ') });
+async function write(
+  deps: ApiRoutesDependencies,
+  model: ModelDefinition,
+  request: RouteRequest<AuthContext>,
+  command: WriteRequest,
+): Promise<Reply> {
+  const { orgId, clientId, scopes } = request.principal;
+  const key = parseIdempotencyKey(request.header('idempotency-key'));
+  const location = `${request.prefix}/v2/${model.name}`;
+  const respond = (outcome: WriteOutcome): StoredResponse => {
+    const headers: Record<string, string> = { ETag: etagOf(outcome.record.version) };
+    if (outcome.created) headers.Location = `${location}/${outcome.record.id}`;
+    return {
+      status: outcome.created ? 201 : 200,
+      headers,
+      body: JSON.stringify(singleEnvelope(outcome.record)),
+    };
   };
+  const idempotent =
+    key === undefined
+      ? undefined
+      : {
+          key,
+          hash: requestHash(request.method, `${model.name}/${request.params.id ?? ''}`, request.body),
+          respond,
+        };
+  if (idempotent) {
+    const replay = await deps.idempotency.find(orgId, idempotent.key, idempotent.hash);
+    if (replay) return { ...replay, headers: { ...replay.headers, 'Idempotent-Replayed': 'true' } };
+  }
+  const outcome = await deps.commands.write(
+    model,
+    { orgId, actor: clientId, requestId: request.id, by: { kind: 'client', scopes } },
+    command,
+    idempotent,
+  );
+  const response = respond(outcome);
+  if (prefersAsync(request.header('prefer'))) {
+    return { ...response, headers: { ...response.headers, 'Preference-Applied': 'respond-async' } };
+  }
+  for (const { streamId, version } of outcome.written) await deps.waiter.waitFor(streamId, version);
+  return response;
+}
+
+function idOf(model: ModelDefinition, request: RouteRequest): number {
+  return recordIdOf(request.params.id, model.singular);
+}
+
+function ifMatchOf(request: RouteRequest): { ifMatch?: number } {
+  const ifMatch = parseIfMatch(request.header('if-match'));
+  return ifMatch === undefined ? {} : { ifMatch };
 }

@@ -1,10 +1,10 @@
 import type { RecordChange } from '@ofp/contracts';
 import { DomainError, isDomainError } from '@ofp/contracts';
-import type { StoredEvent } from '@ofp/event-store';
+import { handleCommand, type EventStore, type StoredEvent } from '@ofp/event-store';
 import { inventory, items } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
-import { decide, type RecordState } from '../commands/record-decider.js';
-import { WrongExpectedVersion, type RecordStore, type RecordStreamChange } from '../commands/record-store.js';
+import { decide, type RecordState } from '../domain/record-decider.js';
+import type { RecordStore } from '../commands/record-store.js';
 import type { UniqueValues } from '../commands/unique-values.js';
 import { STOCK_SOURCES, stockChanges, stockKey, type Stock, type StockKey } from '../domain/inventory.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
@@ -12,14 +12,13 @@ import type { ProcessManager } from './process-manager.js';
 
 /** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
 const STOCK_KEY_FIELD = 'sku_warehouse';
-const MAX_ATTEMPTS = 40;
 
 /**
  * Keeps the inventory records (API.md §6) from the events that move stock: for each event, the
  * change of every (sku, warehouse) it touches is appended to that inventory record (created on first
  * use) at its expected version, all in one transaction with the event's handled mark. A lost race
- * is decided again on the new versions, so concurrent changes are never lost and a redelivered
- * event is never counted twice.
+ * is decided again on the new versions (the command handler), so concurrent changes are never lost
+ * and a redelivered event is never counted twice.
  */
 export class InventoryManager implements ProcessManager {
   readonly name = 'inventory';
@@ -28,6 +27,7 @@ export class InventoryManager implements ProcessManager {
 
   constructor(
     pool: Pool,
+    private readonly store: EventStore,
     private readonly records: RecordStore,
     private readonly unique: UniqueValues,
     private readonly clock: () => Date,
@@ -39,42 +39,38 @@ export class InventoryManager implements ProcessManager {
     const orgId = event.orgId;
     if (orgId === null || (await this.handled.wasHandled(event))) return;
     const changes = [...stockChanges(event.streamType, event.data as RecordChange).values()];
-    for (let attempt = 1; ; attempt++) {
-      const decided = await Promise.all(changes.map((change) => this.decideChange(orgId, change)));
-      const appends: RecordStreamChange[] = decided.map(({ id, state, events }) => ({
-        model: inventory,
-        orgId,
-        id,
-        state,
-        events,
-      }));
-      try {
-        await this.records.append(
-          appends,
-          { actor: 'system', requestId: `${this.name}:${event.eventId}` },
-          async (client) => {
-            for (const { id, state, key } of decided) {
-              if (state.status === 'absent')
-                await this.unique.reserve(
-                  client,
-                  orgId,
-                  inventory.name,
-                  id,
-                  [STOCK_KEY_FIELD],
-                  [{ field: STOCK_KEY_FIELD, value: stockKey(key) }],
-                );
-            }
-            await this.handled.markHandled(client, event);
-          },
-        );
-        return;
-      } catch (error) {
-        if (error instanceof AlreadyHandled) return;
-        // A lost race: another change of the same record, or another first use of the same key.
-        const raced =
-          error instanceof WrongExpectedVersion || (isDomainError(error) && error.kind === 'Conflict');
-        if (!raced || attempt >= MAX_ATTEMPTS) throw error;
-      }
+    try {
+      await handleCommand(
+        this.store,
+        async () => {
+          const decided = await Promise.all(changes.map((change) => this.decideChange(orgId, change)));
+          const metadata = { actor: 'system', requestId: `${this.name}:${event.eventId}` };
+          return {
+            appends: decided.map(({ id, state, events }) =>
+              this.records.appendOf({ model: inventory, orgId, id, state, events }, metadata),
+            ),
+            alsoInTransaction: async (client) => {
+              for (const { id, state, key } of decided) {
+                if (state.status === 'absent')
+                  await this.unique.reserve(
+                    client,
+                    orgId,
+                    inventory.name,
+                    id,
+                    [STOCK_KEY_FIELD],
+                    [{ field: STOCK_KEY_FIELD, value: stockKey(key) }],
+                  );
+              }
+              await this.handled.markHandled(client, event);
+            },
+            outcome: () => undefined,
+          };
+        },
+        // Another first use of the same key took its unique value: decided again, it finds the record.
+        { isRace: (error) => isDomainError(error) && error.kind === 'Conflict' },
+      );
+    } catch (error) {
+      if (!(error instanceof AlreadyHandled)) throw error;
     }
   }
 
@@ -84,7 +80,7 @@ export class InventoryManager implements ProcessManager {
     const existing = await this.unique.lookup(orgId, inventory.name, STOCK_KEY_FIELD, stockKey(key));
     const id = existing ?? (await this.records.nextId());
     const state: RecordState =
-      existing === undefined ? { status: 'absent' } : (await this.records.load(inventory, id)).state;
+      existing === undefined ? { status: 'absent' } : await this.records.load(inventory, id, orgId);
     if (state.status === 'deleted') throw new DomainError('Conflict', { base: ['inventory record deleted'] });
     const current = state.status === 'live' ? state.record : { on_hand: 0, committed: 0, inbound: 0 };
     const fields = {

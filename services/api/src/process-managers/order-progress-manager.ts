@@ -1,15 +1,13 @@
 import type { RecordChange } from '@ofp/contracts';
-import type { StoredEvent } from '@ofp/event-store';
+import { handleCommand, type EventStore, type StoredEvent } from '@ofp/event-store';
 import { orders } from '@ofp/models';
 import type { Pool, PoolClient } from '@ofp/runtime';
-import { decide, type RecordState } from '../commands/record-decider.js';
-import { WrongExpectedVersion, type RecordStore } from '../commands/record-store.js';
+import { decide } from '../domain/record-decider.js';
+import type { RecordStore } from '../commands/record-store.js';
 import { listOf } from '../domain/record-rules.js';
 import { orderProgressStatus } from '../domain/orders.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
 import type { ProcessManager } from './process-manager.js';
-
-const MAX_ATTEMPTS = 40;
 
 /** What one fulfillment order holds for its order and has shipped of it. */
 interface FulfillmentProgress {
@@ -36,6 +34,7 @@ export class OrderProgressManager implements ProcessManager {
 
   constructor(
     private readonly pool: Pool,
+    private readonly store: EventStore,
     private readonly records: RecordStore,
     private readonly clock: () => Date,
   ) {
@@ -53,26 +52,28 @@ export class OrderProgressManager implements ProcessManager {
       ...(movedFrom !== undefined && movedFrom !== orderId ? [{ orderId: movedFrom, entry: undefined }] : []),
       ...(orderId === undefined ? [] : [{ orderId, entry: progressOf(change) }]),
     ];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const decided = await Promise.all(
-          entries.map(({ orderId: id, entry }) => this.decideOrder(orgId, id, change.record.id, entry)),
-        );
-        await this.records.append(
-          decided.map(({ order }) => order),
-          this.metadata(event),
-          async (client) => {
-            for (const { order, progress, version } of decided)
-              await saveProgress(client, orgId, order.id, progress, version);
-            await this.handled.markHandled(client, event);
-          },
-        );
-        return;
-      } catch (error) {
-        if (error instanceof AlreadyHandled) return;
-        const raced = error instanceof WrongExpectedVersion || error instanceof ProgressRaced;
-        if (!raced || attempt >= MAX_ATTEMPTS) throw error;
-      }
+    try {
+      await handleCommand(
+        this.store,
+        async () => {
+          const decided = await Promise.all(
+            entries.map(({ orderId: id, entry }) => this.decideOrder(orgId, id, change.record.id, entry)),
+          );
+          const metadata = { actor: 'system', requestId: `${this.name}:${event.eventId}` };
+          return {
+            appends: decided.map(({ order }) => this.records.appendOf(order, metadata)),
+            alsoInTransaction: async (client) => {
+              for (const { order, progress, version } of decided)
+                await saveProgress(client, orgId, order.id, progress, version);
+              await this.handled.markHandled(client, event);
+            },
+            outcome: () => undefined,
+          };
+        },
+        { isRace: (error) => error instanceof ProgressRaced },
+      );
+    } catch (error) {
+      if (!(error instanceof AlreadyHandled)) throw error;
     }
   }
 
@@ -93,8 +94,7 @@ export class OrderProgressManager implements ProcessManager {
       (sum, each) => ({ quantity: sum.quantity + each.quantity, shipped: sum.shipped + each.shipped }),
       { quantity: 0, shipped: 0 },
     );
-    const loaded = await this.records.load(orders, orderId);
-    const state: RecordState = loaded.orgId === orgId ? loaded.state : { status: 'absent' };
+    const state = await this.records.load(orders, orderId, orgId);
     const status =
       state.status === 'live'
         ? orderProgressStatus(state.record, totals.quantity, totals.shipped)
@@ -108,10 +108,6 @@ export class OrderProgressManager implements ProcessManager {
             state,
           ).events;
     return { order: { model: orders, orgId, id: orderId, state, events }, progress, version: stored.version };
-  }
-
-  private metadata(event: StoredEvent) {
-    return { actor: 'system', requestId: `${this.name}:${event.eventId}` };
   }
 
   private async progressOf(

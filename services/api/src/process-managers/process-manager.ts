@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@ofp/bus';
+import { consumerModule, type Bus } from '@ofp/bus';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger, Module } from '@ofp/runtime';
 
@@ -19,36 +19,25 @@ export interface ProcessManager {
  * handled one after another, in the bus's order, so one stream's events are applied in order.
  */
 export function processManagersModule(bus: Bus, managers: readonly ProcessManager[], logger: Logger): Module {
-  let subscriptions: Subscription[] = [];
-  return {
+  return consumerModule(bus, {
     name: 'process-managers',
-    async start() {
-      subscriptions = await Promise.all(
-        managers.map((manager) =>
-          bus.subscribe({
-            group: `process-manager.${manager.name}`,
-            streamTypes: manager.streamTypes,
-            handle: async (events) => {
-              for (const event of events) {
-                try {
-                  await manager.handle(event);
-                } catch (error) {
-                  logger.warn(
-                    { err: error, manager: manager.name, event: event.eventId },
-                    'process manager failed',
-                  );
-                  throw error;
-                }
-              }
-            },
-          }),
-        ),
-      );
-    },
-    async stop() {
-      await Promise.all(subscriptions.map((subscription) => subscription.stop()));
-      subscriptions = [];
-    },
-    ready: () => subscriptions.length === managers.length,
-  };
+    dependsOn: ['database'],
+    subscriptions: managers.map((manager) => ({
+      group: `process-manager.${manager.name}`,
+      streamTypes: manager.streamTypes,
+      handle: async (events) => {
+        for (const event of events) {
+          try {
+            await manager.handle(event);
+          } catch (error) {
+            logger.warn(
+              { err: error, manager: manager.name, event: event.eventId },
+              'process manager failed',
+            );
+            throw error;
+          }
+        }
+      },
+    })),
+  });
 }

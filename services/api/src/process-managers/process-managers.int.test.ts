@@ -9,7 +9,7 @@ import {
   type ModelDefinition,
 } from '@ofp/models';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
-import { ABSENT, decide, type RecordState } from '../commands/record-decider.js';
+import { ABSENT, decide, type RecordState } from '../domain/record-decider.js';
 import { RecordStore } from '../commands/record-store.js';
 import { UniqueValues } from '../commands/unique-values.js';
 import { migrateApi } from '../module.js';
@@ -31,6 +31,7 @@ describe('process managers', () => {
   let inventoryManager: InventoryManager;
   let orderProgress: OrderProgressManager;
   let nextId = 1000;
+  const TEST_METADATA = { actor: 'test', requestId: 'test' };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -40,8 +41,8 @@ describe('process managers', () => {
     store = new EventStore(db.pool, { outbox: false });
     records = new RecordStore(db.pool, store);
     const unique = new UniqueValues(db.pool);
-    inventoryManager = new InventoryManager(db.pool, records, unique, clock);
-    orderProgress = new OrderProgressManager(db.pool, records, clock);
+    inventoryManager = new InventoryManager(db.pool, store, records, unique, clock);
+    orderProgress = new OrderProgressManager(db.pool, store, records, clock);
   });
 
   afterAll(async () => {
@@ -54,8 +55,7 @@ describe('process managers', () => {
     fields: Record<string, unknown>,
     id = nextId++,
   ): Promise<StoredEvent> {
-    const loaded = await records.load(model, id);
-    const state: RecordState = loaded.state;
+    const state: RecordState = await records.load(model, id, ORG);
     const { events } = decide(
       model,
       state.status === 'absent'
@@ -63,11 +63,7 @@ describe('process managers', () => {
         : { kind: 'update', fields, at: AT, by: system },
       state,
     );
-    await records.append(
-      [{ model, orgId: ORG, id, state, events }],
-      { actor: 'test', requestId: 'test' },
-      async () => {},
-    );
+    await store.appendToStreams([records.appendOf({ model, orgId: ORG, id, state, events }, TEST_METADATA)]);
     return (await store.readStreamHead(`${model.name}-${id}`))!;
   }
 
@@ -76,19 +72,18 @@ describe('process managers', () => {
     const fo = {
       model: fulfillmentOrders,
       id: foId,
-      state: (await records.load(fulfillmentOrders, foId)).state,
+      state: await records.load(fulfillmentOrders, foId, ORG),
     };
     const id = nextId++;
     const fields = { fulfillment_order_id: foId, packages: [{ lines }] };
     const decision = decide(shipments, { kind: 'create', id, fields, at: AT, by: system }, ABSENT, fo);
-    await records.append(
-      [
+    await store.appendToStreams([
+      records.appendOf(
         { model: shipments, orgId: ORG, id, state: ABSENT, events: decision.events },
-        { ...fo, orgId: ORG, events: decision.related!.events },
-      ],
-      { actor: 'test', requestId: 'test' },
-      async () => {},
-    );
+        TEST_METADATA,
+      ),
+      records.appendOf({ ...fo, orgId: ORG, events: decision.related!.events }, TEST_METADATA),
+    ]);
     return (await store.readStreamHead(`${fulfillmentOrders.name}-${foId}`))!;
   }
 

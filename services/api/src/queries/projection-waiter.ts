@@ -1,8 +1,6 @@
 import pg from 'pg';
+import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
 import type { Logger, Pool } from '@ofp/runtime';
-
-/** NOTIFY channel the projector raises after each committed batch. */
-export const PROJECTION_CHANNEL = 'read_progress';
 
 interface Waiter {
   streamId: string;
@@ -85,11 +83,7 @@ export class ProjectionWaiter {
       do {
         this.recheck = false;
         const pending = [...this.waiters];
-        const { rows } = await this.pool.query<{ stream_id: string; version: number }>(
-          'SELECT stream_id, version FROM read.stream_versions WHERE stream_id = ANY($1::text[])',
-          [[...new Set(pending.map((w) => w.streamId))]],
-        );
-        const projected = new Map(rows.map((r) => [r.stream_id, r.version]));
+        const projected = await projectedVersions(this.pool, [...new Set(pending.map((w) => w.streamId))]);
         for (const waiter of pending) {
           if ((projected.get(waiter.streamId) ?? 0) >= waiter.version) this.settle(waiter, true);
         }

@@ -1,11 +1,10 @@
-import { Router, type IRouter, type Request } from 'express';
 import { z } from 'zod';
 import { SCOPES, type Clock } from '@ofp/auth-tokens';
 import { baseError, DomainError, singleEnvelope, type FieldErrors } from '@ofp/contracts';
-import type { Pool } from '@ofp/runtime';
+import { jsonReply, type Pool, type Route } from '@ofp/runtime';
 import type { SigningKeys } from '../signing-keys.js';
 import { createClient, createOrganization, organizationExists } from '../tenants.js';
-import { requireAdminToken } from './admin-token.js';
+import { adminAccess } from './admin-token.js';
 
 export interface AdminRoutesDeps {
   pool: Pool;
@@ -68,47 +67,72 @@ function columnErrors(error: z.ZodError): FieldErrors {
   return errors;
 }
 
-function parseBody<T>(schema: z.ZodType<T>, req: Request): T {
-  // API.md §1: writes are application/json; the runtime's JSON parser leaves other bodies unread.
-  if (!req.is('application/json')) {
-    throw baseError('UnsupportedMediaType', 'The request body must be application/json');
-  }
-  const parsed = schema.safeParse(req.body);
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
   if (!parsed.success) throw new DomainError('Unprocessable', columnErrors(parsed.error));
   return parsed.data;
 }
 
 /** The administration API of API.md §10, guarded by the deployment's admin token. */
-export function mountAdminRoutes(app: IRouter, deps: AdminRoutesDeps): void {
-  const router = Router();
-  router.use(requireAdminToken(deps.adminToken));
-
-  router.post('/organizations', async (req, res) => {
-    const input = parseBody(organizationInput, req);
-    const organization = await createOrganization(deps.pool, deps.clock, input.name);
-    res.status(201).json(singleEnvelope(organization));
+export function adminRoutes(deps: AdminRoutesDeps): Route[] {
+  const access = adminAccess(deps.adminToken);
+  const admin = (route: Omit<Route<undefined>, 'access' | 'tag'>): Route<undefined> => ({
+    ...route,
+    access,
+    tag: 'Administration',
   });
-
-  router.post('/organizations/:id/clients', async (req, res) => {
-    const id = /^[1-9]\d{0,15}$/.test(req.params.id) ? Number(req.params.id) : undefined;
-    if (id === undefined || !(await organizationExists(deps.pool, id))) {
-      throw baseError('NotFound', `Organization ${req.params.id} not found`);
-    }
-    const input = parseBody(clientInput, req);
-    const client = await createClient(deps.pool, deps.clock, {
-      organizationId: id,
-      name: input.name,
-      redirectUri: input.redirect_uri,
-      scopes: input.scopes,
-    });
-    // The secret is shown this once; nothing on the way may keep a copy.
-    res.status(201).set('Cache-Control', 'no-store').json(singleEnvelope(client));
-  });
-
-  router.post('/signing_keys/rotate', async (_req, res) => {
-    const rotated = await deps.keys.rotate();
-    res.status(201).json(singleEnvelope({ kid: rotated.kid, retired_kid: rotated.retiredKid ?? null }));
-  });
-
-  app.use('/admin', router);
+  return [
+    admin({
+      method: 'POST',
+      path: '/admin/organizations',
+      operationId: 'admin.createOrganization',
+      summary: 'Create an organization',
+      body: 'json',
+      request: organizationInput,
+      responses: { 201: { description: 'The organization' } },
+      errors: [415, 422],
+      handle: async (request) => {
+        const input = parseBody(organizationInput, request.body);
+        const organization = await createOrganization(deps.pool, deps.clock, input.name);
+        return jsonReply(201, singleEnvelope(organization));
+      },
+    }),
+    admin({
+      method: 'POST',
+      path: '/admin/organizations/{id}/clients',
+      operationId: 'admin.createClient',
+      summary: 'Register a client of an organization (its secret is shown this once)',
+      body: 'json',
+      request: clientInput,
+      responses: { 201: { description: 'The client with its secret' } },
+      errors: [404, 415, 422],
+      handle: async (request) => {
+        const given = request.params.id ?? '';
+        const id = /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+        if (id === undefined || !(await organizationExists(deps.pool, id))) {
+          throw baseError('NotFound', `Organization ${given} not found`);
+        }
+        const input = parseBody(clientInput, request.body);
+        const client = await createClient(deps.pool, deps.clock, {
+          organizationId: id,
+          name: input.name,
+          redirectUri: input.redirect_uri,
+          scopes: input.scopes,
+        });
+        // The secret is shown this once; nothing on the way may keep a copy.
+        return jsonReply(201, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    }),
+    admin({
+      method: 'POST',
+      path: '/admin/signing_keys/rotate',
+      operationId: 'admin.rotateSigningKey',
+      summary: 'Rotate the token signing key (live tokens stay valid)',
+      responses: { 201: { description: 'The new key id and the retired one' } },
+      handle: async () => {
+        const rotated = await deps.keys.rotate();
+        return jsonReply(201, singleEnvelope({ kid: rotated.kid, retired_kid: rotated.retiredKid ?? null }));
+      },
+    }),
+  ];
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
 import type { Clock, Scope } from '@ofp/auth-tokens';
-import type { Pool } from '@ofp/runtime';
+import type { Pool, Reply } from '@ofp/runtime';
 import { digestSecret, newSecret } from '../secrets.js';
 import { OAuthError } from './errors.js';
 import { singleValued } from './form.js';
@@ -32,9 +31,9 @@ class RedirectableError extends Error {
  * (RFC 7636). There is no end-user login: the client's organization grants access, so a valid request
  * is answered at once with a code on the registered redirect URI.
  */
-export function authorizeEndpoint(deps: AuthorizeEndpointDeps): RequestHandler {
-  return async (req, res) => {
-    const query = new URL(req.originalUrl, 'http://request.invalid').searchParams;
+export function authorizeEndpoint(deps: AuthorizeEndpointDeps): (url: string) => Promise<Reply> {
+  return async (url) => {
+    const query = new URL(url, 'http://request.invalid').searchParams;
     const values = (name: string) => query.getAll(name).filter((v) => v !== '');
 
     // RFC 6749 §4.1.2.1: with a missing or unknown client, or a redirect URI other than the registered
@@ -64,7 +63,7 @@ export function authorizeEndpoint(deps: AuthorizeEndpointDeps): RequestHandler {
       target.searchParams.set('error', error.code);
       target.searchParams.set('error_description', error.description);
     }
-    res.set('Cache-Control', 'no-store').redirect(302, target.href);
+    return { status: 302, headers: { 'Cache-Control': 'no-store', Location: target.href } };
   };
 }
 

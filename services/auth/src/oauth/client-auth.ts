@@ -1,9 +1,8 @@
-import type { RequestHandler } from 'express';
-import type { Pool } from '@ofp/runtime';
-import type { Scope } from '@ofp/auth-tokens';
+import { admitRequest, type Scope, type TokenBucketLimiter } from '@ofp/auth-tokens';
+import type { Access, Pool } from '@ofp/runtime';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';
-import { formOf, type OAuthParams } from './form.js';
+import { parseForm, type OAuthParams } from './form.js';
 
 /** A registered client, as the OAuth endpoints need it. */
 export interface Client {
@@ -11,13 +10,6 @@ export interface Client {
   organizationId: number;
   redirectUri: string;
   scopes: Scope[];
-}
-
-declare module 'express-serve-static-core' {
-  interface Locals {
-    /** The client that authenticated the request ({@link authenticateClient}). */
-    client?: Client;
-  }
 }
 
 /** Credentials a client presented, and how (RFC 6749 §2.3.1). */
@@ -107,19 +99,37 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
   };
 }
 
-/** Authenticates the client of a form request (after `parseForm`) into `res.locals.client`. */
-export function authenticateClient(pool: Pool): RequestHandler {
-  return async (req, res, next) => {
-    res.locals.client = await verifyClient(
-      pool,
-      presentedCredentials(req.get('authorization'), formOf(res.locals)),
-    );
-    next();
+/** A client-authenticated OAuth request: its client and its form's parameters. */
+export interface ClientRequest {
+  readonly client: Client;
+  readonly form: OAuthParams;
+}
+
+/**
+ * The access of the client-authenticated OAuth endpoints (token, revoke, introspect): the form parsed,
+ * the client authenticated (RFC 6749 §2.3.1), then a token taken from the authenticated client's
+ * rate-limit bucket (keyed by a client_id before authentication, anyone could drain another client's).
+ */
+export function clientAccess(pool: Pool, limiter: TokenBucketLimiter): Access<ClientRequest> {
+  return {
+    kind: 'client',
+    async authenticate(request) {
+      const form = parseForm(single(request.headers['content-type']), request.body);
+      const client = await verifyClient(
+        pool,
+        presentedCredentials(single(request.headers.authorization), form),
+      );
+      return {
+        principal: { client, form },
+        scopes: client.scopes,
+        headers: admitRequest(limiter, `client:${client.id}`),
+        organization: client.organizationId,
+        client: client.id,
+      };
+    },
   };
 }
 
-/** The authenticated client of a request behind {@link authenticateClient}. */
-export function clientOf(locals: { client?: Client }): Client {
-  if (locals.client === undefined) throw new Error('authenticateClient must run before this handler');
-  return locals.client;
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

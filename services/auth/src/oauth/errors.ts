@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler } from 'express';
+import { jsonReply, type Reply } from '@ofp/runtime';
 
 /** The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1. */
 export type OAuthErrorCode =
@@ -24,15 +24,13 @@ export class OAuthError extends Error {
   }
 }
 
-/** Renders {@link OAuthError}s of the OAuth endpoints; anything else goes on to the envelope handler. */
-export const oauthErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
-  if (!(error instanceof OAuthError)) {
-    next(error);
-    return;
-  }
+/** Renders an {@link OAuthError} (RFC 6749 §5.2); anything else is left to the envelope. */
+export function oauthErrorReply(error: unknown): Reply | undefined {
+  if (!(error instanceof OAuthError)) return undefined;
   // RFC 6749 §5.1-5.2: token endpoint responses must not be cached.
-  res
-    .status(error.status)
-    .set({ ...error.headers, 'Cache-Control': 'no-store', Pragma: 'no-cache' })
-    .json({ error: error.code, error_description: error.description });
-};
+  return jsonReply(
+    error.status,
+    { error: error.code, error_description: error.description },
+    { ...error.headers, 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+  );
+}

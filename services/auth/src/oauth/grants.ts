@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Revocation, Scope } from '@ofp/auth-tokens';
 import type { PoolClient } from '@ofp/runtime';
-import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from '../access-tokens.js';
+import { signAccessToken } from '../access-tokens.js';
+import { ACCESS_TOKEN_TTL_SECONDS } from '../token-lifetime.js';
 import { digestSecret, newSecret } from '../secrets.js';
 import type { SigningKeys } from '../signing-keys.js';
 import type { RefreshTokenState } from './refresh-decision.js';

@@ -1,10 +1,9 @@
-import type { RequestHandler } from 'express';
 import { epochSeconds, type Clock, type TokenVerifier } from '@ofp/auth-tokens';
-import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
 import { digestSecret } from '../secrets.js';
-import { clientOf, type Client } from './client-auth.js';
+import type { ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';
-import { formOf } from './form.js';
+import type { OAuthParams } from './form.js';
 import type { Grants } from './grants.js';
 
 export interface TokenStatusDeps {
@@ -88,8 +87,8 @@ async function resolve(deps: TokenStatusDeps, tx: PoolClient, token: string): Pr
   }
 }
 
-function tokenParameter(locals: Parameters<typeof formOf>[0]): string {
-  const token = formOf(locals).get('token');
+function tokenParameter(form: OAuthParams): string {
+  const token = form.get('token');
   if (token === undefined) throw new OAuthError('invalid_request', 'The token parameter is required');
   return token;
 }
@@ -99,10 +98,9 @@ function tokenParameter(locals: Parameters<typeof formOf>[0]): string {
  * (API.md §7; §2.1 allows both directions). An unknown or expired token is answered with 200 as well
  * (§2.2), a token of another client is refused (§2.1).
  */
-export function revokeEndpoint(deps: TokenStatusDeps): RequestHandler {
-  return async (_req, res) => {
-    const token = tokenParameter(res.locals);
-    const client: Client = clientOf(res.locals);
+export function revokeEndpoint(deps: TokenStatusDeps): (request: ClientRequest) => Promise<Reply> {
+  return async ({ form, client }) => {
+    const token = tokenParameter(form);
     await inTransaction(deps.pool, async (tx) => {
       const resolved = await resolve(deps, tx, token);
       if (resolved.kind === 'unknown') return;
@@ -112,7 +110,7 @@ export function revokeEndpoint(deps: TokenStatusDeps): RequestHandler {
       await deps.grants.lock(tx, resolved.grantId);
       await deps.grants.revoke(tx, resolved.grantId);
     });
-    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).status(200).end();
+    return { status: 200, headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' } };
   };
 }
 
@@ -120,10 +118,9 @@ export function revokeEndpoint(deps: TokenStatusDeps): RequestHandler {
  * `POST /oauth/introspect` (RFC 7662). A client may introspect only its own tokens; anything else is
  * reported inactive, so that the endpoint tells nothing about other clients' tokens (§4).
  */
-export function introspectEndpoint(deps: TokenStatusDeps): RequestHandler {
-  return async (_req, res) => {
-    const token = tokenParameter(res.locals);
-    const client = clientOf(res.locals);
+export function introspectEndpoint(deps: TokenStatusDeps): (request: ClientRequest) => Promise<Reply> {
+  return async ({ form, client }) => {
+    const token = tokenParameter(form);
     const body = await inTransaction(deps.pool, async (tx) => {
       const resolved = await resolve(deps, tx, token);
       if (resolved.kind === 'unknown' || resolved.clientId !== client.id) return { active: false };
@@ -145,6 +142,6 @@ export function introspectEndpoint(deps: TokenStatusDeps): RequestHandler {
         ? { active: true, ...common, token_type: 'bearer', jti: resolved.tokenId }
         : { active: false };
     });
-    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(body);
+    return jsonReply(200, body, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
   };
 }

@@ -1,10 +1,9 @@
-import type { RequestHandler } from 'express';
 import type { Clock, Scope } from '@ofp/auth-tokens';
-import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
 import { digestSecret } from '../secrets.js';
-import { clientOf, type Client } from './client-auth.js';
+import type { Client, ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';
-import { formOf, type OAuthParams } from './form.js';
+import type { OAuthParams } from './form.js';
 import type { Grants, TokenResponse } from './grants.js';
 import { verifierMatches } from './pkce.js';
 import { decideRefresh } from './refresh-decision.js';
@@ -27,10 +26,8 @@ type Outcome = TokenResponse | OAuthError;
  * the `authorization_code` (§4.1.3, RFC 7636 §4.6), `refresh_token` (§6) and `client_credentials`
  * (§4.4) grants. Every client may use all three (API.md §7).
  */
-export function tokenEndpoint(deps: TokenEndpointDeps): RequestHandler {
-  return async (_req, res) => {
-    const form = formOf(res.locals);
-    const client = clientOf(res.locals);
+export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest) => Promise<Reply> {
+  return async ({ form, client }) => {
     const grantType = form.get('grant_type');
     let outcome: Outcome;
     switch (grantType) {
@@ -53,7 +50,7 @@ export function tokenEndpoint(deps: TokenEndpointDeps): RequestHandler {
     }
     if (outcome instanceof OAuthError) throw outcome;
     // RFC 6749 §5.1: responses with tokens must not be cached.
-    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(outcome);
+    return jsonReply(200, outcome, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
   };
 }
 

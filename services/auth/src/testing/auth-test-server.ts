@@ -1,10 +1,16 @@
-import type { Server } from 'node:http';
-import express, { type IRouter } from 'express';
+import type { RequestListener, Server } from 'node:http';
 import type { TokenBucketConfig } from '@ofp/auth-tokens';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
-import { closeServer, createHttpApp, createMetricsRegistry, listen, type Pool } from '@ofp/runtime';
+import {
+  closeServer,
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  type Pool,
+  type Route,
+} from '@ofp/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
-import { createAuthModule, migrateAuth, type AuthModule } from '../module.js';
+import { createAuthService, migrateAuth, type AuthService } from '../module.js';
 import type { RegisteredClient } from '../tenants.js';
 
 /** A clock that tests move by hand. */
@@ -32,7 +38,7 @@ export interface AuthTestServer {
   databaseUrl: string;
   store: EventStore;
   clock: TestClock;
-  auth: AuthModule;
+  auth: AuthService;
   /** Registers an organization and a client through the admin API. */
   registerClient(client?: { scopes?: string[]; redirectUri?: string }): Promise<RegisteredClient>;
   /** POSTs a form to the server, as an OAuth client does. */
@@ -43,30 +49,28 @@ export interface AuthTestServer {
 export const TEST_REDIRECT_URI = 'http://127.0.0.1:9/callback';
 
 /**
- * The auth service on a database of its own, listening on a free loopback port. `routes` mounts more
- * routes on the same app (a resource server guarded by the verifier, say), after the auth routes.
+ * The auth service on a database of its own, listening on a free loopback port. `routes` adds routes
+ * to the same app (a resource server guarded by the verifier, say).
  */
 export async function startAuthTestServer(
-  options: { rateLimit?: TokenBucketConfig; routes?: (router: IRouter, server: AuthTestServer) => void } = {},
+  options: { rateLimit?: TokenBucketConfig; routes?: (server: AuthTestServer) => Route[] } = {},
 ): Promise<AuthTestServer> {
   const logger = testLogger('auth-test');
   const database: TestDatabase = await createTestDatabase();
   await migrateAuth(database.pool, logger);
   await migrateEventStore(database.pool, logger);
   const store = new EventStore(database.pool, { outbox: false });
-  // The issuer is the listening URL, known only once listening: routes mount on this router afterwards.
-  const router = express.Router();
-  const app = createHttpApp({
-    logger,
-    metrics: createMetricsRegistry('auth-test'),
-    ready: () => true,
-    routes: (root) => root.use(router),
-  });
-  const listening: { server: Server; port: number } = await listen(app, 0, '127.0.0.1');
+  // The issuer is the listening URL, known only once listening: the app is made afterwards.
+  let app: RequestListener = (_req, res) => void res.writeHead(503).end();
+  const listening: { server: Server; port: number } = await listen(
+    (req, res) => app(req, res),
+    0,
+    '127.0.0.1',
+  );
   const url = `http://127.0.0.1:${listening.port}`;
   const clock = testClock();
   const adminToken = 'test-admin-token-0123456789';
-  const auth = createAuthModule({
+  const auth = createAuthService({
     pool: database.pool,
     store,
     logger,
@@ -78,8 +82,7 @@ export async function startAuthTestServer(
       refreshTokenTtlSeconds: 30 * 24 * 3600,
     },
   });
-  auth.routes(router);
-  await auth.start();
+  for (const module of auth.modules) await module.start();
 
   const server: AuthTestServer = {
     url,
@@ -119,11 +122,16 @@ export async function startAuthTestServer(
       });
     },
     async close() {
-      await auth.stop();
+      for (const module of auth.modules) await module.stop();
       await closeServer(listening.server);
       await database.drop();
     },
   };
-  options.routes?.(router, server);
+  app = createHttpApp({
+    logger,
+    metrics: createMetricsRegistry('auth-test'),
+    ready: () => true,
+    routes: [...auth.routes, ...auth.adminRoutes, ...(options.routes?.(server) ?? [])],
+  });
   return server;
 }

@@ -1,4 +1,4 @@
-import type { WEBHOOK_ATTEMPT_ERROR_KINDS } from '@ofp/models';
+import type { WEBHOOK_ATTEMPT_ERROR_KINDS } from '../models.js';
 
 /** Why an attempt failed (the registry's `attempt_log.error_kind` values). */
 export type AttemptErrorKind = (typeof WEBHOOK_ATTEMPT_ERROR_KINDS)[number];

@@ -264,7 +264,7 @@ describe('webhook deliveries', () => {
   });
 
   it('counts attempts by outcome, and the queue depth, in its metrics', async () => {
-    const text = await harness.module.metrics.metrics();
+    const text = await harness.dispatcher.metrics.metrics();
     expect(text).toMatch(/webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/);
     expect(text).toMatch(/webhook_delivery_attempt_duration_seconds_count\{outcome="succeeded"\} [1-9]/);
     expect(text).toMatch(/webhook_delivery_queue_depth\{status="pending"\} \d+/);

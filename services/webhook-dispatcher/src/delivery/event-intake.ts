@@ -1,6 +1,7 @@
 import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import { MODELS, webhooks } from '@ofp/models';
+import { MODELS } from '@ofp/models';
+import { webhooks } from '../models.js';
 import type { Pool } from '@ofp/runtime';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
 import { deliveryBody, deliveryEventOf } from './payload.js';

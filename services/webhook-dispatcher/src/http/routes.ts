@@ -1,20 +1,25 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { authOf, requireScope } from '@ofp/auth-tokens';
+import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
 import { baseError, fieldError, searchEnvelope, singleEnvelope, type RecordJson } from '@ofp/contracts';
-import { parseQuery, searchRecords, webhookDeliveries, webhooks, type ModelDefinition } from '@ofp/models';
+import { parseQuery, searchRecords, type ModelDefinition } from '@ofp/models';
 import {
-  jsonBodyOf,
+  etagOf,
+  jsonReply,
   parseIdempotencyKey,
   parseIfMatch,
   prefersAsync,
   recordIdOf,
   requestHash,
+  type HttpMethod,
   type IdempotencyStore,
   type Pool,
+  type Reply,
+  type Route,
+  type RouteRequest,
 } from '@ofp/runtime';
+import { webhookDeliveries, webhooks } from '../models.js';
 import { TABLES } from '../schema.js';
-import type { Actor, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
+import type { Requester, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
 import { webhookBody } from './webhook-body.js';
 
@@ -22,212 +27,264 @@ export interface WebhookRoutesDependencies {
   readonly pool: Pool;
   readonly commands: WebhookCommands;
   readonly idempotency: IdempotencyStore;
-  /** Verifies the bearer token (and applies the client's rate limit). */
-  readonly authenticate: readonly RequestHandler[];
+  /** Bearer verification and the client's rate limit. */
+  readonly gate: BearerGate;
 }
 
+type WebhookRoute = Route<AuthContext>;
+type Request = RouteRequest<AuthContext>;
+
 /**
- * `/webhooks*` and `/webhook_deliveries*` (API.md §8), for mounting under `/v2` and `/api/v2` ahead of
- * the api's routes. Only these paths authenticate here; every other path falls through untouched.
+ * The dispatcher's part of the route table: `/v2/webhooks*` and `/v2/webhook_deliveries*` (API.md
+ * §8). Reads need `read`, writes the webhooks' write scope. Every write takes `Idempotency-Key`, and
+ * answers once its change is durably recorded and visible to reads: what `Prefer: respond-async` asks
+ * for (API.md §5) is what every write here does.
  */
-export function webhookRoutes(deps: WebhookRoutesDependencies): Router {
-  const router = Router();
-  router.use(['/webhooks', '/webhook_deliveries'], ...deps.authenticate);
-  // A webhook write answers once it is durably recorded, and is visible to reads at once: what
-  // `Prefer: respond-async` asks for (API.md §5) is what every write here does.
-  router.use(['/webhooks', '/webhook_deliveries'], (req, res, next) => {
-    if (req.method !== 'GET' && prefersAsync(req.get('prefer')))
-      res.setHeader('Preference-Applied', 'respond-async');
-    next();
-  });
-  router.use(['/webhooks', '/webhook_deliveries'], idempotent(deps.idempotency));
-  const read = requireScope('read');
-  const write = requireScope(webhooks.writeScope);
-
-  router
-    .route('/webhooks')
-    .get(read, search(webhooks, toApiRecord))
-    .post(write, async (req, res) => {
-      const created = await deps.commands.create(actorOf(req), webhookBody(jsonBodyOf(req), 'create'));
-      sendWithSecret(req, res, created, 201);
-    })
-    .all(methodNotAllowed('GET, POST'));
-
-  router
-    .route('/webhooks/:id')
-    .get(read, async (req, res) => {
-      const record = await deps.commands.get(authOf(req).orgId, idOf(req));
-      if (!record) throw baseError('NotFound', `${webhooks.singular} ${String(req.params.id)} not found`);
-      sendRecord(res, record);
-    })
-    .post(write, async (req, res) => {
-      const body = webhookBody(jsonBodyOf(req), 'create');
-      sendWithSecret(req, res, await deps.commands.create(actorOf(req), body, idOf(req)), 201);
-    })
-    .put(write, update)
-    .patch(write, update)
-    .delete(write, async (req, res) => {
-      sendRecord(res, await deps.commands.delete(actorOf(req), idOf(req), ifMatchOf(req)));
-    })
-    .all(methodNotAllowed('GET, POST, PUT, PATCH, DELETE'));
-
-  router
-    .route('/webhooks/:id/rotate_secret')
-    .post(write, async (req, res) => {
-      sendWithSecret(req, res, await deps.commands.rotateSecret(authOf(req).orgId, idOf(req)), 200);
-    })
-    .all(methodNotAllowed('POST'));
-
-  router
-    .route('/webhooks/:id/test')
-    .post(write, async (req, res) => {
-      const { orgId } = authOf(req);
-      const deliveryId = await deps.commands.sendTest(orgId, idOf(req));
-      res.setHeader('Location', `${req.baseUrl}/${webhookDeliveries.name}/${deliveryId}`);
-      sendRecord(res, await delivery(orgId, deliveryId), 201);
-    })
-    .all(methodNotAllowed('POST'));
-
-  router
-    .route('/webhooks/:id/recover')
-    .post(write, async (req, res) => {
-      const id = idOf(req);
-      const since = sinceOf(jsonBodyOf(req));
-      const recovered = await deps.commands.recover(authOf(req).orgId, id, since);
-      res.json(singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
-    })
-    .all(methodNotAllowed('POST'));
-
-  router
-    .route('/webhook_deliveries')
-    .get(
-      read,
-      search(webhookDeliveries, (record) => record as RecordJson),
-    )
-    .all(methodNotAllowed('GET'));
-
-  router
-    .route('/webhook_deliveries/:id')
-    .get(read, async (req, res) => {
-      sendRecord(res, await delivery(authOf(req).orgId, idOf(req)));
-    })
-    .all(methodNotAllowed('GET'));
-
-  router
-    .route('/webhook_deliveries/:id/retry')
-    .post(write, async (req, res) => {
-      const { orgId } = authOf(req);
-      const id = idOf(req);
-      await deps.commands.retryDelivery(orgId, id);
-      sendRecord(res, await delivery(orgId, id));
-    })
-    .all(methodNotAllowed('POST'));
-
-  async function update(req: Request, res: Response): Promise<void> {
-    const body = webhookBody(jsonBodyOf(req), 'update');
-    sendRecord(res, await deps.commands.update(actorOf(req), idOf(req), body, ifMatchOf(req)));
-  }
-
-  async function delivery(orgId: number, id: number): Promise<RecordJson> {
-    const record = await deps.commands.delivery(orgId, id);
-    if (!record) throw baseError('NotFound', `${webhookDeliveries.singular} ${id} not found`);
-    return record;
-  }
-
-  function search(
+export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
+  const read = deps.gate.access(['read']);
+  const write = deps.gate.access([webhooks.writeScope]);
+  const collection = `/v2/${webhooks.name}`;
+  const webhook = `${collection}/{id}`;
+  const deliveries = `/v2/${webhookDeliveries.name}`;
+  const route = (
+    method: HttpMethod,
+    path: string,
+    operationId: string,
+    summary: string,
     model: ModelDefinition,
-    toApi: (stored: Record<string, unknown>) => RecordJson,
-  ): RequestHandler {
-    return async (req, res) => {
-      const q = req.query.q;
-      if (q !== undefined && typeof q !== 'string') throw baseError('Invalid', 'q must be given once');
-      const query = parseQuery(model, q);
-      const page = await searchRecords(deps.pool, model, authOf(req).orgId, query, TABLES);
-      res.json(searchEnvelope(page.results.map(toApi), page.total_results, query.offset));
+    handle: (request: Request) => Promise<Reply>,
+    more: Partial<WebhookRoute> = {},
+  ): WebhookRoute => {
+    const writes = method !== 'GET';
+    return {
+      method,
+      path,
+      operationId,
+      summary,
+      tag: model.name,
+      model: model.name,
+      access: writes ? write : read,
+      ...(writes ? { headers: ['Idempotency-Key', 'Prefer'] as const } : {}),
+      responses: { [writes && method === 'POST' ? 201 : 200]: { description: summary } },
+      errors: writes ? [404, 409, 412, 415, 422] : [404],
+      handle: writes ? (request) => idempotent(deps.idempotency, request, () => handle(request)) : handle,
+      ...more,
     };
-  }
+  };
+  const update = async (request: Request): Promise<Reply> => {
+    const ifMatch = parseIfMatch(request.header('if-match'));
+    const body = webhookBody(request.body, 'update');
+    return recordReply(await deps.commands.update(requesterOf(request), idOf(request), body, ifMatch));
+  };
+  const delivery = async (orgId: number, id: number): Promise<RecordJson> => {
+    const found = await deps.commands.delivery(orgId, id);
+    if (!found) throw baseError('NotFound', `${webhookDeliveries.singular} ${id} not found`);
+    return found;
+  };
+  const search =
+    (model: ModelDefinition, toApi: (stored: Record<string, unknown>) => RecordJson) =>
+    async (request: Request): Promise<Reply> => {
+      const query = parseQuery(model, request.query.q);
+      const page = await searchRecords(deps.pool, model, request.principal.orgId, query, TABLES);
+      return jsonReply(200, searchEnvelope(page.results.map(toApi), page.total_results, query.offset));
+    };
+  const withSecret = (request: Request, created: WebhookWithSecret, status: 200 | 201): Reply => {
+    const reply = recordReply({ ...created.record, secret: created.secret }, status);
+    if (status !== 201) return reply;
+    return {
+      ...reply,
+      headers: { ...reply.headers, Location: `${request.prefix}${collection}/${created.record.id}` },
+    };
+  };
 
-  return router;
+  return [
+    route('GET', collection, 'webhooks.search', 'Search webhooks', webhooks, search(webhooks, toApiRecord), {
+      query: { names: ['q'] },
+    }),
+    route(
+      'POST',
+      collection,
+      'webhooks.create',
+      'Create a webhook (its secret is shown this once)',
+      webhooks,
+      async (request) =>
+        withSecret(
+          request,
+          await deps.commands.create(requesterOf(request), webhookBody(request.body, 'create')),
+          201,
+        ),
+      { body: 'json' },
+    ),
+    route('GET', webhook, 'webhooks.get', 'Get one webhook', webhooks, async (request) => {
+      const found = await deps.commands.get(request.principal.orgId, idOf(request));
+      if (!found) throw baseError('NotFound', `${webhooks.singular} ${request.params.id} not found`);
+      return recordReply(found);
+    }),
+    route(
+      'POST',
+      webhook,
+      'webhooks.createAt',
+      'Create a webhook at a chosen id',
+      webhooks,
+      async (request) =>
+        withSecret(
+          request,
+          await deps.commands.create(
+            requesterOf(request),
+            webhookBody(request.body, 'create'),
+            idOf(request),
+          ),
+          201,
+        ),
+      { body: 'json' },
+    ),
+    route('PUT', webhook, 'webhooks.update', 'Update a webhook', webhooks, update, { body: 'json' }),
+    route('PATCH', webhook, 'webhooks.patch', 'Update a webhook (same as PUT)', webhooks, update, {
+      body: 'json',
+    }),
+    route('DELETE', webhook, 'webhooks.delete', 'Delete a webhook', webhooks, async (request) =>
+      recordReply(
+        await deps.commands.delete(
+          requesterOf(request),
+          idOf(request),
+          parseIfMatch(request.header('if-match')),
+        ),
+      ),
+    ),
+    route(
+      'POST',
+      `${webhook}/rotate_secret`,
+      'webhooks.rotateSecret',
+      'Rotate the signing secret (both sign for 24 hours)',
+      webhooks,
+      async (request) =>
+        withSecret(request, await deps.commands.rotateSecret(request.principal.orgId, idOf(request)), 200),
+      { responses: { 200: { description: 'The webhook with its new secret' } } },
+    ),
+    route(
+      'POST',
+      `${webhook}/test`,
+      'webhooks.test',
+      'Send a webhook.test event to this endpoint',
+      webhooks,
+      async (request) => {
+        const { orgId } = request.principal;
+        const id = await deps.commands.sendTest(orgId, idOf(request));
+        const reply = recordReply(await delivery(orgId, id), 201);
+        return { ...reply, headers: { ...reply.headers, Location: `${request.prefix}${deliveries}/${id}` } };
+      },
+    ),
+    route(
+      'POST',
+      `${webhook}/recover`,
+      'webhooks.recover',
+      'Send every given-up delivery since a moment again (at most 14 days back)',
+      webhooks,
+      async (request) => {
+        const id = idOf(request);
+        const since = sinceOf(request.body);
+        const recovered = await deps.commands.recover(request.principal.orgId, id, since);
+        return jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
+      },
+      {
+        body: 'json',
+        request: RECOVER_BODY,
+        responses: { 200: { description: 'How many were queued again' } },
+      },
+    ),
+    route(
+      'GET',
+      deliveries,
+      'webhook_deliveries.search',
+      'Search webhook deliveries',
+      webhookDeliveries,
+      search(webhookDeliveries, (stored) => stored as RecordJson),
+      { query: { names: ['q'] } },
+    ),
+    route(
+      'GET',
+      `${deliveries}/{id}`,
+      'webhook_deliveries.get',
+      'Get one webhook delivery',
+      webhookDeliveries,
+      async (request) => recordReply(await delivery(request.principal.orgId, idOf(request))),
+    ),
+    route(
+      'POST',
+      `${deliveries}/{id}/retry`,
+      'webhook_deliveries.retry',
+      'Send a finished delivery again',
+      webhookDeliveries,
+      async (request) => {
+        const { orgId } = request.principal;
+        const id = idOf(request);
+        await deps.commands.retryDelivery(orgId, id);
+        return recordReply(await delivery(orgId, id));
+      },
+      { responses: { 200: { description: 'The delivery, queued again' } } },
+    ),
+  ];
 }
 
 /** The headers of a write's response that its replays carry too. */
-const REPLAYED_HEADERS = ['etag', 'location', 'preference-applied'];
+const REPLAYED_HEADERS = ['ETag', 'Location', 'Preference-Applied'];
 
 /**
- * `Idempotency-Key` on every write (API.md §5): the key is held while the request runs (a second
- * request with it meanwhile is a 409), and a successful response is stored and replayed for 24 h with
- * `Idempotent-Replayed: true`; a failed request frees the key. The same key with another method, path
- * or body is a 422.
+ * `Idempotency-Key` on a write (API.md §5): the key is held while the request runs (a second request
+ * with it meanwhile is a 409), and a successful response is stored and replayed for 24 h, byte for
+ * byte, with `Idempotent-Replayed: true`; a failed request frees the key. The same key with another
+ * method, path or body is a 422.
  */
-function idempotent(store: IdempotencyStore): RequestHandler {
-  return async (req, res, next) => {
-    const key =
-      req.method === 'GET' || req.method === 'HEAD'
-        ? undefined
-        : parseIdempotencyKey(req.get('idempotency-key'));
-    if (key === undefined) {
-      next();
-      return;
-    }
-    const { orgId } = authOf(req);
-    const stored = await store.begin(orgId, key, requestHash(req.method, req.path, req.body));
-    if (stored) {
-      for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
-      res.setHeader('Idempotent-Replayed', 'true');
-      res.status(stored.status).json(stored.body);
-      return;
-    }
-    const json = res.json.bind(res);
-    res.json = ((body: unknown) => {
-      if (res.statusCode >= 400) return json(body);
-      const headers = Object.fromEntries(
-        REPLAYED_HEADERS.flatMap((name) => {
-          const value = res.getHeader(name);
-          return typeof value === 'string' ? [[name, value]] : [];
-        }),
-      );
-      store.finish(orgId, key, { status: res.statusCode, headers, body }).then(() => json(body), next);
-      return res;
-    }) as typeof res.json;
-    res.on('finish', () => {
-      if (res.statusCode >= 400)
-        store.abandon(orgId, key).catch((error: unknown) => {
-          req.log.warn({ err: error }, 'freeing an idempotency key failed');
-        });
+async function idempotent(
+  store: IdempotencyStore,
+  request: Request,
+  run: () => Promise<Reply>,
+): Promise<Reply> {
+  const key = parseIdempotencyKey(request.header('idempotency-key'));
+  const preference: Record<string, string> = prefersAsync(request.header('prefer'))
+    ? { 'Preference-Applied': 'respond-async' }
+    : {};
+  if (key === undefined) {
+    const reply = await run();
+    return { ...reply, headers: { ...reply.headers, ...preference } };
+  }
+  const { orgId } = request.principal;
+  const path = request.url.split('?')[0] ?? request.url;
+  const stored = await store.begin(
+    orgId,
+    key,
+    requestHash(request.method, path.replace(/^\/api/, ''), request.body),
+  );
+  if (stored) return { ...stored, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } };
+  let reply: Reply;
+  try {
+    reply = await run();
+  } catch (error) {
+    await store.abandon(orgId, key).catch((freeing: unknown) => {
+      request.log.warn({ err: freeing }, 'freeing an idempotency key failed');
     });
-    next();
-  };
+    throw error;
+  }
+  const headers = { ...reply.headers, ...preference };
+  const kept = Object.fromEntries(
+    REPLAYED_HEADERS.flatMap((name) => (headers[name] === undefined ? [] : [[name, headers[name]]])),
+  );
+  await store.finish(orgId, key, { status: reply.status, headers: kept, body: reply.body ?? '' });
+  return { ...reply, headers };
 }
 
-function actorOf(req: Request): Actor {
-  const { orgId, clientId } = authOf(req);
-  return { orgId, clientId, requestId: req.id };
+function requesterOf(request: Request): Requester {
+  const { orgId, clientId } = request.principal;
+  return { orgId, clientId, requestId: request.id };
 }
 
 /** `ETag: W/"<version>"` (API.md §4) and the single-record envelope. */
-function sendRecord(res: Response, record: RecordJson, status = 200): void {
-  res.setHeader('ETag', `W/"${record.version}"`);
-  res.status(status).json(singleEnvelope(record));
+function recordReply(record: RecordJson, status = 200): Reply {
+  return jsonReply(status, singleEnvelope(record), { ETag: etagOf(record.version) });
 }
 
-/** Create and rotate_secret are the only answers that show the secret (API.md §8). */
-function sendWithSecret(
-  req: Request,
-  res: Response,
-  { record, secret }: WebhookWithSecret,
-  status: 200 | 201,
-): void {
-  if (status === 201) res.setHeader('Location', `${req.baseUrl}/${webhooks.name}/${record.id}`);
-  sendRecord(res, { ...record, secret }, status);
-}
-
-function idOf(req: Request): number {
-  return recordIdOf(req.params.id, 'record');
-}
-
-/** The version an `If-Match` header pins (API.md §5); `*` and no header pin none. */
-function ifMatchOf(req: Request): number | undefined {
-  return parseIfMatch(req.get('if-match'));
+function idOf(request: Request): number {
+  return recordIdOf(request.params.id, 'record');
 }
 
 const RECOVER_BODY = z.object({
@@ -249,10 +306,4 @@ function sinceOf(body: unknown): Date {
     );
   }
   return new Date(parsed.data.since);
-}
-
-function methodNotAllowed(allow: string): RequestHandler {
-  return (req) => {
-    throw baseError('MethodNotAllowed', `${req.method} is not allowed here`, { Allow: allow });
-  };
 }

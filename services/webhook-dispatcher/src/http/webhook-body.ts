@@ -1,5 +1,6 @@
 import { DomainError, type FieldErrors } from '@ofp/contracts';
-import { MODELS, validateCreate, validateUpdate, webhooks } from '@ofp/models';
+import { MODELS, validateCreate, validateUpdate } from '@ofp/models';
+import { webhooks } from '../models.js';
 import type { WebhookFields } from '../subscriptions/webhook-decider.js';
 
 /** API.md §8: every model's `<singular>.<change>` and the webhooks' own, or `*` for all of them. */

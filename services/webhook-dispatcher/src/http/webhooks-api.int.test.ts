@@ -90,11 +90,11 @@ describe('the webhooks endpoints', () => {
     await expect(store.begin(org, 'k', 'other')).rejects.toMatchObject({ kind: 'Unprocessable' });
     await store.abandon(org, 'k');
     expect(await store.begin(org, 'k', 'hash')).toBeUndefined();
-    await store.finish(org, 'k', { status: 201, headers: { etag: 'W/"1"' }, body: { id: 1 } });
+    await store.finish(org, 'k', { status: 201, headers: { etag: 'W/"1"' }, body: '{"id": 1}' });
     expect(await store.begin(org, 'k', 'hash')).toEqual({
       status: 201,
       headers: { etag: 'W/"1"' },
-      body: { id: 1 },
+      body: '{"id": 1}',
     });
 
     expect(await store.begin(org, 'dead', 'hash')).toBeUndefined();
@@ -155,7 +155,7 @@ describe('the webhooks endpoints', () => {
     });
     const notJson = await fetch(`${harness.url}/webhooks`, {
       method: 'POST',
-      headers: { authorization: 'Bearer test:1:write', 'content-type': 'text/plain' },
+      headers: { authorization: 'Bearer test.1.write', 'content-type': 'text/plain' },
       body: 'url=x',
     });
     expect(notJson.status).toBe(415);

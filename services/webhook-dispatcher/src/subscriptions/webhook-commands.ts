@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
-import { WrongExpectedVersion, type EventStore } from '@ofp/event-store';
-import {
-  deleteRecord,
-  getRecord,
-  webhookDeliveries,
-  webhooks,
-  writeRecord,
-  type Queryable,
-} from '@ofp/models';
+import { handleCommand, type Decided, type EventStore } from '@ofp/event-store';
+import { deleteRecord, getRecord, writeRecord, type Queryable } from '@ofp/models';
+import { webhookDeliveries, webhooks } from '../models.js';
 import type { Pool, PoolClient } from '@ofp/runtime';
 import type { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { deliveryBody } from '../delivery/payload.js';
@@ -31,11 +25,8 @@ export const ROTATION_GRACE_MS = 24 * 3_600_000;
 /** API.md §8: `recover` reaches at most 14 days back. */
 export const RECOVERY_WINDOW_MS = 14 * 24 * 3_600_000;
 
-/** How often a change is decided again after losing a race to a concurrent writer (without If-Match). */
-const MAX_DECISIONS = 5;
-
 /** Who asks for a change: the token's organization and client, and the request. */
-export interface Actor {
+export interface Requester {
   readonly orgId: number;
   readonly clientId: string;
   readonly requestId: string;
@@ -47,8 +38,8 @@ export interface WebhookWithSecret {
   readonly secret: string;
 }
 
-/** The dispatcher itself, as the actor of the changes it makes. */
-const DISPATCHER_ACTOR = 'webhook-dispatcher';
+/** The dispatcher itself, as the author of the changes it makes. */
+const DISPATCHER = 'webhook-dispatcher';
 
 /**
  * The write side of the `webhooks` model. Each change appends its event (`webhook.created|updated|
@@ -71,44 +62,43 @@ export class WebhookCommands {
     return stored && toApiRecord(stored);
   }
 
-  async create(actor: Actor, fields: Partial<WebhookFields>, chosenId?: number): Promise<WebhookWithSecret> {
+  async create(
+    requester: Requester,
+    fields: Partial<WebhookFields>,
+    chosenId?: number,
+  ): Promise<WebhookWithSecret> {
     await this.checkUrl(fields.url);
     const secret = generateSecret();
-    for (let decision = 1; ; decision++) {
-      const id = chosenId ?? (await this.nextId());
-      const command: WebhookCommand = { kind: 'create', id, fields, at: this.now() };
-      try {
-        const record = await this.apply(
-          actor.orgId,
-          id,
-          undefined,
-          decide(command, undefined),
-          actor,
-          async (client) => {
-            await client.query(
-              'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
-              [id, actor.orgId, secret],
-            );
-          },
-        );
-        return { record, secret };
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersion)) throw error;
-        // Any organization's webhook, deleted ones included, keeps its id (API.md §5: "the id is taken").
-        if (chosenId !== undefined) throw fieldError('Conflict', 'id', 'has already been taken');
-        if (decision >= MAX_DECISIONS) throw error;
-      }
-    }
+    const record = await handleCommand(
+      this.store,
+      async () => {
+        const id = chosenId ?? (await this.nextId());
+        const event = decide({ kind: 'create', id, fields, at: this.now() }, undefined);
+        return this.decided(requester, id, undefined, event, async (client) => {
+          await client.query(
+            'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
+            [id, requester.orgId, secret],
+          );
+        });
+      },
+      {
+        onRace: () => {
+          // Any organization's webhook, deleted ones included, keeps its id (API.md §5: "the id is taken").
+          if (chosenId !== undefined) throw fieldError('Conflict', 'id', 'has already been taken');
+        },
+      },
+    );
+    return { record, secret };
   }
 
   async update(
-    actor: Actor,
+    requester: Requester,
     id: number,
     fields: Partial<WebhookFields>,
     ifMatch?: number,
   ): Promise<RecordJson> {
     await this.checkUrl(fields.url);
-    return this.change(actor, id, ifMatch, (at) => ({
+    return this.change(requester, id, ifMatch, (at) => ({
       kind: 'update',
       fields,
       at,
@@ -116,8 +106,8 @@ export class WebhookCommands {
     }));
   }
 
-  async delete(actor: Actor, id: number, ifMatch?: number): Promise<RecordJson> {
-    return this.change(actor, id, ifMatch, (at) => ({
+  async delete(requester: Requester, id: number, ifMatch?: number): Promise<RecordJson> {
+    return this.change(requester, id, ifMatch, (at) => ({
       kind: 'delete',
       at,
       ...(ifMatch === undefined ? {} : { ifMatch }),
@@ -135,8 +125,8 @@ export class WebhookCommands {
     );
     const orgId = rows[0]?.org_id;
     if (orgId === undefined) return;
-    const actor: Actor = { orgId, clientId: DISPATCHER_ACTOR, requestId: `disable:${reason}` };
-    await this.change(actor, webhookId, undefined, (at) => ({ kind: 'disable', reason, at }));
+    const requester: Requester = { orgId, clientId: DISPATCHER, requestId: `disable:${reason}` };
+    await this.change(requester, webhookId, undefined, (at) => ({ kind: 'disable', reason, at }));
     // The disable's own transaction cleared the request; an endpoint its owner had disabled already
     // decides no event, and its request is done all the same.
     await this.pool.query('UPDATE webhooks.endpoints SET disable_reason = NULL WHERE webhook_id = $1', [
@@ -237,32 +227,32 @@ export class WebhookCommands {
   }
 
   private async change(
-    actor: Actor,
+    requester: Requester,
     id: number,
     ifMatch: number | undefined,
     command: (at: string) => WebhookCommand,
   ): Promise<RecordJson> {
-    for (let decision = 1; ; decision++) {
-      const current = await this.get(actor.orgId, id);
-      const event = decide(command(this.now()), current);
-      if (!event) {
-        if (!current) throw baseError('NotFound', `webhook ${id} not found`);
-        return current;
-      }
-      try {
-        return await this.apply(actor.orgId, id, current, event, actor, (client) =>
-          this.alongside(client, id, event),
-        );
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersion)) throw error;
-        if (ifMatch !== undefined)
-          throw baseError(
-            'PreconditionFailed',
-            'The webhook was changed concurrently; If-Match no longer matches',
-          );
-        if (decision >= MAX_DECISIONS) throw error;
-      }
-    }
+    return handleCommand(
+      this.store,
+      async () => {
+        const current = await this.get(requester.orgId, id);
+        const event = decide(command(this.now()), current);
+        if (!event) {
+          if (!current) throw baseError('NotFound', `webhook ${id} not found`);
+          return { appends: [], outcome: () => current };
+        }
+        return this.decided(requester, id, current, event, (client) => this.alongside(client, id, event));
+      },
+      {
+        onRace: () => {
+          if (ifMatch !== undefined)
+            throw baseError(
+              'PreconditionFailed',
+              'The webhook was changed concurrently; If-Match no longer matches',
+            );
+        },
+      },
+    );
   }
 
   /** The endpoint's secrets, health and queue follow the record's change, in its transaction. */
@@ -284,19 +274,23 @@ export class WebhookCommands {
     }
   }
 
-  /** Appends the event and writes the registry table (and `alsoInTransaction`) in one transaction. */
-  private async apply(
-    orgId: number,
+  /**
+   * The event's append, with the registry table's row (and `alsoInTransaction`) written in its
+   * transaction, so that what GET shows, what is delivered and what the event store says never
+   * disagree.
+   */
+  private decided(
+    requester: Requester,
     id: number,
     current: RecordJson | undefined,
     event: WebhookEvent | undefined,
-    actor: Actor,
     alsoInTransaction: (client: PoolClient) => Promise<void>,
-  ): Promise<RecordJson> {
+  ): Decided<RecordJson> {
     if (!event) throw new Error('a create always decides an event');
     const { record, deleted } = event.data;
-    try {
-      await this.store.append(
+    const { orgId } = requester;
+    return {
+      appends: [
         {
           streamId: recordStreamId(webhooks.name, id),
           streamType: webhooks.name,
@@ -307,23 +301,25 @@ export class WebhookCommands {
               eventId: randomUUID(),
               type: event.type,
               data: event.data,
-              metadata: { actor: actor.clientId, request_id: actor.requestId },
+              metadata: { actor: requester.clientId, request_id: requester.requestId },
             },
           ],
         },
-        async (client) => {
+      ],
+      alsoInTransaction: async (client) => {
+        try {
           if (deleted) await deleteRecord(client, webhooks, orgId, id, record.version, TABLES);
           else await writeRecord(client, webhooks, orgId, toStoredRecord(record), TABLES);
-          await alsoInTransaction(client);
-        },
-      );
-    } catch (error) {
-      const { code, constraint } = error as { code?: string; constraint?: string };
-      if (code === '23505' && constraint === 'webhooks_external_id')
-        throw fieldError('Conflict', 'external_id', 'has already been taken');
-      throw error;
-    }
-    return record;
+        } catch (error) {
+          const { code, constraint } = error as { code?: string; constraint?: string };
+          if (code === '23505' && constraint === 'webhooks_external_id')
+            throw fieldError('Conflict', 'external_id', 'has already been taken');
+          throw error;
+        }
+        await alsoInTransaction(client);
+      },
+      outcome: () => record,
+    };
   }
 
   private async checkUrl(url: string | undefined): Promise<void> {

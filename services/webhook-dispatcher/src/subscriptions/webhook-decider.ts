@@ -1,5 +1,5 @@
 import { baseError, fieldError, type RecordChange, type RecordJson } from '@ofp/contracts';
-import { webhooks } from '@ofp/models';
+import { webhooks } from '../models.js';
 
 /** A webhook's writable fields in their API form (`events` as plain strings). */
 export interface WebhookFields {

@@ -1,17 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { RequestHandler } from 'express';
-import { isScope } from '@ofp/auth-tokens';
+import {
+  BearerGate,
+  TokenBucketLimiter,
+  TokenRejectedError,
+  isScope,
+  type TokenVerifier,
+} from '@ofp/auth-tokens';
 import { PgLogBus, type Bus } from '@ofp/bus';
-import { baseError, type RecordChange, type RecordJson } from '@ofp/contracts';
+import type { RecordChange, RecordJson } from '@ofp/contracts';
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
-import { closeServer, createHttpApp, createMetricsRegistry, listen } from '@ofp/runtime';
+import { ModuleRunner, closeServer, createHttpApp, createMetricsRegistry, listen } from '@ofp/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import {
-  createWebhookDispatcherModule,
+  createWebhookDispatcher,
   migrateWebhookDispatcher,
   type WebhookDispatcherDependencies,
-  type WebhookDispatcherModule,
+  type WebhookDispatcherService,
 } from '../module.js';
 
 /** A response of the dispatcher's HTTP API, its body parsed. */
@@ -42,12 +47,12 @@ export interface HarnessOptions extends Partial<
 
 /**
  * The dispatcher module on a database of its own, served over real HTTP on loopback, with bearer
- * tokens of the form `test:<org>:<scope,scope>` standing in for the auth service's JWTs.
+ * tokens of the form `test.<org>.<scope~scope>` standing in for the auth service's JWTs.
  */
 export interface DispatcherHarness {
   readonly database: TestDatabase;
   readonly store: EventStore;
-  readonly module: WebhookDispatcherModule;
+  readonly dispatcher: WebhookDispatcherService;
   /** Base URL of the `/v2` routes. */
   readonly url: string;
   /** Calls the API as organization `orgId` with `scopes` (read and write unless told otherwise). */
@@ -75,19 +80,20 @@ export interface DispatcherHarness {
   close(): Promise<void>;
 }
 
-/** Test bearer tokens: `test:<org>:<scope,scope>`. */
-const testAuthentication: RequestHandler = (req, _res, next) => {
-  const match = /^Bearer test:(\d+):([a-z,]*)$/.exec(req.get('authorization') ?? '');
-  if (!match) throw baseError('Unauthenticated', 'An access token is required');
-  req.auth = {
-    clientId: `client-${match[1]}`,
-    orgId: Number(match[1]),
-    scopes: match[2]!.split(',').filter(isScope),
-    grantId: 'grant',
-    tokenId: randomUUID(),
-    expiresAt: new Date(Date.now() + 3_600_000),
-  };
-  next();
+/** Test bearer tokens, `test.<org>.<scope~scope>`, in the place of the auth service's JWTs. */
+const testTokens: TokenVerifier = {
+  verify(token) {
+    const match = /^test\.(\d+)\.([a-z~]*)$/.exec(token);
+    if (!match) return Promise.reject(new TokenRejectedError('The access token is malformed'));
+    return Promise.resolve({
+      clientId: `client-${match[1]}`,
+      orgId: Number(match[1]),
+      scopes: match[2]!.split('~').filter(isScope),
+      grantId: 'grant',
+      tokenId: randomUUID(),
+      expiresAt: new Date(Date.now() + 3_600_000),
+    });
+  },
 };
 
 export async function startDispatcherHarness(options: HarnessOptions = {}): Promise<DispatcherHarness> {
@@ -99,41 +105,45 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
   const bus =
     options.bus?.(database, store) ??
     new PgLogBus(database.pool, database.url, store, logger, { batchSize: 500, pollIntervalMs: 50 });
-  const module = createWebhookDispatcherModule({
+  const dispatcher = createWebhookDispatcher({
     pool: database.pool,
     connectionString: database.url,
     store,
     bus,
     logger,
     clock: options.clock ?? (() => new Date()),
-    authenticate: [testAuthentication],
+    gate: new BearerGate(
+      testTokens,
+      new TokenBucketLimiter({ capacity: 1e9, refillPerSecond: 1e9 }, () => new Date()),
+    ),
     allowPrivateTargets: options.allowPrivateTargets ?? true,
     ...(options.allowedNetworks ? { allowedNetworks: options.allowedNetworks } : {}),
     limits: { pollIntervalMs: 20, ...options.limits },
     ...(options.random ? { random: options.random } : {}),
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   });
+  const modules = new ModuleRunner(dispatcher.modules, logger, ['database']);
   const app = createHttpApp({
     logger,
     metrics: createMetricsRegistry('webhook-dispatcher-test'),
-    ready: () => module.ready(),
-    routes: (root) => root.use(['/v2', '/api/v2'], module.routes),
+    ready: () => modules.ready(),
+    routes: dispatcher.routes,
   });
   const server: Server = (await listen(app, 0, '127.0.0.1')).server;
   const address = server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/v2`;
-  if (options.start !== false) await module.start();
+  if (options.start !== false) await modules.start();
 
   const harness: DispatcherHarness = {
     database,
     store,
-    module,
+    dispatcher,
     url,
     async request(method, path, { orgId = 1, scopes = ['read', 'write'], body, headers = {} } = {}) {
       const response = await fetch(`${url}${path}`, {
         method,
         headers: {
-          authorization: `Bearer test:${orgId}:${scopes.join(',')}`,
+          authorization: `Bearer test.${orgId}.${scopes.join('~')}`,
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...headers,
         },
@@ -181,7 +191,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
       return stored;
     },
     async close() {
-      if (options.start !== false) await module.stop();
+      await modules.stop();
       await closeServer(server);
       await database.drop();
     },

@@ -1,24 +1,28 @@
 // A dispatcher in a process of its own, for the test that kills it with SIGKILL mid-batch.
 import { PgLogBus } from '@ofp/bus';
 import { EventStore } from '@ofp/event-store';
-import { createLogger, createPool } from '@ofp/runtime';
-import { createWebhookDispatcherModule } from '../module.js';
+import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
+import { ModuleRunner, createLogger, createPool } from '@ofp/runtime';
+import { createWebhookDispatcher } from '../module.js';
 
 const url = process.env.DATABASE_URL!;
 const pool = createPool({ connectionString: url, applicationName: 'dispatcher-fixture' });
 const logger = createLogger({ name: 'dispatcher-fixture', level: 'warn' });
 const store = new EventStore(pool, { outbox: false });
-const dispatcher = createWebhookDispatcherModule({
+const dispatcher = createWebhookDispatcher({
   pool,
   connectionString: url,
   store,
   bus: new PgLogBus(pool, url, store, logger, { batchSize: 100, pollIntervalMs: 50 }),
   logger,
   clock: () => new Date(),
-  // This process serves no HTTP: its routes are never mounted.
-  authenticate: [(_req, _res, next) => next()],
+  // This process serves no HTTP: its routes, and so its gate, are never used.
+  gate: new BearerGate(
+    { verify: () => Promise.reject(new Error('no HTTP here')) },
+    new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, () => new Date()),
+  ),
   allowPrivateTargets: true,
   limits: { concurrency: 32, endpointConcurrency: 32, pollIntervalMs: 50 },
 });
-await dispatcher.start();
+await new ModuleRunner(dispatcher.modules, logger, ['database']).start();
 process.stdout.write('dispatcher started\n');

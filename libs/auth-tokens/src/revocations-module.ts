@@ -1,5 +1,6 @@
-import type { Bus, Subscription } from '@ofp/bus';
-import type { Revocation, RevocationFeed } from './revocations.js';
+import { consumerModule, type Bus } from '@ofp/bus';
+import type { Module } from '@ofp/runtime';
+import type { Revocation, RevocationDenyList } from './revocations.js';
 
 /** The stream type of revocation announcements: one stream per announcement, in the event store. */
 export const REVOCATIONS_STREAM_TYPE = 'revocations';
@@ -22,25 +23,25 @@ export function announcementOf(revocation: Revocation): RevocationAnnouncement {
 }
 
 /**
- * Revocations as the auth service announces them (API.md §7): `grant.revoked` events, appended to the
- * event store in the transaction that revokes, and carried by the bus (Kafka in the distributed
- * shape, the Postgres log standalone). Every process reads every announcement from the beginning (a
- * transient subscription), so the announcements still in force come first. The feed is ready once
- * subscribed; the backlog follows within moments.
+ * Keeps `denyList` fed with the revocations the auth service announces (API.md §7): `grant.revoked`
+ * events, appended to the event store in the transaction that revokes and carried by the bus (Kafka
+ * in the distributed shape, the Postgres log standalone). Every process reads every announcement
+ * from the beginning (a transient subscription), so the announcements still in force come first. The
+ * module is ready once subscribed; the backlog follows within moments.
  */
-export function createBusRevocationFeed(options: { bus: Bus; group: string }): RevocationFeed {
-  let subscription: Subscription | undefined;
-  return {
-    async start(deliver) {
-      subscription = await options.bus.subscribe({
-        group: options.group,
+export function revocationsModule(bus: Bus, denyList: RevocationDenyList, group: string): Module {
+  return consumerModule(bus, {
+    name: 'revocations',
+    subscriptions: [
+      {
+        group,
         streamTypes: [REVOCATIONS_STREAM_TYPE],
         transient: true,
         handle: (events) => {
           for (const event of events) {
             if (event.type !== GRANT_REVOKED) continue;
             const announced = event.data as RevocationAnnouncement;
-            deliver({
+            denyList.add({
               grantId: announced.grant_id,
               ...(announced.token_id === null ? {} : { tokenId: announced.token_id }),
               expiresAt: new Date(announced.expires_at),
@@ -48,11 +49,7 @@ export function createBusRevocationFeed(options: { bus: Bus; group: string }): R
           }
           return Promise.resolve();
         },
-      });
-    },
-    async stop() {
-      await subscription?.stop();
-      subscription = undefined;
-    },
-  };
+      },
+    ],
+  });
 }

@@ -1,4 +1,4 @@
-import { bearerChallenge } from './middleware.js';
+import { bearerChallenge } from './http.js';
 
 describe('bearerChallenge', () => {
   it('carries no error code when the request had no token (RFC 6750 §3.1)', () => {

@@ -1,4 +1,4 @@
-import { allowedMethods } from './methods.js';
+import { allowedMethods } from './allowed-methods.js';
 import { inventory, inventoryAdjustments, invoices, people, shipments } from './registry.js';
 
 describe('allowedMethods', () => {

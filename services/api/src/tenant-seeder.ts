@@ -1,9 +1,9 @@
 import { isDomainError } from '@ofp/contracts';
 import { PHONE_NUMBER_TYPE_SEEDS, phoneNumberTypes } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
-import type { ProjectionWaiter } from '../queries/projection-waiter.js';
-import type { RecordCommands } from './record-commands.js';
-import type { UniqueValues } from './unique-values.js';
+import type { RecordCommands } from './commands/record-commands.js';
+import type { UniqueValues } from './commands/unique-values.js';
+import type { ProjectionWaiter } from './queries/projection-waiter.js';
 
 /**
  * Gives every organization its seed records before its first request is served: the phone number
@@ -45,8 +45,8 @@ export class TenantSeeder {
           { orgId, actor: 'system', requestId: `seed-${orgId}`, by: { kind: 'system' } },
           { kind: 'create', body: { name } },
         );
-        if (outcome.written)
-          projected.push(this.waiter.waitFor(outcome.written.streamId, outcome.written.version));
+        for (const { streamId, version } of outcome.written)
+          projected.push(this.waiter.waitFor(streamId, version));
       } catch (error) {
         // Another process seeding the same organization at the same moment took the name first.
         if (!(isDomainError(error) && error.kind === 'Conflict')) throw error;

@@ -1,4 +1,4 @@
-import { baseError, fieldError, type RecordChange, type RecordJson } from '@ofp/contracts';
+import { baseError, fieldError, missingScope, type RecordChange, type RecordJson } from '@ofp/contracts';
 import {
   transitionError,
   type FieldDefinition,
@@ -6,8 +6,8 @@ import {
   type ModelDefinition,
   type RecordBody,
 } from '@ofp/models';
-import { changedFields } from '../domain/record-rules.js';
-import { rulesOf } from '../domain/rules-by-model.js';
+import { changedFields } from './record-rules.js';
+import { rulesOf } from './rules-by-model.js';
 
 /** A record's state, folded from its stream. */
 export type RecordState =
@@ -165,12 +165,7 @@ function withRelated(
 function requireScopes(needed: readonly string[], by: Actor): void {
   if (by.kind === 'system') return;
   const missing = needed.find((scope) => !by.scopes.includes(scope));
-  if (missing === undefined) return;
-  const description = `The access token lacks the ${missing} scope`;
-  // The challenge of RFC 6750 §3.1, as the scope check at the route gives it.
-  throw baseError('Forbidden', description, {
-    'WWW-Authenticate': `Bearer error="insufficient_scope", error_description="${description}", scope="${missing}"`,
-  });
+  if (missing !== undefined) throw missingScope(missing);
 }
 
 function live(state: RecordState, ifMatch: number | undefined): Extract<RecordState, { status: 'live' }> {

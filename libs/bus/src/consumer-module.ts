@@ -1,0 +1,34 @@
+import type { Module } from '@ofp/runtime';
+import type { Bus, SubscribeOptions, Subscription } from './bus.js';
+
+export interface ConsumerModuleOptions {
+  readonly name: string;
+  readonly dependsOn?: readonly string[];
+  /** Work before the first subscription (the projector lays out its read schema). */
+  readonly prepare?: () => Promise<void>;
+  /** The consumer groups the module runs, each with its handler. */
+  readonly subscriptions: readonly SubscribeOptions[];
+}
+
+/**
+ * A module of bus consumers: it subscribes its groups on start, is ready once all are subscribed, and
+ * on stop waits for each group's batch in hand before it lets go. The projector, the process
+ * managers, the webhook intake and the revocation feed are each one.
+ */
+export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module {
+  let subscriptions: Subscription[] = [];
+  return {
+    name: options.name,
+    dependsOn: options.dependsOn ?? [],
+    async start() {
+      await options.prepare?.();
+      subscriptions = await Promise.all(options.subscriptions.map((each) => bus.subscribe(each)));
+    },
+    async stop() {
+      const stopping = subscriptions;
+      subscriptions = [];
+      await Promise.all(stopping.map((subscription) => subscription.stop()));
+    },
+    ready: () => subscriptions.length === options.subscriptions.length,
+  };
+}

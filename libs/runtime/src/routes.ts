@@ -1,0 +1,129 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { z } from 'zod';
+import type { Logger } from './logger.js';
+
+/**
+ * The route table: every endpoint of every service is one {@link Route}, declared by the service that
+ * serves it. The HTTP pipeline (`createHttpApp`) routes by it, answers 404 and 405 (`Allow`) from it,
+ * checks query parameters, reads bodies and checks access by what each entry declares; the published
+ * API description is generated from the same entries, so what is served and what is documented
+ * cannot drift.
+ */
+export interface Route<P = unknown> {
+  readonly method: HttpMethod;
+  /**
+   * The path as an OpenAPI template (`/v2/people/{id}`). Paths under `/v2` are also served under
+   * `/api/v2` (API.md §1).
+   */
+  readonly path: string;
+  /** A stable, unique name of the operation (`people.search`): OpenAPI's operationId. */
+  readonly operationId: string;
+  readonly summary: string;
+  /** Groups operations in the reference (the model's name, `OAuth`, `Operations`). */
+  readonly tag: string;
+  /** The model the operation reads or writes, for metrics and the reference. */
+  readonly model?: string;
+  readonly access: Access<P>;
+  /** Query parameters the operation takes; any other is a 400 naming it (API.md §4). */
+  readonly query?: QueryParameters;
+  /** Request headers the operation reads besides `Authorization` (documented, not enforced). */
+  readonly headers?: readonly RequestHeader[];
+  /**
+   * The request body: `json` (parsed; another content type is a 415), `form` (the raw text of an
+   * `application/x-www-form-urlencoded` body, for the handler to parse), or none (not read).
+   */
+  readonly body?: BodyKind;
+  /** The JSON body's schema (the same one the handler validates with). */
+  readonly request?: z.ZodType;
+  /** Success responses by status: their schema, or a description of a body that is not JSON. */
+  readonly responses: Readonly<Record<number, ResponseDescription>>;
+  /** Error statuses the operation may answer besides the ones every route may (400, 401, 403, 429, 500, 503). */
+  readonly errors?: readonly number[];
+  handle(request: RouteRequest<P>): Promise<Reply>;
+  /**
+   * Renders an error in the operation's own format (OAuth's RFC 6749 §5.2 errors), or leaves it to the
+   * envelope (API.md §2-3) by returning undefined.
+   */
+  renderError?(error: unknown): Reply | undefined;
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export type BodyKind = 'json' | 'form';
+
+/** `names`: the parameters accepted; `any`: the operation reads its query itself (OAuth authorize). */
+export type QueryParameters =
+  { readonly names: readonly string[]; readonly schemas?: Readonly<Record<string, z.ZodType>> } | 'any';
+
+export type RequestHeader = 'Idempotency-Key' | 'If-Match' | 'If-None-Match' | 'Prefer' | 'X-Request-Id';
+
+export interface ResponseDescription {
+  readonly description: string;
+  /** The JSON body's schema; absent for a response without a JSON body. */
+  readonly schema?: z.ZodType;
+  /** Its media type when not JSON (`text/plain` for metrics). */
+  readonly mediaType?: string;
+  readonly headers?: readonly string[];
+}
+
+/**
+ * Who may call an operation, and how a request proves it. `authenticate` runs before the handler
+ * (after the body is read) and either admits the request or throws the 401/429/503 to answer.
+ */
+export interface Access<P = unknown> {
+  readonly kind: 'public' | 'bearer' | 'client' | 'admin';
+  /** Bearer operations: the scopes of which the token needs one; the first is named when it has none. */
+  readonly scopes?: readonly string[];
+  authenticate(request: IncomingRequest): Promise<Admission<P>>;
+}
+
+/** An admitted request: its principal, and headers every response to it carries (RateLimit-*). */
+export interface Admission<P> {
+  readonly principal: P;
+  readonly scopes: readonly string[];
+  readonly headers?: Readonly<Record<string, string>>;
+  /** What the access log names: the organization and the client. */
+  readonly organization?: number;
+  readonly client?: string;
+}
+
+/** A request as the access step sees it. */
+export interface IncomingRequest {
+  readonly id: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The body as the route's {@link BodyKind} read it. */
+  readonly body: unknown;
+}
+
+/** A routed, admitted request as its handler sees it. */
+export interface RouteRequest<P = unknown> extends IncomingRequest {
+  readonly log: Logger;
+  readonly method: HttpMethod | 'HEAD';
+  /** The request target as sent (path and query). */
+  readonly url: string;
+  /** `''`, or `/api` when the request came through the `/api/v2` alias. */
+  readonly prefix: string;
+  /** Path parameters, decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Readonly<Record<string, string | undefined>>;
+  readonly principal: P;
+  header(name: string): string | undefined;
+}
+
+/** What a handler answers. `body` is the serialized body; JSON unless `Content-Type` says otherwise. */
+export interface Reply {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+}
+
+/** A JSON reply. */
+export function jsonReply(status: number, value: unknown, headers?: Readonly<Record<string, string>>): Reply {
+  return { status, body: JSON.stringify(value), ...(headers ? { headers } : {}) };
+}
+
+/** Anyone may call: health, metadata, the API descriptions. */
+export const PUBLIC: Access<undefined> = {
+  kind: 'public',
+  authenticate: () => Promise.resolve({ principal: undefined, scopes: [] }),
+};

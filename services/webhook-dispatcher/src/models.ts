@@ -1,0 +1,63 @@
+import { column, defineModel, joined, list } from '@ofp/models';
+
+// The dispatcher's models (API.md §8), declared with the registry's functions like the api's: it serves
+// them (`/v2/webhooks*`, `/v2/webhook_deliveries*`) from its own schema, and keeps `secret` out of them.
+
+/** Where a delivery stands: queued, being sent, delivered, or given up (the ones `recover` re-sends). */
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'sending', 'succeeded', 'failed'] as const;
+
+/** Why an attempt failed: no answer in time, no address, refused or broken connection, a non-2xx. */
+export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
+  'timeout',
+  'dns',
+  'refused',
+  'tls',
+  'http_status',
+  'blocked',
+  'network',
+] as const;
+
+export const webhooks = defineModel({
+  name: 'webhooks',
+  singular: 'webhook',
+  writeScope: 'write',
+  fields: {
+    url: column.string({ required: true, maxLength: 2000 }),
+    // Event types (`order.created`) or `*`. Registry lists hold objects, so each element is `{type}`
+    // here (`q`: `events.type`); the dispatcher's HTTP layer reads and writes plain strings.
+    events: list({ type: column.string({ required: true, maxLength: 100 }) }, { maxItems: 100 }),
+    description: column.string({ maxLength: 1000 }),
+    enabled: column.boolean({ default: true }),
+    deliveries: joined(() => webhookDeliveries, { column: 'id', targetColumn: 'webhook_id' }),
+  },
+});
+
+export const webhookDeliveries = defineModel({
+  name: 'webhook_deliveries',
+  singular: 'webhook_delivery',
+  writeScope: 'write',
+  writes: 'read-only',
+  // The delivery queue writes these rows itself, several times per delivery: no stored document, and
+  // only the indexes of the queue's access paths and likely filters (the migrations), not one per column.
+  storedDocuments: false,
+  indexed: false,
+  fields: {
+    webhook_id: column.integer({ readOnly: true, nullable: false }),
+    event_id: column.string({ readOnly: true, nullable: false, maxLength: 36 }),
+    event_type: column.string({ readOnly: true, nullable: false, maxLength: 100 }),
+    status: column.string({ readOnly: true, nullable: false, values: WEBHOOK_DELIVERY_STATUSES }),
+    attempts: column.integer({ readOnly: true, nullable: false, min: 0 }),
+    next_attempt_at: column.timestamp({ readOnly: true }),
+    last_status_code: column.integer({ readOnly: true }),
+    last_error: column.string({ readOnly: true, maxLength: 1000 }),
+    // One element per try (oldest first), so a subscriber can see what failed and when.
+    attempt_log: list({
+      started_at: column.timestamp({ readOnly: true, nullable: false }),
+      duration_ms: column.integer({ readOnly: true, nullable: false }),
+      status_code: column.integer({ readOnly: true }),
+      error_kind: column.string({ readOnly: true, values: WEBHOOK_ATTEMPT_ERROR_KINDS }),
+      error: column.string({ readOnly: true, maxLength: 1000 }),
+      response_excerpt: column.string({ readOnly: true, maxLength: 2000 }),
+    }),
+  },
+});
