@@ -109,7 +109,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     const existing = await existingCluster(dataDir, settings.dataDir, logger);
     if (existing) await stopOrphanedPostmaster(existing, logger);
     await checkPortFree(settings.port, options.port, '127.0.0.1');
-    const user = process.getuid?.() === 0 ? await postgresUser() : undefined;
+    const user = process.getuid?.() === 0 ? postgresUser() : undefined;
     if (existing && user && !userCan(user, '-x', existing)) {
       throw new StartupError(
         `${settings.dataDir}: user ${POSTGRES_USER}, which Postgres runs as under root, cannot reach the cluster in ${existing}; move it to a folder every user may enter and link ${dataDir} to it, or set ${settings.dataDir} elsewhere`,
@@ -162,7 +162,7 @@ function serverFlags(ephemeral: boolean): string[] {
 }
 
 /** The `postgres` user, created (as a system user) when missing. */
-async function postgresUser(): Promise<PostgresUser> {
+function postgresUser(): PostgresUser {
   const found = idsOf(POSTGRES_USER);
   if (found) return found;
   const created = spawnSync(

@@ -133,7 +133,7 @@ export function describeError(error: unknown): string {
       parts.push(`${e.code} ${e.address}${typeof e.port === 'number' ? `:${e.port}` : ''}`);
       break;
     }
-    const message = typeof e.message === 'string' && e.message !== '' ? e.message : String(current);
+    const message = typeof e.message === 'string' && e.message !== '' ? e.message : JSON.stringify(current);
     const sqlState =
       typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? ` (SQLSTATE ${e.code})` : '';
     if (e.cause === undefined || e.cause === null) {
