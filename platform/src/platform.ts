@@ -177,7 +177,7 @@ export async function runPlatform(
     {
       ...createDependencyHealth({
         checks: [
-          postgresCheck(database.url),
+          postgresCheck(database.url, { knownDown: () => database.down?.() === true }),
           ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
         ],
         logger,
@@ -343,7 +343,7 @@ function topicsOf(config: PlatformConfig) {
 async function openDatabase(
   config: PlatformConfig,
   logger: Logger,
-): Promise<{ url: string; location?: string; stop: () => Promise<void> }> {
+): Promise<{ url: string; location?: string; down?: () => boolean; stop: () => Promise<void> }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {} };
   return startEmbeddedPostgres({
     dataDir: resolve(config.DATA_DIR, 'postgres'),

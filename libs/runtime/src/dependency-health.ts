@@ -11,6 +11,11 @@ export interface DependencyCheck {
   check(): Promise<void>;
   /** Releases what the check keeps open. */
   close(): Promise<void>;
+  /**
+   * Whether it is known to be down without asking (the embedded Postgres's watchdog saw the
+   * postmaster exit): not ready at once, rather than at the next check.
+   */
+  knownDown?(): boolean;
 }
 
 export interface DependencyHealthOptions {
@@ -76,7 +81,8 @@ export function createDependencyHealth(options: DependencyHealthOptions): Module
       await round;
       await Promise.all(options.checks.map((dependency) => dependency.close()));
     },
-    ready: () => started && down.size === 0,
+    ready: () =>
+      started && down.size === 0 && !options.checks.some((dependency) => dependency.knownDown?.() === true),
   };
 }
 
@@ -92,7 +98,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  * `SELECT 1` on a connection of its own, opened again after it was lost (a pool's connections are
  * busy with work, and may all be taken when the database is fine).
  */
-export function postgresCheck(connectionString: string): DependencyCheck {
+export function postgresCheck(
+  connectionString: string,
+  options: { knownDown?: () => boolean } = {},
+): DependencyCheck {
   let client: pg.Client | undefined;
   const drop = (): void => {
     const lost = client;
@@ -127,5 +136,6 @@ export function postgresCheck(connectionString: string): DependencyCheck {
       client = undefined;
       await open?.end().catch(() => {});
     },
+    ...(options.knownDown ? { knownDown: options.knownDown } : {}),
   };
 }

@@ -44,6 +44,8 @@ export interface RunningPostgres {
   url: string;
   /** Where the cluster's files are: `dataDir`, or where its link points. */
   location: string;
+  /** Whether the postmaster is known to be down: it exited and is being started again, or is lost. */
+  down(): boolean;
   stop(): Promise<void>;
 }
 
@@ -134,6 +136,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     return {
       url,
       location,
+      down: () => watchdog.down,
       async stop() {
         watchdog.stop();
         await postmaster.stop();
@@ -548,6 +551,7 @@ class Postmaster {
 class Watchdog {
   private stopped = false;
   private restarting = false;
+  private lostIt = false;
   private readonly restarts: number[] = [];
 
   constructor(
@@ -563,6 +567,11 @@ class Watchdog {
 
   stop(): void {
     this.stopped = true;
+  }
+
+  /** From the postmaster's exit until it accepts connections again, and for good once lost. */
+  get down(): boolean {
+    return this.restarting || this.lostIt;
   }
 
   private async restart(how: string): Promise<void> {
@@ -604,6 +613,7 @@ class Watchdog {
   }
 
   private lost(error: Error): void {
+    this.lostIt = true;
     if (this.onLost) this.onLost(error);
     else this.logger.error({ err: error }, 'the embedded Postgres is lost');
   }
