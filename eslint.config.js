@@ -1,5 +1,6 @@
 // ESLint flat config: typescript-eslint's type-checked rules over every workspace.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -17,7 +18,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.test.ts', 'bench/**', 'scripts/**', '**/cli/**'],
+    files: ['**/*.test.ts', 'bench/**', 'scripts/**', '**/cli/**', 'examples/**'],
     rules: {
       'no-console': 'off',
       // Test doubles implement async interfaces without awaiting, and jest matchers take methods.
@@ -28,4 +29,5 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  { files: ['examples/**/*.mjs'], languageOptions: { globals: globals.node } },
 );

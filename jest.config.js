@@ -15,7 +15,9 @@ for (const dir of ['libs', 'services']) {
 
 const base = {
   rootDir: import.meta.dirname,
-  roots: ['<rootDir>/libs', '<rootDir>/services'].filter((r) => existsSync(r.replace('<rootDir>/', ''))),
+  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/platform'].filter((r) =>
+    existsSync(r.replace('<rootDir>/', '')),
+  ),
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { ...workspaceSources, '^(\\.{1,2}/.*)\\.js$': '$1' },

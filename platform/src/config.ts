@@ -38,6 +38,7 @@ export const platformConfigSchema = z
     READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000),
     ...webhookDispatcherConfigShape,
     LOG_LEVEL: env.logLevel(),
+    LOG_FORMAT: env.logFormat(),
   })
   .superRefine((config, ctx) => {
     if (config.TARGET !== 'all' && !config.DATABASE_URL) {

@@ -5,4 +5,6 @@ import { startTelemetry } from '@ofp/runtime/telemetry';
 
 const shutdownTelemetry = await startTelemetry(process.env, `ofp-${process.env.TARGET ?? 'all'}`);
 const { runPlatform } = await import('./platform.js');
-await runPlatform(process.env, shutdownTelemetry);
+const { exitOnStartupError } = await import('@ofp/runtime');
+// A person's mistake found at start is one line and exit code 1, never a stack trace.
+await runPlatform(process.env, shutdownTelemetry).catch(exitOnStartupError);

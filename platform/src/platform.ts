@@ -17,21 +17,26 @@ import {
   issuerFromPublicUrl,
   revocationsModule,
 } from '@ofp/auth-tokens';
-import { KafkaBus, OutboxRelay, PgLogBus, type Bus } from '@ofp/bus';
+import { KafkaBus, OutboxRelay, PgLogBus, kafkaBrokerCheck, type Bus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
   ConfigError,
   ModuleRunner,
+  STANDALONE_FILES,
   closeServer,
+  createDependencyHealth,
   createHttpApp,
   createLogger,
   createMetricsRegistry,
   createPool,
   listen,
   loadConfig,
+  logFormatFor,
+  postgresCheck,
   runUntilSignal,
   startEmbeddedPostgres,
+  type LogFormat,
   type Logger,
   type Module,
   type Pool,
@@ -45,6 +50,7 @@ import {
 } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 import { servedDescriptions } from './descriptions.js';
+import { preflight } from './preflight.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
 
@@ -92,7 +98,9 @@ export async function runPlatform(
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
-  const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL });
+  const logFormat = logFormatFor(config.LOG_FORMAT);
+  const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL, format: logFormat });
+  const instance = await preflight(config);
   const database = await openDatabase(config, logger);
   const pool = createPool({
     connectionString: database.url,
@@ -166,6 +174,17 @@ export async function runPlatform(
       },
       ready: () => true,
     },
+    // Readiness (API.md §3): 503 while Postgres, or the Kafka a consumer reads, does not answer.
+    {
+      ...createDependencyHealth({
+        checks: [
+          postgresCheck(database.url, { knownDown: () => database.down?.() === true }),
+          ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
+        ],
+        logger,
+      }),
+      dependsOn: ['database'],
+    },
     ...(verification ? [verification.module] : []),
     ...parts.flatMap((part) => part.modules),
   ];
@@ -189,12 +208,19 @@ export async function runPlatform(
             ready: () => runner.ready(),
             routes,
           });
-          server = (await listen(app, config.PORT, config.HOST)).server;
+          const listening = await listen(app, config.PORT, config.HOST);
+          server = listening.server;
           logger.info(
-            { port: config.PORT, target: config.TARGET, public_url: publicUrl },
+            { port: listening.port, target: config.TARGET, public_url: publicUrl },
             `listening on ${publicUrl}`,
           );
-          if (config.TARGET === 'all') await announceStandalone(pool, clock, publicUrl, adminToken!, config);
+          if (config.TARGET === 'all') {
+            await instance?.update({
+              url: localUrl(config.HOST, listening.port),
+              database_url: database.url,
+            });
+            await announceStandalone(pool, clock, publicUrl, adminToken!, config, database, logFormat);
+          }
         },
         async stop() {
           if (server) await closeServer(server);
@@ -313,15 +339,25 @@ function topicsOf(config: PlatformConfig) {
 async function openDatabase(
   config: PlatformConfig,
   logger: Logger,
-): Promise<{ url: string; stop: () => Promise<void> }> {
+): Promise<{ url: string; location?: string; down?: () => boolean; stop: () => Promise<void> }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {} };
-  const dataDir = resolve(config.DATA_DIR, 'postgres');
-  logger.info(
-    { dataDir },
-    existsSync(dataDir) ? 'starting embedded Postgres' : 'initialising embedded Postgres (first run)',
-  );
-  const postgres = await startEmbeddedPostgres({ dataDir, port: config.EMBEDDED_POSTGRES_PORT, logger });
-  return postgres;
+  return startEmbeddedPostgres({
+    dataDir: resolve(config.DATA_DIR, 'postgres'),
+    port: config.EMBEDDED_POSTGRES_PORT,
+    logger,
+    settings: { dataDir: 'DATA_DIR', port: 'EMBEDDED_POSTGRES_PORT' },
+    // It died and could not be started again: exit, so that a supervisor starts the platform anew.
+    onLost(error) {
+      logger.fatal({ err: error }, 'the embedded Postgres is lost; exiting');
+      process.exit(1);
+    },
+  });
+}
+
+/** Where this machine reaches a process listening on `host`. */
+function localUrl(host: string, port: number): string {
+  const address = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${address}:${port}`;
 }
 
 async function migrateAll(pool: Pool, logger: Logger): Promise<void> {
@@ -353,7 +389,7 @@ async function migrateOwn(target: Service, pool: Pool, logger: Logger): Promise<
 
 /** Standalone without ADMIN_TOKEN: one generated on first start, kept in DATA_DIR so it survives restarts. */
 async function standaloneAdminToken(dataDir: string): Promise<string> {
-  const file = join(resolve(dataDir), 'admin-token');
+  const file = join(resolve(dataDir), STANDALONE_FILES.adminToken);
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
   await mkdir(resolve(dataDir), { recursive: true });
   const token = randomBytes(24).toString('base64url');
@@ -368,6 +404,8 @@ async function announceStandalone(
   publicUrl: string,
   adminToken: string,
   config: PlatformConfig,
+  database: { location?: string },
+  format: LogFormat,
 ): Promise<void> {
   const demo: DemoTenant = await ensureDemoTenant({ pool, clock });
   const basic = Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64');
@@ -375,6 +413,9 @@ async function announceStandalone(
     '',
     `Order-fulfillment platform (standalone) listening on ${publicUrl}`,
     `  data:          ${config.DATABASE_URL ? 'DATABASE_URL' : resolve(config.DATA_DIR)}`,
+    ...(database.location && database.location !== resolve(config.DATA_DIR, 'postgres')
+      ? [`  postgres:      ${database.location} (linked from DATA_DIR/postgres)`]
+      : []),
     `  admin token:   ${adminToken}${config.ADMIN_TOKEN ? ' (from ADMIN_TOKEN)' : ' (generated; kept in DATA_DIR/admin-token)'}`,
     `  organization:  ${demo.organization.name} (id ${demo.organization.id})`,
     `  client_id:     ${demo.clientId}`,
@@ -385,6 +426,9 @@ async function announceStandalone(
     `  TOKEN=$(curl -s -X POST ${publicUrl}/oauth/token -H 'Authorization: Basic ${basic}' -d grant_type=client_credentials | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`,
     `  curl -s ${publicUrl}/v2/authenticate -H "Authorization: Bearer $TOKEN"`,
     '',
+    '',
   ];
-  process.stdout.write(lines.join('\n'));
+  // One write, apart from the log lines: on stdout among readable logs, on stderr beside JSON ones
+  // so that stdout stays one JSON object per line.
+  (format === 'pretty' ? process.stdout : process.stderr).write(lines.join('\n'));
 }

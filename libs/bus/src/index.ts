@@ -6,3 +6,4 @@ export * from './kafka/cloudevents.js';
 export * from './kafka/topics.js';
 export * from './kafka/kafka-bus.js';
 export * from './kafka/outbox-relay.js';
+export * from './kafka/broker-check.js';

@@ -34,6 +34,8 @@ export const env = {
       .transform((v) => v === 'true' || v === '1'),
   url: () => z.url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `pretty` (lines for a person) or `json`; unset: pretty on a terminal, JSON otherwise ({@link logFormatFor}). */
+  logFormat: () => z.enum(['json', 'pretty']).optional(),
   /** Comma-separated list, e.g. KAFKA_BROKERS=host1:9092,host2:9092. */
   list: () =>
     z

@@ -11,3 +11,7 @@ export * from './migrations.js';
 export * from './embedded-postgres.js';
 export * from './record-http.js';
 export * from './idempotency.js';
+export * from './preflight.js';
+export * from './instance-lock.js';
+export * from './dependency-health.js';
+export * from './standalone-instance.js';

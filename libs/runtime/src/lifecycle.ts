@@ -1,4 +1,5 @@
 import type { Logger } from './logger.js';
+import { StartupError } from './preflight.js';
 
 /**
  * A unit with a lifecycle (compare Grafana Loki/Mimir's modules, Backstage's root lifecycle). `start`
@@ -130,7 +131,8 @@ export async function runUntilSignal(runner: ModuleRunner, logger: Logger): Prom
   try {
     await runner.start();
   } catch (error) {
-    logger.fatal({ err: error }, 'start failed');
+    if (error instanceof StartupError) process.stderr.write(`${error.message}\n`);
+    else logger.fatal({ err: error }, 'start failed');
     await runner.stop();
     process.exit(1);
   }

@@ -8,3 +8,4 @@ export * from './platform-processes.js';
 export * from './api-client.js';
 export * from './manual-clock.js';
 export * from './webhook-receiver.js';
+export * from './standalone-process.js';

@@ -15,6 +15,8 @@ export interface RunningPlatform {
   /** Base URL of `/v2/webhooks*` and `/v2/webhook_deliveries*` (the webhook dispatcher). */
   readonly webhooksUrl: string;
   readonly adminToken: string;
+  /** Every process's base URL by its TARGET (`all` standalone). */
+  readonly processes: Readonly<Record<string, string>>;
   /** Sends SIGTERM to every process and waits for them to exit (SIGKILL after 15 s). */
   stop(): Promise<void>;
 }
@@ -53,7 +55,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       children.push(spawnTarget('all', port, common, output));
       const url = `http://localhost:${port}`;
       await waitReady(url, children);
-      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, stop };
+      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, processes: { all: url }, stop };
     }
     const [authPort, apiPort, projectorPort, webhooksPort] = [
       await freePort(),
@@ -81,7 +83,19 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       spawnTarget('webhook-dispatcher', webhooksPort, distributed, output),
     );
     await Promise.all(Object.values(urls).map((url) => waitReady(url, children)));
-    return { authUrl, apiUrl: urls.api, webhooksUrl: urls.webhooks, adminToken, stop };
+    return {
+      authUrl,
+      apiUrl: urls.api,
+      webhooksUrl: urls.webhooks,
+      adminToken,
+      processes: {
+        auth: authUrl,
+        api: urls.api,
+        projector: urls.projector,
+        'webhook-dispatcher': urls.webhooks,
+      },
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
@@ -90,7 +104,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
 
 /** Settings of the test run that must not leak into a platform process (standalone means no Kafka). */
 const PLATFORM_SETTINGS =
-  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$)/;
+  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$|EMBEDDED_POSTGRES_PORT$|LOG_FORMAT$)/;
+
+/** This process's environment without the test run's platform settings. */
+export function environmentWithoutSettings(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && !PLATFORM_SETTINGS.test(entry[0]),
+    ),
+  );
+}
 
 function spawnTarget(
   target: string,
@@ -98,11 +121,8 @@ function spawnTarget(
   env: Record<string, string>,
   output: 'inherit' | 'ignore',
 ): ChildProcess {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !PLATFORM_SETTINGS.test(name)),
-  );
   return spawn(process.execPath, [PLATFORM_MAIN], {
-    env: { ...inherited, ...env, TARGET: target, PORT: String(port) },
+    env: { ...environmentWithoutSettings(), ...env, TARGET: target, PORT: String(port) },
     stdio: ['ignore', output, output],
   });
 }

@@ -10,6 +10,8 @@ export interface DemoTenant {
   scopes: Scope[];
   /** Whether this call created it (first start) or found it. */
   created: boolean;
+  /** Whether an operator disabled it (its credentials no longer work). */
+  disabled: boolean;
 }
 
 export const DEMO_ORGANIZATION_NAME = 'Demo organization';
@@ -35,9 +37,10 @@ export async function ensureDemoTenant(
       client_secret: string;
       redirect_uri: string;
       scopes: Scope[];
+      disabled: boolean;
     }>(
       `SELECT o.id AS organization_id, o.name AS organization_name, c.id AS client_id, d.client_secret,
-              c.redirect_uri, c.scopes
+              c.redirect_uri, c.scopes, c.disabled_at IS NOT NULL AS disabled
          FROM auth.demo_tenant d
          JOIN auth.clients c ON c.id = d.client_id
          JOIN auth.organizations o ON o.id = c.organization_id`,
@@ -51,13 +54,15 @@ export async function ensureDemoTenant(
         redirectUri: found.redirect_uri,
         scopes: found.scopes,
         created: false,
+        disabled: found.disabled,
       };
     }
     const organization = await createOrganization(tx, deps.clock, DEMO_ORGANIZATION_NAME);
+    const redirectUri = options.redirectUri ?? DEMO_REDIRECT_URI;
     const client = await createClient(tx, deps.clock, {
       organizationId: organization.id,
       name: 'Demo client',
-      redirectUri: options.redirectUri ?? DEMO_REDIRECT_URI,
+      redirectUri,
       scopes: SCOPES,
     });
     await tx.query('INSERT INTO auth.demo_tenant (client_id, client_secret) VALUES ($1, $2)', [
@@ -68,9 +73,10 @@ export async function ensureDemoTenant(
       organization: { id: organization.id, name: organization.name },
       clientId: client.client_id,
       clientSecret: client.client_secret,
-      redirectUri: client.redirect_uri,
+      redirectUri,
       scopes: client.scopes,
       created: true,
+      disabled: false,
     };
   });
 }

@@ -122,6 +122,7 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
       pool: deps.pool,
       clock: deps.clock,
       keys,
+      grants,
       adminToken: deps.settings.adminToken,
     }),
   };

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, Scope } from '@ofp/auth-tokens';
+import { baseError } from '@ofp/contracts';
 import type { Pool, PoolClient } from '@ofp/runtime';
+import type { Grants } from './oauth/grants.js';
 import { digestSecret, newSecret } from './secrets.js';
 
 export interface Organization {
@@ -9,15 +11,89 @@ export interface Organization {
   created_at: Date;
 }
 
-/** A client as registration returns it: the only time its secret is shown (API.md §10). */
-export interface RegisteredClient {
+/** A client as the admin API shows it (API.md §10); never its secret, which only its digest keeps. */
+export interface ClientRecord {
   client_id: string;
-  client_secret: string;
   organization_id: number;
   name: string;
-  redirect_uri: string;
+  /** Absent for a client of the client-credentials grant alone. */
+  redirect_uri: string | null;
   scopes: Scope[];
   created_at: Date;
+  /** When it was disabled: it authenticates no more, and its grants were revoked then. */
+  disabled_at: Date | null;
+}
+
+/** A client with its secret: registration and rotation answer it, the only times it is shown. */
+export interface RegisteredClient extends ClientRecord {
+  client_secret: string;
+}
+
+/** Organizations by id, a page of them and how many there are. */
+export async function listOrganizations(
+  db: Db,
+  page: { limit: number; offset: number },
+): Promise<{ organizations: Organization[]; total: number }> {
+  const { rows } = await db.query<Organization & { total: number }>(
+    `SELECT id, name, created_at, count(*) OVER ()::int AS total
+       FROM auth.organizations ORDER BY id LIMIT $1 OFFSET $2`,
+    [page.limit, page.offset],
+  );
+  return {
+    organizations: rows.map(({ total: _, ...organization }) => organization),
+    total: await countOr(db, rows, 'SELECT count(*)::int AS n FROM auth.organizations', []),
+  };
+}
+
+const CLIENT_COLUMNS =
+  'id AS client_id, organization_id, name, redirect_uri, scopes, created_at, disabled_at';
+
+/** An organization's clients by creation, a page of them and how many there are. */
+export async function listClients(
+  db: Db,
+  organizationId: number,
+  page: { limit: number; offset: number },
+): Promise<{ clients: ClientRecord[]; total: number }> {
+  const { rows } = await db.query<ClientRecord & { total: number }>(
+    `SELECT ${CLIENT_COLUMNS}, count(*) OVER ()::int AS total
+       FROM auth.clients WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
+    [organizationId, page.limit, page.offset],
+  );
+  return {
+    clients: rows.map(({ total: _, ...client }) => client),
+    total: await countOr(db, rows, 'SELECT count(*)::int AS n FROM auth.clients WHERE organization_id = $1', [
+      organizationId,
+    ]),
+  };
+}
+
+/** The total a windowed count gave, or (for a page past the end, which has no row to carry it) a count. */
+async function countOr(
+  db: Db,
+  rows: readonly { total: number }[],
+  countSql: string,
+  params: readonly unknown[],
+): Promise<number> {
+  if (rows[0] !== undefined) return rows[0].total;
+  const { rows: counted } = await db.query<{ n: number }>(countSql, [...params]);
+  return counted[0]?.n ?? 0;
+}
+
+/**
+ * Locks a client's row for the rest of the transaction: shared by the token grants (they check that
+ * it is not disabled), exclusive by {@link disableClient}, so a grant made while the client is being
+ * disabled is either revoked with the others or refused.
+ */
+export async function lockClient(
+  tx: PoolClient,
+  clientId: string,
+  mode: 'share' | 'update',
+): Promise<ClientRecord | undefined> {
+  const { rows } = await tx.query<ClientRecord>(
+    `SELECT ${CLIENT_COLUMNS} FROM auth.clients WHERE id = $1 FOR ${mode === 'share' ? 'SHARE' : 'UPDATE'}`,
+    [clientId],
+  );
+  return rows[0];
 }
 
 type Db = Pick<Pool | PoolClient, 'query'>;
@@ -39,7 +115,7 @@ export async function organizationExists(db: Db, id: number): Promise<boolean> {
 export async function createClient(
   db: Db,
   clock: Clock,
-  client: { organizationId: number; name: string; redirectUri: string; scopes: readonly Scope[] },
+  client: { organizationId: number; name: string; redirectUri: string | null; scopes: readonly Scope[] },
 ): Promise<RegisteredClient> {
   const clientId = randomBytes(16).toString('hex');
   const clientSecret = newSecret();
@@ -65,5 +141,50 @@ export async function createClient(
     redirect_uri: client.redirectUri,
     scopes: [...client.scopes],
     created_at: createdAt,
+    disabled_at: null,
   };
+}
+
+/**
+ * Gives a client a new secret; the old one stops working at once. The standalone demo client's
+ * readable copy (`auth.demo_tenant`) follows, so the start-up banner shows the secret that works.
+ */
+export async function rotateClientSecret(tx: PoolClient, clientId: string): Promise<RegisteredClient> {
+  const client = await lockClient(tx, clientId, 'update');
+  if (client === undefined) throw baseError('NotFound', `Client ${clientId} not found`);
+  if (client.disabled_at !== null) throw baseError('Conflict', `Client ${clientId} is disabled`);
+  const clientSecret = newSecret();
+  await tx.query('UPDATE auth.clients SET secret_hash = $2 WHERE id = $1', [
+    clientId,
+    digestSecret(clientSecret),
+  ]);
+  await tx.query('UPDATE auth.demo_tenant SET client_secret = $2 WHERE client_id = $1', [
+    clientId,
+    clientSecret,
+  ]);
+  return { ...client, client_secret: clientSecret };
+}
+
+/**
+ * Disables a client: it authenticates no more, and every grant it holds is revoked as a reused
+ * refresh token's is (API.md §7: its access tokens fail everywhere within 5 s). Disabling a disabled
+ * client changes nothing.
+ */
+export async function disableClient(
+  tx: PoolClient,
+  clock: Clock,
+  grants: Pick<Grants, 'revoke'>,
+  clientId: string,
+): Promise<{ client: ClientRecord; revokedGrants: number }> {
+  const client = await lockClient(tx, clientId, 'update');
+  if (client === undefined) throw baseError('NotFound', `Client ${clientId} not found`);
+  if (client.disabled_at !== null) return { client, revokedGrants: 0 };
+  const disabledAt = clock();
+  await tx.query('UPDATE auth.clients SET disabled_at = $2 WHERE id = $1', [clientId, disabledAt]);
+  const { rows } = await tx.query<{ id: string }>(
+    'SELECT id FROM auth.grants WHERE client_id = $1 AND revoked_at IS NULL ORDER BY id',
+    [clientId],
+  );
+  for (const { id } of rows) await grants.revoke(tx, id);
+  return { client: { ...client, disabled_at: disabledAt }, revokedGrants: rows.length };
 }

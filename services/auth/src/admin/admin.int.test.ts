@@ -1,4 +1,3 @@
-import { runOrderctl } from '../cli/run-orderctl.js';
 import { startAuthTestServer, type AuthTestServer } from '../testing/auth-test-server.js';
 
 // jest's asymmetric matchers are typed any; as unknown they fit any expected shape.
@@ -116,63 +115,232 @@ describe('administration API (API.md §10)', () => {
     expect(response.status).toBe(415);
   });
 
-  describe('orderctl', () => {
-    async function orderctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-      let out = '';
-      let err = '';
-      const code = await runOrderctl(argv, {
-        env: { ADMIN_TOKEN: server.adminToken },
-        fetch,
-        stdout: (text) => (out += text),
-        stderr: (text) => (err += text),
-      });
-      return { code, out, err };
-    }
+  const get = (path: string) =>
+    fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.adminToken}` } });
 
-    it('creates an organization and a client and prints them as JSON', async () => {
-      const organization = await orderctl('--url', server.url, 'create-organization', '--name', 'Umbrella');
-      expect(organization.code).toBe(0);
-      const { results } = JSON.parse(organization.out) as { results: { id: number } };
-      const client = await orderctl(
-        '--url',
-        server.url,
-        'create-client',
-        '--organization',
-        String(results.id),
-        '--name',
-        'Umbrella app',
-        '--redirect-uri',
-        'https://umbrella.example/cb',
-        '--scopes',
-        'read,write',
-      );
-      expect(client.code).toBe(0);
-      expect(JSON.parse(client.out)).toMatchObject({
-        results: {
-          organization_id: results.id,
+  async function createClient(organization: number, body: Record<string, unknown> = {}): Promise<ClientJson> {
+    const response = await post(`/admin/organizations/${organization}/clients`, {
+      name: 'Batch sync',
+      scopes: ['read', 'write'],
+      ...body,
+    });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { results: ClientJson }).results;
+  }
+
+  async function clientCredentials(client: { client_id: string; client_secret: string }): Promise<Response> {
+    return server.postForm('/oauth/token', {
+      grant_type: 'client_credentials',
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
+  }
+
+  async function authenticates(accessToken: string): Promise<number> {
+    return (
+      await fetch(`${server.url}/v2/authenticate`, { headers: { authorization: `Bearer ${accessToken}` } })
+    ).status;
+  }
+
+  describe('listing', () => {
+    it('lists organizations by id, a page at a time, with the total', async () => {
+      const ids = [await organizationId(), await organizationId(), await organizationId()];
+      const all = (await (await get('/admin/organizations?limit=1000')).json()) as SearchJson<{ id: number }>;
+      expect(all.results.map((o) => o.id)).toEqual(expect.arrayContaining(ids));
+      expect(all.results.map((o) => o.id)).toEqual([...all.results.map((o) => o.id)].sort((a, b) => a - b));
+      const page = (await (await get(`/admin/organizations?limit=2&offset=1`)).json()) as SearchJson<unknown>;
+      expect(page).toMatchObject({ count: 2, total_results: all.total_results, offset: 1, errors: null });
+      expect(page.results).toEqual(all.results.slice(1, 3));
+      const past = (await (await get(`/admin/organizations?offset=100000`)).json()) as SearchJson<unknown>;
+      expect(past).toMatchObject({ count: 0, total_results: all.total_results, results: [] });
+    });
+
+    it('answers a bad page with 400 naming the parameter, and another parameter with 400', async () => {
+      const zero = await get('/admin/organizations?limit=0');
+      expect(zero.status).toBe(400);
+      expect(await zero.json()).toMatchObject({ errors: { limit: ['must be an integer from 1 to 1000'] } });
+      const other = await get('/admin/organizations?name=x');
+      expect(other.status).toBe(400);
+      expect(((await other.json()) as { errors: Record<string, unknown> }).errors).toHaveProperty('name');
+    });
+
+    it("lists an organization's clients without their secrets, and 404 for an unknown organization", async () => {
+      const id = await organizationId();
+      const first = await createClient(id, { name: 'first' });
+      const second = await createClient(id, { name: 'second', redirect_uri: 'https://b.example/cb' });
+      const response = await get(`/admin/organizations/${id}/clients`);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as SearchJson<Record<string, unknown>>;
+      expect(body).toMatchObject({ count: 2, total_results: 2, offset: 0, errors: null });
+      expect(body.results).toEqual([
+        {
+          client_id: first.client_id,
+          organization_id: id,
+          name: 'first',
+          redirect_uri: null,
           scopes: ['read', 'write'],
-          client_secret: anyString,
+          created_at: anyString,
+          disabled_at: null,
         },
-      });
+        expect.objectContaining({ client_id: second.client_id, redirect_uri: 'https://b.example/cb' }),
+      ]);
+      expect(JSON.stringify(body)).not.toContain(first.client_secret);
+      expect((await get('/admin/organizations/999999/clients')).status).toBe(404);
+      expect((await get('/admin/organizations/abc/clients')).status).toBe(404);
     });
 
-    it('exits 1 with the API’s answer when the API refuses', async () => {
-      const result = await orderctl(
-        '--url',
-        server.url,
-        '--admin-token',
-        'wrong',
-        'create-organization',
-        '--name',
-        'x',
+    it('requires the admin token', async () => {
+      expect((await fetch(`${server.url}/admin/organizations`)).status).toBe(401);
+    });
+  });
+
+  describe('clients for the client_credentials grant alone', () => {
+    it('registers a client without a redirect URI; it gets tokens and cannot authorize', async () => {
+      const client = await createClient(await organizationId());
+      expect(client.redirect_uri).toBeNull();
+      const token = await clientCredentials(client);
+      expect(token.status).toBe(200);
+      const authorize = await fetch(
+        `${server.url}/oauth/authorize?response_type=code&client_id=${client.client_id}`,
+        { redirect: 'manual' },
       );
-      expect(result.code).toBe(1);
-      expect(result.err).toContain('The admin token is not valid');
+      expect(authorize.status).toBe(400);
+      expect(await authorize.text()).toContain('client_credentials grant only');
+    });
+  });
+
+  describe('rotating a client secret', () => {
+    it('answers the new secret once; the old one stops working at once', async () => {
+      const client = await createClient(await organizationId());
+      const response = await post(`/admin/clients/${client.client_id}/rotate_secret`, {});
+      expect(response.status).toBe(200);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      const { results } = (await response.json()) as { results: ClientJson };
+      expect(results).toMatchObject({ client_id: client.client_id, client_secret: anyString });
+      expect(results.client_secret).not.toBe(client.client_secret);
+      expect((await clientCredentials(client)).status).toBe(401);
+      expect((await clientCredentials(results)).status).toBe(200);
     });
 
-    it('exits 2 with usage on a bad command line', async () => {
-      expect((await orderctl('create-client', '--name', 'x')).code).toBe(2);
-      expect((await orderctl('frobnicate')).code).toBe(2);
+    it('answers an unknown client with 404', async () => {
+      expect((await post('/admin/clients/no-such-client/rotate_secret', {})).status).toBe(404);
+    });
+  });
+
+  describe('disabling a client', () => {
+    it('revokes its grants (its tokens stop working) and refuses it from then on', async () => {
+      const client = await createClient(await organizationId());
+      const tokens = (await (await clientCredentials(client)).json()) as {
+        access_token: string;
+        refresh_token: string;
+      };
+      expect(await authenticates(tokens.access_token)).toBe(200);
+
+      const response = await post(`/admin/clients/${client.client_id}/disable`, {});
+      expect(response.status).toBe(200);
+      const { results } = (await response.json()) as { results: ClientJson & { revoked_grants: number } };
+      expect(results).toMatchObject({
+        client_id: client.client_id,
+        disabled_at: anyString,
+        revoked_grants: 1,
+      });
+
+      expect(await authenticates(tokens.access_token)).toBe(401);
+      const again = await clientCredentials(client);
+      expect(again.status).toBe(401);
+      expect(await again.json()).toEqual({
+        error: 'invalid_client',
+        error_description: 'The client is disabled',
+      });
+      const refresh = await server.postForm('/oauth/token', {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      });
+      expect(refresh.status).toBe(401);
+      // Announced like any revocation (API.md §7), so resource servers drop its tokens too.
+      const { rows } = await server.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM es.events WHERE type = 'grant.revoked' AND data->>'grant_id' IN (SELECT id::text FROM auth.grants WHERE client_id = $1)",
+        [client.client_id],
+      );
+      expect(rows[0]!.n).toBe(1);
+      const listed = (await (
+        await get(`/admin/organizations/${client.organization_id}/clients`)
+      ).json()) as SearchJson<ClientJson>;
+      expect(listed.results[0]!.disabled_at).toBe(results.disabled_at);
+    });
+
+    it('is idempotent, and a disabled client gets no new secret', async () => {
+      const client = await createClient(await organizationId());
+      const first = (await (await post(`/admin/clients/${client.client_id}/disable`, {})).json()) as {
+        results: ClientJson;
+      };
+      const second = await post(`/admin/clients/${client.client_id}/disable`, {});
+      expect(second.status).toBe(200);
+      expect(await second.json()).toMatchObject({
+        results: { disabled_at: first.results.disabled_at, revoked_grants: 0 },
+      });
+      const rotate = await post(`/admin/clients/${client.client_id}/rotate_secret`, {});
+      expect(rotate.status).toBe(409);
+      expect((await post('/admin/clients/no-such-client/disable', {})).status).toBe(404);
+    });
+
+    it('gives nothing to a token request that authenticated before a disable committed', async () => {
+      const client = await createClient(await organizationId());
+      // A disable under way holds the client's row, as disableClient does, until it commits.
+      const disabling = await server.pool.connect();
+      try {
+        await disabling.query('BEGIN');
+        await disabling.query('SELECT 1 FROM auth.clients WHERE id = $1 FOR UPDATE', [client.client_id]);
+        const requests = Array.from({ length: 5 }, () => clientCredentials(client));
+        // Let the requests authenticate (the client is not disabled yet) and reach the row.
+        await waitFor(async () => {
+          const { rows } = await server.pool.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+          );
+          return rows[0]!.n === requests.length;
+        });
+        await disabling.query('UPDATE auth.clients SET disabled_at = now() WHERE id = $1', [
+          client.client_id,
+        ]);
+        await disabling.query('COMMIT');
+        const responses = await Promise.all(requests);
+        expect(responses.map((response) => response.status)).toEqual(requests.map(() => 401));
+      } finally {
+        disabling.release();
+      }
+      const { rows } = await server.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM auth.grants WHERE client_id = $1',
+        [client.client_id],
+      );
+      expect(rows[0]!.n).toBe(0);
     });
   });
 });
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+interface ClientJson {
+  client_id: string;
+  client_secret: string;
+  organization_id: number;
+  name: string;
+  redirect_uri: string | null;
+  scopes: string[];
+  disabled_at: string | null;
+}
+
+interface SearchJson<T> {
+  count: number;
+  total_results: number;
+  offset: number;
+  results: T[];
+  errors: null;
+}

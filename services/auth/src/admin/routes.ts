@@ -1,16 +1,34 @@
 import { z } from 'zod';
 import { SCOPES, type Clock } from '@ofp/auth-tokens';
-import { baseError, DomainError, singleEnvelope, type FieldErrors } from '@ofp/contracts';
-import { jsonReply, type Pool, type Route } from '@ofp/runtime';
+import {
+  baseError,
+  DomainError,
+  fieldError,
+  searchEnvelope,
+  singleEnvelope,
+  type FieldErrors,
+} from '@ofp/contracts';
+import { inTransaction, jsonReply, type Pool, type Route, type RouteRequest } from '@ofp/runtime';
+import type { Grants } from '../oauth/grants.js';
 import type { SigningKeys } from '../signing-keys.js';
-import { createClient, createOrganization, organizationExists } from '../tenants.js';
 import { organizationSchema, registeredClientSchema } from '../schemas.js';
+import {
+  createClient,
+  createOrganization,
+  disableClient,
+  listClients,
+  listOrganizations,
+  organizationExists,
+  rotateClientSecret,
+} from '../tenants.js';
 import { adminAccess } from './admin-token.js';
 
 export interface AdminRoutesDeps {
   pool: Pool;
   clock: Clock;
   keys: SigningKeys;
+  /** Revokes a disabled client's grants. */
+  grants: Pick<Grants, 'revoke'>;
   adminToken: string;
 }
 
@@ -41,12 +59,14 @@ const organizationInput = z.object({ name });
 
 const clientInput = z.object({
   name,
+  // Optional: a client of the client_credentials grant alone never redirects.
   redirect_uri: z
-    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .string({ error: 'must be a string' })
     .refine(
       isAcceptableRedirectUri,
       'must be an absolute https URI (http only on localhost) without fragment',
-    ),
+    )
+    .nullish(),
   scopes: z
     .array(z.enum(SCOPES, `must be one of ${SCOPES.join(', ')}`), {
       error: (issue) => (issue.input === undefined ? 'is required' : 'must be an array'),
@@ -66,6 +86,27 @@ function columnErrors(error: z.ZodError): FieldErrors {
     (errors[column] ??= []).push(issue.message);
   }
   return errors;
+}
+
+/** A page of a list: `limit` 1 to 1,000 (default 100), `offset` from 0. */
+const PAGE_QUERY = { names: ['limit', 'offset'] } as const;
+
+function pageOf(request: RouteRequest<undefined>): { limit: number; offset: number } {
+  const integer = (name: 'limit' | 'offset', fallback: number, min: number, max: number): number => {
+    const given = request.query[name];
+    if (given === undefined) return fallback;
+    const value = /^\d{1,9}$/.test(given) ? Number(given) : NaN;
+    if (!(value >= min && value <= max)) {
+      throw fieldError('Invalid', name, `must be an integer from ${min} to ${max}`);
+    }
+    return value;
+  };
+  return { limit: integer('limit', 100, 1, 1000), offset: integer('offset', 0, 0, 1_000_000_000) };
+}
+
+function organizationIdOf(request: RouteRequest<undefined>): number | undefined {
+  const given = request.params.id ?? '';
+  return /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
 }
 
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -99,6 +140,37 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       },
     }),
     admin({
+      method: 'GET',
+      path: '/admin/organizations',
+      operationId: 'admin.listOrganizations',
+      summary: 'List the organizations, by id',
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of organizations' } },
+      handle: async (request) => {
+        const page = pageOf(request);
+        const { organizations, total } = await listOrganizations(deps.pool, page);
+        return jsonReply(200, searchEnvelope(organizations, total, page.offset));
+      },
+    }),
+    admin({
+      method: 'GET',
+      path: '/admin/organizations/{id}/clients',
+      operationId: 'admin.listClients',
+      summary: "List an organization's clients, by creation (never their secrets)",
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of clients' } },
+      errors: [404],
+      handle: async (request) => {
+        const id = organizationIdOf(request);
+        if (id === undefined || !(await organizationExists(deps.pool, id))) {
+          throw baseError('NotFound', `Organization ${request.params.id} not found`);
+        }
+        const page = pageOf(request);
+        const { clients, total } = await listClients(deps.pool, id, page);
+        return jsonReply(200, searchEnvelope(clients, total, page.offset));
+      },
+    }),
+    admin({
       method: 'POST',
       path: '/admin/organizations/{id}/clients',
       operationId: 'admin.createClient',
@@ -108,20 +180,47 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
       errors: [404, 415, 422],
       handle: async (request) => {
-        const given = request.params.id ?? '';
-        const id = /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+        const id = organizationIdOf(request);
         if (id === undefined || !(await organizationExists(deps.pool, id))) {
-          throw baseError('NotFound', `Organization ${given} not found`);
+          throw baseError('NotFound', `Organization ${request.params.id} not found`);
         }
         const input = parseBody(clientInput, request.body);
         const client = await createClient(deps.pool, deps.clock, {
           organizationId: id,
           name: input.name,
-          redirectUri: input.redirect_uri,
+          redirectUri: input.redirect_uri ?? null,
           scopes: input.scopes,
         });
         // The secret is shown this once; nothing on the way may keep a copy.
         return jsonReply(201, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    }),
+    admin({
+      method: 'POST',
+      path: '/admin/clients/{client_id}/rotate_secret',
+      operationId: 'admin.rotateClientSecret',
+      summary: 'Give a client a new secret (shown this once); the old one stops working at once',
+      responses: { 200: { description: 'The client with its new secret' } },
+      errors: [404, 409],
+      handle: async (request) => {
+        const client = await inTransaction(deps.pool, (tx) =>
+          rotateClientSecret(tx, request.params.client_id ?? ''),
+        );
+        return jsonReply(200, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    }),
+    admin({
+      method: 'POST',
+      path: '/admin/clients/{client_id}/disable',
+      operationId: 'admin.disableClient',
+      summary: 'Disable a client: it authenticates no more, and its grants are revoked (API.md §7)',
+      responses: { 200: { description: 'The disabled client, and how many grants were revoked' } },
+      errors: [404],
+      handle: async (request) => {
+        const { client, revokedGrants } = await inTransaction(deps.pool, (tx) =>
+          disableClient(tx, deps.clock, deps.grants, request.params.client_id ?? ''),
+        );
+        return jsonReply(200, singleEnvelope({ ...client, revoked_grants: revokedGrants }));
       },
     }),
     admin({

@@ -1,33 +1,82 @@
 import { parseArgs } from 'node:util';
+import { describeError, instanceSettings } from '@ofp/runtime';
 
 export interface OrderctlIo {
   env: Readonly<Record<string, string | undefined>>;
   fetch: typeof fetch;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  version: string;
 }
 
-const USAGE = `Usage: orderctl [--url URL] [--admin-token TOKEN] <command> [options]
+const USAGE = `Usage: orderctl [--url URL] [--admin-token TOKEN] [--json] <command> [options]
 
 Commands:
+  list-organizations [--limit N] [--offset N]
   create-organization --name NAME
-  create-client --organization ID --name NAME --redirect-uri URI --scopes read,write[,operations]
+  list-clients --organization ID [--limit N] [--offset N]
+  create-client --organization ID --name NAME --scopes read,write,operations [--redirect-uri URI]
+                (without --redirect-uri: a client of the client_credentials grant alone)
+  rotate-client-secret --client CLIENT_ID
+  disable-client --client CLIENT_ID      (its grants are revoked; its tokens stop working)
   rotate-signing-key
 
---url defaults to $ORDERCTL_URL or http://localhost:8080; --admin-token to $ADMIN_TOKEN.
-Prints the API's JSON answer; exits 1 when the API refuses.`;
+--url: the platform, else $ORDERCTL_URL, $PUBLIC_URL, http://localhost:$PORT, or the standalone
+  instance running on $DATA_DIR (default ./.data).
+--admin-token: else $ADMIN_TOKEN, or the one the instance keeps in DATA_DIR/admin-token.
+--json: print the API's JSON answer as it came (on stdout, also when the API refuses).
+Exit codes: 0 done, 1 the API refused or could not be reached, 2 a bad command line.`;
 
 const OPTIONS = {
   url: { type: 'string' },
   'admin-token': { type: 'string' },
+  json: { type: 'boolean' },
+  version: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
   name: { type: 'string' },
   organization: { type: 'string' },
+  client: { type: 'string' },
   'redirect-uri': { type: 'string' },
   scopes: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
+  limit: { type: 'string' },
+  offset: { type: 'string' },
 } as const;
 
 class UsageError extends Error {}
+
+/** An admin API call (API.md §10) and how to tell its answer to a person. */
+interface Call {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: object;
+  describe: (results: unknown, envelope: Envelope) => string;
+}
+
+interface Envelope {
+  count?: number;
+  total_results?: number;
+  offset?: number;
+  results?: unknown;
+  errors?: Record<string, string[]> | null;
+}
+
+interface OrganizationJson {
+  id: number;
+  name: string;
+  created_at: string;
+}
+
+interface ClientJson {
+  client_id: string;
+  client_secret?: string;
+  organization_id: number;
+  name: string;
+  redirect_uri: string | null;
+  scopes: string[];
+  created_at: string;
+  disabled_at: string | null;
+  revoked_grants?: number;
+}
 
 function option(values: Record<string, unknown>, name: string): string {
   const value = values[name];
@@ -35,82 +84,250 @@ function option(values: Record<string, unknown>, name: string): string {
   return value;
 }
 
-/** Turns a command line into an admin API call (API.md §10). */
-function request(
-  command: string | undefined,
-  values: Record<string, unknown>,
-): { path: string; body: object } {
+function pageQuery(values: Record<string, unknown>): string {
+  const query = new URLSearchParams();
+  for (const name of ['limit', 'offset']) {
+    if (typeof values[name] === 'string') query.set(name, values[name]);
+  }
+  return query.size === 0 ? '' : `?${query.toString()}`;
+}
+
+/** Rows under a header, each column as wide as its widest cell. */
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+  return [header, ...rows]
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+function pageLine(envelope: Envelope, noun: string): string {
+  const shown = envelope.count ?? 0;
+  const total = envelope.total_results ?? shown;
+  if (total === 0) return `No ${noun}.`;
+  const offset = envelope.offset ?? 0;
+  return shown === total
+    ? `${total} ${noun}.`
+    : `${noun} ${offset + 1}-${offset + shown} of ${total} (--offset, --limit for more).`;
+}
+
+function clientLines(client: ClientJson): string[] {
+  return [
+    `client_id:     ${client.client_id}`,
+    ...(client.client_secret === undefined
+      ? []
+      : [`client_secret: ${client.client_secret}   (shown this once)`]),
+    `organization:  ${client.organization_id}`,
+    `name:          ${client.name}`,
+    `scopes:        ${client.scopes.join(' ')}`,
+    `redirect_uri:  ${client.redirect_uri ?? '(none: client_credentials only)'}`,
+  ];
+}
+
+/** Turns a command line into an admin API call. */
+function callOf(command: string | undefined, values: Record<string, unknown>): Call {
   switch (command) {
-    case 'create-organization':
-      return { path: '/admin/organizations', body: { name: option(values, 'name') } };
-    case 'create-client':
+    case 'list-organizations':
       return {
+        method: 'GET',
+        path: `/admin/organizations${pageQuery(values)}`,
+        describe: (results, envelope) => {
+          const organizations = results as OrganizationJson[];
+          return [
+            ...(organizations.length === 0
+              ? []
+              : [
+                  table(
+                    ['ID', 'NAME', 'CREATED'],
+                    organizations.map((o) => [String(o.id), o.name, o.created_at]),
+                  ),
+                ]),
+            pageLine(envelope, 'organizations'),
+          ].join('\n');
+        },
+      };
+    case 'create-organization':
+      return {
+        method: 'POST',
+        path: '/admin/organizations',
+        body: { name: option(values, 'name') },
+        describe: (results) => {
+          const organization = results as OrganizationJson;
+          return `Created organization ${organization.id} (${organization.name}).`;
+        },
+      };
+    case 'list-clients':
+      return {
+        method: 'GET',
+        path: `/admin/organizations/${encodeURIComponent(option(values, 'organization'))}/clients${pageQuery(values)}`,
+        describe: (results, envelope) => {
+          const clients = results as ClientJson[];
+          return [
+            ...(clients.length === 0
+              ? []
+              : [
+                  table(
+                    ['CLIENT_ID', 'NAME', 'SCOPES', 'REDIRECT_URI', 'STATUS'],
+                    clients.map((c) => [
+                      c.client_id,
+                      c.name,
+                      c.scopes.join(','),
+                      c.redirect_uri ?? '-',
+                      c.disabled_at === null ? 'active' : `disabled ${c.disabled_at}`,
+                    ]),
+                  ),
+                ]),
+            pageLine(envelope, 'clients'),
+          ].join('\n');
+        },
+      };
+    case 'create-client': {
+      const redirectUri = values['redirect-uri'];
+      return {
+        method: 'POST',
         path: `/admin/organizations/${encodeURIComponent(option(values, 'organization'))}/clients`,
         body: {
           name: option(values, 'name'),
-          redirect_uri: option(values, 'redirect-uri'),
+          ...(typeof redirectUri === 'string' ? { redirect_uri: redirectUri } : {}),
           scopes: option(values, 'scopes')
             .split(',')
             .map((s) => s.trim())
             .filter((s) => s !== ''),
         },
+        describe: (results) => ['Created the client:', ...clientLines(results as ClientJson)].join('\n'),
+      };
+    }
+    case 'rotate-client-secret':
+      return {
+        method: 'POST',
+        path: `/admin/clients/${encodeURIComponent(option(values, 'client'))}/rotate_secret`,
+        describe: (results) =>
+          ['New secret; the old one no longer works:', ...clientLines(results as ClientJson)].join('\n'),
+      };
+    case 'disable-client':
+      return {
+        method: 'POST',
+        path: `/admin/clients/${encodeURIComponent(option(values, 'client'))}/disable`,
+        describe: (results) => {
+          const client = results as ClientJson;
+          return `Client ${client.client_id} is disabled (since ${client.disabled_at}); ${client.revoked_grants ?? 0} grants revoked now.`;
+        },
       };
     case 'rotate-signing-key':
-      return { path: '/admin/signing_keys/rotate', body: {} };
+      return {
+        method: 'POST',
+        path: '/admin/signing_keys/rotate',
+        describe: (results) => {
+          const { kid, retired_kid } = results as { kid: string; retired_kid: string | null };
+          return `Tokens are now signed with key ${kid}${retired_kid ? `; ${retired_kid} stays published until its tokens expire` : ''}.`;
+        },
+      };
     default:
       throw new UsageError(command === undefined ? 'a command is required' : `unknown command ${command}`);
   }
 }
 
-/** Runs one orderctl command line and returns the exit code. */
+/** What the API's errors say, one line (`name: is required; scopes[1]: must be one of ...`). */
+function errorsOf(envelope: Envelope): string | undefined {
+  if (!envelope.errors) return undefined;
+  return Object.entries(envelope.errors)
+    .map(([column, messages]) =>
+      column === 'base' ? messages.join('; ') : `${column}: ${messages.join('; ')}`,
+    )
+    .join('; ');
+}
+
+/** Runs one orderctl command line (API.md §10) and returns the exit code. */
 export async function runOrderctl(argv: readonly string[], io: OrderctlIo): Promise<number> {
-  let call: { path: string; body: object };
-  let url: string;
-  let adminToken: string;
+  let call: Call;
+  let json: boolean;
+  let values: Record<string, unknown>;
   try {
-    const { values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true });
+    const parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true });
+    values = parsed.values;
     if (values.help === true) {
       io.stdout(USAGE);
       return 0;
     }
-    if (positionals.length > 1) throw new UsageError(`unexpected argument ${positionals[1]}`);
-    call = request(positionals[0], values);
-    url = values.url ?? io.env.ORDERCTL_URL ?? 'http://localhost:8080';
-    const token = values['admin-token'] ?? io.env.ADMIN_TOKEN;
-    if (token === undefined || token === '') throw new UsageError('--admin-token or ADMIN_TOKEN is required');
-    adminToken = token;
+    if (values.version === true) {
+      io.stdout(`orderctl ${io.version}`);
+      return 0;
+    }
+    if (parsed.positionals.length > 1) throw new UsageError(`unexpected argument ${parsed.positionals[1]}`);
+    call = callOf(parsed.positionals[0], values);
+    json = values.json === true;
   } catch (error) {
-    if (!(
-      error instanceof UsageError || (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-    )) {
+    const code = (error as { code?: unknown }).code;
+    if (!(error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')))) {
       throw error;
     }
     io.stderr(`orderctl: ${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
 
+  const settings = await instanceSettings(io.env);
+  const url =
+    typeof values.url === 'string'
+      ? { value: values.url, from: '--url' }
+      : io.env.ORDERCTL_URL
+        ? { value: io.env.ORDERCTL_URL, from: 'ORDERCTL_URL' }
+        : settings.url;
+  if (url === undefined) {
+    io.stderr(
+      `orderctl: no platform to talk to: no instance runs on DATA_DIR ${settings.dataDir}; start one (npm start), or give --url (or set PUBLIC_URL or PORT)`,
+    );
+    return 1;
+  }
+  const adminToken =
+    typeof values['admin-token'] === 'string' ? values['admin-token'] : settings.adminToken?.value;
+  if (adminToken === undefined || adminToken === '') {
+    io.stderr(
+      `orderctl: no admin token: give --admin-token or set ADMIN_TOKEN (a standalone instance keeps its own in DATA_DIR/admin-token; none in ${settings.dataDir})`,
+    );
+    return 1;
+  }
+
   let response: Response;
+  let target: URL;
   try {
-    response = await io.fetch(new URL(call.path, url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(call.body),
+    target = new URL(call.path, url.value);
+  } catch {
+    io.stderr(`orderctl: ${url.value} (from ${url.from}) is not a URL`);
+    return 1;
+  }
+  try {
+    response = await io.fetch(target, {
+      method: call.method,
+      headers: {
+        authorization: `Bearer ${adminToken}`,
+        ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
     });
   } catch (error) {
-    io.stderr(`orderctl: cannot reach ${url}: ${(error as Error).message}`);
+    io.stderr(`orderctl: cannot reach ${url.value} (from ${url.from}): ${describeError(error)}`);
     return 1;
   }
   const text = await response.text();
-  let output = text;
+  let envelope: Envelope | undefined;
   try {
-    output = JSON.stringify(JSON.parse(text), null, 2);
+    envelope = JSON.parse(text) as Envelope;
   } catch {
-    // Not JSON (a proxy's error page, say): print it as it came.
+    // Not JSON (a proxy's error page, say): shown as it came.
   }
-  if (response.ok) {
-    io.stdout(output);
-    return 0;
+  if (json) {
+    io.stdout(envelope === undefined ? text : JSON.stringify(envelope, null, 2));
+    return response.ok ? 0 : 1;
   }
-  io.stderr(output);
-  return 1;
+  if (!response.ok || envelope === undefined) {
+    const reason = (envelope && errorsOf(envelope)) ?? text.trim().slice(0, 500);
+    io.stderr(`orderctl: ${call.method} ${target.pathname} answered ${response.status}: ${reason}`);
+    return 1;
+  }
+  io.stdout(call.describe(envelope.results, envelope));
+  return 0;
 }

@@ -42,6 +42,12 @@ export function authorizeEndpoint(deps: AuthorizeEndpointDeps): (url: string) =>
     const client =
       clientId === undefined || moreClientIds.length > 0 ? undefined : await findClient(deps.pool, clientId);
     if (client === undefined) throw new OAuthError('invalid_client', 'Invalid client_id', 401);
+    if (client.redirectUri === null) {
+      throw new OAuthError(
+        'invalid_request',
+        'This client has no registered redirect_uri: it uses the client_credentials grant only',
+      );
+    }
     const redirectUris = values('redirect_uri');
     if (
       redirectUris.length > 1 ||
@@ -69,13 +75,14 @@ export function authorizeEndpoint(deps: AuthorizeEndpointDeps): (url: string) =>
 
 interface RegisteredClient {
   id: string;
-  redirectUri: string;
+  redirectUri: string | null;
   scopes: Scope[];
 }
 
+/** A client that may authorize: a disabled one is as unknown as one that never was. */
 async function findClient(pool: Pool, clientId: string): Promise<RegisteredClient | undefined> {
-  const { rows } = await pool.query<{ id: string; redirect_uri: string; scopes: Scope[] }>(
-    'SELECT id, redirect_uri, scopes FROM auth.clients WHERE id = $1',
+  const { rows } = await pool.query<{ id: string; redirect_uri: string | null; scopes: Scope[] }>(
+    'SELECT id, redirect_uri, scopes FROM auth.clients WHERE id = $1 AND disabled_at IS NULL',
     [clientId],
   );
   const row = rows[0];

@@ -8,7 +8,8 @@ import { parseForm, type OAuthParams } from './form.js';
 export interface Client {
   id: string;
   organizationId: number;
-  redirectUri: string;
+  /** Null for a client of the client-credentials grant alone. */
+  redirectUri: string | null;
   scopes: Scope[];
 }
 
@@ -80,17 +81,22 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
   const { rows } = await pool.query<{
     id: string;
     organization_id: number;
-    redirect_uri: string;
+    redirect_uri: string | null;
     scopes: Scope[];
     secret_hash: Buffer;
-  }>('SELECT id, organization_id, redirect_uri, scopes, secret_hash FROM auth.clients WHERE id = $1', [
-    credentials.clientId,
-  ]);
+    disabled: boolean;
+  }>(
+    `SELECT id, organization_id, redirect_uri, scopes, secret_hash, disabled_at IS NOT NULL AS disabled
+       FROM auth.clients WHERE id = $1`,
+    [credentials.clientId],
+  );
   const row = rows[0];
   const matches = secretMatches(credentials.clientSecret, row?.secret_hash ?? NO_SECRET);
   if (row === undefined || !matches) {
     throw new OAuthError('invalid_client', 'Client authentication failed', 401, challenge);
   }
+  // Said only to whoever holds the secret.
+  if (row.disabled) throw new OAuthError('invalid_client', 'The client is disabled', 401, challenge);
   return {
     id: row.id,
     organizationId: row.organization_id,

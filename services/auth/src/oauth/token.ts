@@ -1,6 +1,7 @@
 import type { Clock, Scope } from '@ofp/auth-tokens';
 import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
 import { digestSecret } from '../secrets.js';
+import { lockClient } from '../tenants.js';
 import type { Client, ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';
 import type { OAuthParams } from './form.js';
@@ -32,13 +33,13 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
     let outcome: Outcome;
     switch (grantType) {
       case 'authorization_code':
-        outcome = await inTransaction(deps.pool, (tx) => exchangeCode(deps, tx, client, form));
+        outcome = await whileActive(deps, client, (tx) => exchangeCode(deps, tx, client, form));
         break;
       case 'refresh_token':
-        outcome = await inTransaction(deps.pool, (tx) => refresh(deps, tx, client, form));
+        outcome = await whileActive(deps, client, (tx) => refresh(deps, tx, client, form));
         break;
       case 'client_credentials':
-        outcome = await inTransaction(deps.pool, (tx) => clientCredentials(deps, tx, client, form));
+        outcome = await whileActive(deps, client, (tx) => clientCredentials(deps, tx, client, form));
         break;
       case undefined:
         throw new OAuthError('invalid_request', 'The grant_type parameter is required');
@@ -52,6 +53,24 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
     // RFC 6749 §5.1: responses with tokens must not be cached.
     return jsonReply(200, outcome, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
   };
+}
+
+/**
+ * Runs a grant in a transaction that holds the client's row shared: a client disabled since it
+ * authenticated gets nothing, and one being disabled waits, so that every grant it made is revoked.
+ */
+function whileActive(
+  deps: TokenEndpointDeps,
+  client: Client,
+  grant: (tx: PoolClient) => Promise<Outcome>,
+): Promise<Outcome> {
+  return inTransaction(deps.pool, async (tx) => {
+    const current = await lockClient(tx, client.id, 'share');
+    if (current === undefined || current.disabled_at !== null) {
+      return new OAuthError('invalid_client', 'The client is disabled');
+    }
+    return grant(tx);
+  });
 }
 
 function required(form: OAuthParams, name: string): string {

@@ -1,14 +1,47 @@
 #!/usr/bin/env node
-// Rebuilds the read model from the event store: `npm run rebuild-projections` (DATABASE_URL required).
+// Rebuilds the read model from the event store: `npm run rebuild-projections`. The database is
+// DATABASE_URL, else the one of the standalone instance running on DATA_DIR (default ./.data).
 import { SingleBar, Presets } from 'cli-progress';
 import { z } from 'zod';
 import { EventStore } from '@ofp/event-store';
-import { createLogger, createPool, env, loadConfig } from '@ofp/runtime';
+import {
+  ConfigError,
+  StartupError,
+  checkDatabaseReachable,
+  createLogger,
+  createPool,
+  env,
+  exitOnStartupError,
+  instanceSettings,
+  loadConfig,
+  logFormatFor,
+} from '@ofp/runtime';
 import { rebuildReadModel } from '../rebuild.js';
 
-const config = loadConfig(z.object({ DATABASE_URL: env.url(), LOG_LEVEL: env.logLevel() }), process.env);
-const logger = createLogger({ name: 'rebuild-projections', level: config.LOG_LEVEL });
-const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'rebuild-projections' });
+let config;
+try {
+  config = loadConfig(z.object({ LOG_LEVEL: env.logLevel(), LOG_FORMAT: env.logFormat() }), process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  exitOnStartupError(new StartupError(error.message));
+}
+const settings = await instanceSettings(process.env);
+if (settings.databaseUrl === undefined) {
+  exitOnStartupError(
+    new StartupError(
+      `rebuild-projections: no database: no instance runs on DATA_DIR ${settings.dataDir} (start it with npm start), and DATABASE_URL is not set`,
+    ),
+  );
+}
+const databaseUrl = settings.databaseUrl.value;
+await checkDatabaseReachable(settings.databaseUrl.from, databaseUrl).catch(exitOnStartupError);
+const logger = createLogger({
+  name: 'rebuild-projections',
+  level: config.LOG_LEVEL,
+  format: logFormatFor(config.LOG_FORMAT),
+});
+logger.info(`rebuilding the read model of the database of ${settings.databaseUrl.from}`);
+const pool = createPool({ connectionString: databaseUrl, applicationName: 'rebuild-projections' });
 const bar = new SingleBar(
   { format: 'rebuild [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
   Presets.shades_classic,

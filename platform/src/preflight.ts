@@ -1,0 +1,48 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import {
+  LockHeldError,
+  STANDALONE_FILES,
+  StartupError,
+  acquireInstanceLock,
+  checkDatabaseReachable,
+  checkPortFree,
+  checkWritableDirectory,
+  findRunningInstance,
+  type InstanceLock,
+  type RunningInstance,
+} from '@ofp/runtime';
+import type { PlatformConfig } from './config.js';
+
+/**
+ * What a person can get wrong in the settings, found before anything is created (README
+ * "Configuration"): a second standalone instance on the same DATA_DIR, a DATA_DIR this user cannot
+ * write, a PORT taken, a DATABASE_URL that does not answer. Each is a one-line StartupError. The
+ * embedded Postgres checks its own port and cluster when it starts. A standalone process then takes
+ * DATA_DIR's instance lock, which it holds until it exits.
+ */
+export async function preflight(config: PlatformConfig): Promise<InstanceLock | undefined> {
+  const dataDir = resolve(config.DATA_DIR);
+  if (config.TARGET === 'all') {
+    const running = await findRunningInstance(dataDir);
+    if (running) throw alreadyRunning(config, running);
+    await checkWritableDirectory('DATA_DIR', dataDir);
+  }
+  if (config.TARGET !== 'migrate') await checkPortFree('PORT', config.PORT, config.HOST);
+  if (config.DATABASE_URL) await checkDatabaseReachable('DATABASE_URL', config.DATABASE_URL);
+  if (config.TARGET !== 'all') return undefined;
+  await mkdir(dataDir, { recursive: true });
+  try {
+    return await acquireInstanceLock(join(dataDir, STANDALONE_FILES.instance));
+  } catch (error) {
+    // Another one took it since it was read above.
+    if (error instanceof LockHeldError) throw alreadyRunning(config, error.holder);
+    throw error;
+  }
+}
+
+function alreadyRunning(config: PlatformConfig, running: RunningInstance): StartupError {
+  return new StartupError(
+    `DATA_DIR=${config.DATA_DIR}: an instance is already running on it (process ${running.pid}${running.url ? `, ${running.url}` : ''}); stop it first, or set DATA_DIR to another folder to run a second one`,
+  );
+}
