@@ -229,6 +229,16 @@ export class EventStore {
     return rows[0] && toStoredEvent(rows[0]);
   }
 
+  /** The current version of each of the streams that exist among `streamIds`. */
+  async streamVersions(streamIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.pool.query<{ stream_id: string; version: number }>(
+      `SELECT stream_id, max(version) AS version FROM es.events WHERE stream_id = ANY($1::text[])
+       GROUP BY stream_id`,
+      [streamIds],
+    );
+    return new Map(rows.map((row) => [row.stream_id, row.version]));
+  }
+
   /**
    * Events after `after` in global order, of the given stream types (all when omitted). Only events
    * of transactions older than every transaction still in flight are returned, so a later call never

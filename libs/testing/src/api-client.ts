@@ -5,6 +5,8 @@ export interface ApiResponse<T = unknown> {
   readonly status: number;
   readonly headers: Headers;
   readonly body: T;
+  /** The body as it came, byte for byte. */
+  readonly text: string;
 }
 
 /** The envelope of API.md §2, loosely typed for tests. */
@@ -91,6 +93,7 @@ export async function createIntegrator(
         status: response.status,
         headers: response.headers,
         body: (text ? JSON.parse(text) : null) as Envelope<R>,
+        text,
       };
     },
   };

@@ -20,7 +20,7 @@ import { apiRoutes } from './http/routes.js';
 import { InventoryManager } from './process-managers/inventory-manager.js';
 import { OrderProgressManager } from './process-managers/order-progress-manager.js';
 import { processManagersModule } from './process-managers/process-manager.js';
-import { ProjectionWaiter } from './queries/projection-waiter.js';
+import { ReadYourWrites } from './queries/read-your-writes.js';
 import { RecordQueries } from './queries/record-queries.js';
 import { TenantSeeder } from './tenant-seeder.js';
 
@@ -45,7 +45,7 @@ export interface ApiDependencies {
 
 /** The api service: its modules and its part of the route table. */
 export interface ApiService {
-  /** `api` (the read-your-writes waiter, the idempotency purge) and `process-managers`. */
+  /** `api` (read-your-writes, the idempotency purge) and `process-managers`. */
   readonly modules: readonly Module[];
   /** The `/v2` model endpoints. */
   readonly routes: readonly Route[];
@@ -75,18 +75,26 @@ export function createApiService(deps: ApiDependencies): ApiService {
     idempotency,
     deps.clock,
   );
-  const waiter = new ProjectionWaiter(deps.pool, deps.connectionString, deps.logger, {
-    timeoutMs: deps.readYourWritesTimeoutMs,
-    pollIntervalMs: 50,
-  });
-  const tenants = new TenantSeeder(deps.pool, commands, unique, waiter);
+  const processManagers = [
+    new OrderProgressManager(deps.pool, deps.store, records, deps.clock),
+    new InventoryManager(deps.pool, deps.store, records, unique, deps.clock),
+  ];
+  const readYourWrites = new ReadYourWrites(
+    deps.pool,
+    deps.store,
+    processManagers,
+    deps.connectionString,
+    deps.logger,
+    { timeoutMs: deps.readYourWritesTimeoutMs, pollIntervalMs: 50 },
+  );
+  const tenants = new TenantSeeder(deps.pool, commands, unique, readYourWrites);
   let started = false;
   let purge: NodeJS.Timeout | undefined;
   const api: Module = {
     name: 'api',
     dependsOn: ['database'],
     async start() {
-      await waiter.start();
+      await readYourWrites.start();
       purge = setInterval(() => {
         idempotency
           .purgeExpired()
@@ -98,24 +106,17 @@ export function createApiService(deps: ApiDependencies): ApiService {
     async stop() {
       started = false;
       clearInterval(purge);
-      await waiter.stop();
+      await readYourWrites.stop();
     },
     ready: () => started,
   };
-  const managers = processManagersModule(
-    deps.bus,
-    [
-      new OrderProgressManager(deps.pool, deps.store, records, deps.clock),
-      new InventoryManager(deps.pool, deps.store, records, unique, deps.clock),
-    ],
-    deps.logger,
-  );
+  const managers = processManagersModule(deps.bus, processManagers, deps.logger);
   return {
     modules: [api, managers],
     routes: apiRoutes({
       commands,
       queries: new RecordQueries(deps.pool),
-      waiter,
+      readYourWrites,
       idempotency,
       gate: deps.gate,
       seed: (auth) => tenants.ensureSeeded(auth.orgId),

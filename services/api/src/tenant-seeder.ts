@@ -3,7 +3,7 @@ import { PHONE_NUMBER_TYPE_SEEDS, phoneNumberTypes } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
 import type { RecordCommands } from './commands/record-commands.js';
 import type { UniqueValues } from './commands/unique-values.js';
-import type { ProjectionWaiter } from './queries/projection-waiter.js';
+import type { ReadYourWrites } from './queries/read-your-writes.js';
 
 /**
  * Gives every organization its seed records before its first request is served: the phone number
@@ -18,7 +18,7 @@ export class TenantSeeder {
     private readonly pool: Pool,
     private readonly commands: RecordCommands,
     private readonly unique: UniqueValues,
-    private readonly waiter: ProjectionWaiter,
+    private readonly readYourWrites: ReadYourWrites,
   ) {}
 
   async ensureSeeded(orgId: number): Promise<void> {
@@ -45,8 +45,7 @@ export class TenantSeeder {
           { orgId, actor: 'system', requestId: `seed-${orgId}`, by: { kind: 'system' } },
           { kind: 'create', body: { name } },
         );
-        for (const { streamId, version } of outcome.written)
-          projected.push(this.waiter.waitFor(streamId, version));
+        projected.push(this.readYourWrites.settle(outcome.written));
       } catch (error) {
         // Another process seeding the same organization at the same moment took the name first.
         if (!(isDomainError(error) && error.kind === 'Conflict')) throw error;

@@ -1,4 +1,4 @@
-import { fieldError, baseError, recordStreamId, type RecordJson } from '@ofp/contracts';
+import { fieldError, baseError, recordStreamId, type RecordChange, type RecordJson } from '@ofp/contracts';
 import { handleCommand, WrongExpectedVersion, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
 import type { IdempotencyStore, PoolClient, StoredResponse } from '@ofp/runtime';
@@ -11,6 +11,7 @@ import {
 } from '../domain/record-decider.js';
 import { rulesOf } from '../domain/rules-by-model.js';
 import type { EventMetadata, RecordStore, RecordStreamChange } from './record-store.js';
+import type { WrittenStream } from '../queries/read-your-writes.js';
 import type { ReferenceResolver } from './references.js';
 import type { UniqueValue, UniqueValues } from './unique-values.js';
 
@@ -34,14 +35,8 @@ export type WriteRequest =
 export interface WriteOutcome {
   readonly record: RecordJson;
   readonly created: boolean;
-  /** The streams and versions written, the record's first (read-your-writes); none when nothing changed. */
-  readonly written: readonly StreamVersion[];
-}
-
-export interface StreamVersion {
-  readonly streamId: string;
-  readonly version: number;
-  readonly position: GlobalPosition;
+  /** The streams written, the record's first (read-your-writes); none when nothing changed. */
+  readonly written: readonly WrittenStream[];
 }
 
 /**
@@ -94,7 +89,13 @@ export class RecordCommands {
         const outcome = (results: ReadonlyMap<string, { version: number; position: GlobalPosition }>) => ({
           record: events[events.length - 1]!.data.record,
           created: creating,
-          written: appends.map(({ streamId: stream }) => ({ streamId: stream, ...results.get(stream)! })),
+          written: appends.map((append): WrittenStream => ({
+            streamId: append.streamId,
+            streamType: append.streamType,
+            orgId: context.orgId,
+            changes: append.events.map((event) => event.data as RecordChange),
+            ...results.get(append.streamId)!,
+          })),
         });
         return {
           appends,

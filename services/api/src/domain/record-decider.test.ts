@@ -131,6 +131,58 @@ describe('decide', () => {
     ).toEqual([]);
   });
 
+  describe('compares nested values whatever their key order (a stored record comes back from jsonb)', () => {
+    const orders = MODELS.orders!;
+    const created = decide(
+      orders,
+      {
+        kind: 'create',
+        id: 15,
+        fields: {
+          order_number: 'SO-15',
+          notes: null,
+          ship_to: { name: 'Ada', address1: '1 Main St', city: 'London', country: 'GB' },
+          lines: [{ sku: 'A', quantity: 2, unit_price: '1.25' }],
+        },
+        at: AT,
+        by: operator,
+      },
+      { status: 'absent' },
+    ).events[0]!.data.record;
+    // What jsonb gives back: keys by length, then bytewise, at every depth.
+    const reordered = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(reordered)
+        : value !== null && typeof value === 'object'
+          ? Object.fromEntries(
+              Object.entries(value)
+                .sort(([a], [b]) => a.length - b.length || (a < b ? -1 : 1))
+                .map(([key, each]) => [key, reordered(each)]),
+            )
+          : value;
+    const stored = { status: 'live' as const, record: reordered(created) as RecordJson };
+    const update = (fields: Record<string, unknown>) =>
+      decide(orders, { kind: 'update', fields, at: AT, by: operator }, stored).events;
+
+    it('decides no event when every given value equals the stored one', () => {
+      expect(update({ notes: null })).toEqual([]);
+      expect(
+        update({
+          ship_to: { country: 'GB', city: 'London', address1: '1 Main St', name: 'Ada' },
+          lines: [{ unit_price: '1.25', quantity: 2, sku: 'A' }],
+        }),
+      ).toEqual([]);
+    });
+
+    it('lists exactly the changed fields in previous, a changed list in full', () => {
+      expect(update({ notes: 'ring twice' })[0]?.data.previous).toEqual({ notes: null });
+      expect(update({ status: 'cancelled' })[0]?.data.previous).toEqual({ status: 'pending' });
+      const relined = update({ lines: [{ sku: 'A', quantity: 3, unit_price: '1.25' }] })[0]?.data;
+      expect(Object.keys(relined?.previous ?? {}).sort()).toEqual(['lines', 'total']);
+      expect(relined?.previous.lines).toEqual(stored.record.lines);
+    });
+  });
+
   it('names the changed fields’ old values, derived ones included', () => {
     const orders = MODELS.orders!;
     const order = { ...recordIn('open'), order_number: 'SO-1', total: '0.00' };

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { RecordJson } from '@ofp/contracts';
 import type { ModelDefinition, WriteScope } from '@ofp/models';
 
@@ -50,13 +51,14 @@ export function plainRules(model: ModelDefinition): RecordRules {
   };
 }
 
-/** Fields a change touched, besides the bookkeeping every change touches. */
+/**
+ * Fields whose values a change changed, besides the bookkeeping every change touches. Values are
+ * compared by value (API.md §5): nested objects whatever their key order (a stored record comes back
+ * from jsonb with its keys reordered), lists element by element in order.
+ */
 export function changedFields(before: RecordJson | undefined, after: RecordJson): string[] {
   return Object.keys(after).filter(
-    (name) =>
-      name !== 'updated_at' &&
-      name !== 'version' &&
-      JSON.stringify(after[name]) !== JSON.stringify(before?.[name]),
+    (name) => name !== 'updated_at' && name !== 'version' && !isDeepStrictEqual(after[name], before?.[name]),
   );
 }
 

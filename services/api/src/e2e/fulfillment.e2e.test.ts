@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout } from 'node:timers/promises';
 import {
   createIntegrator,
   RUN_MODES,
@@ -67,7 +66,12 @@ async function anotherClient(
         ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
       });
       const text = await response.text();
-      return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: text ? JSON.parse(text) : null,
+        text,
+      };
     },
   };
 }
@@ -117,15 +121,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     return response.body.results.map((record) => record.id);
   }
 
-  /** Follow-on changes (inventory, an order's status) travel through process managers: poll for them. */
-  async function eventually<T>(read: () => Promise<T>, expected: unknown): Promise<void> {
-    let last: T | undefined;
-    for (let i = 0; i < 1200; i++) {
-      last = await read();
-      if (JSON.stringify(last) === JSON.stringify(expected)) return;
-      await setTimeout(100);
-    }
-    expect(last).toEqual(expected);
+  /**
+   * What a write derives (inventory, an order's status) is visible when its response has arrived
+   * (API.md §5): read once, never polled.
+   */
+  async function shows<T>(read: () => Promise<T>, expected: unknown): Promise<void> {
+    expect(await read()).toEqual(expected);
   }
 
   async function stock(sku: string): Promise<Omit<Stock, 'sku' | 'warehouse'> | undefined> {
@@ -178,7 +179,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       fulfillment_order_id: fo.id,
       packages: [{ tracking_number: `T-${orderNumber}`, lines: [{ sku, quantity }] }],
     });
-    await eventually(() => statusOf('orders', order.id), 'fulfilled');
+    await shows(() => statusOf('orders', order.id), 'fulfilled');
     return { order, fo, shipment };
   }
 
@@ -197,7 +198,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       });
       expect(po).toMatchObject({ status: 'draft', total: '250.00', lines: [{ quantity_received: 0 }] });
       await updated('purchase_orders', po.id, { status: 'open' });
-      await eventually(() => stock(sku), { on_hand: 0, committed: 0, available: 0, inbound: 100 });
+      await shows(() => stock(sku), { on_hand: 0, committed: 0, available: 0, inbound: 100 });
       const receive = (quantity_received: number) => ({
         lines: [{ sku, quantity: 100, unit_cost: '2.50', quantity_received }],
       });
@@ -219,7 +220,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         errors: { 'lines[0].quantity_received': ['must be at most the quantity 100'] },
       });
       expect(await updated('purchase_orders', po.id, receive(100))).toMatchObject({ status: 'received' });
-      await eventually(() => stock(sku), { on_hand: 100, committed: 0, available: 100, inbound: 0 });
+      await shows(() => stock(sku), { on_hand: 100, committed: 0, available: 100, inbound: 0 });
       const inventory = (
         await acme.request<Json[]>(
           'GET',
@@ -246,7 +247,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         lines: [{ sku, quantity: 8 }],
       });
       expect(fo).toMatchObject({ status: 'open', lines: [{ sku, quantity: 8, quantity_shipped: 0 }] });
-      await eventually(() => stock(sku), { on_hand: 100, committed: 8, available: 92, inbound: 0 });
+      await shows(() => stock(sku), { on_hand: 100, committed: 8, available: 92, inbound: 0 });
 
       // The anticipated ship date, found by q.
       await updated('orders', order.id, { anticipated_ship_date: '2026-12-01' });
@@ -277,8 +278,8 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
           lines: [{ quantity_shipped: 4 }],
         },
       );
-      await eventually(() => statusOf('orders', order.id), 'partially_fulfilled');
-      await eventually(() => stock(sku), { on_hand: 96, committed: 4, available: 92, inbound: 0 });
+      await shows(() => statusOf('orders', order.id), 'partially_fulfilled');
+      await shows(() => stock(sku), { on_hand: 96, committed: 4, available: 92, inbound: 0 });
       expect(
         await refused('POST', '/v2/shipments', {
           fulfillment_order_id: fo.id,
@@ -295,8 +296,8 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       });
       const second = await created('shipments', shipment(['1Z003', '1Z004']));
       expect(await statusOf('fulfillment_orders', fo.id)).toBe('shipped');
-      await eventually(() => statusOf('orders', order.id), 'fulfilled');
-      await eventually(() => stock(sku), { on_hand: 92, committed: 0, available: 92, inbound: 0 });
+      await shows(() => statusOf('orders', order.id), 'fulfilled');
+      await shows(() => stock(sku), { on_hand: 92, committed: 0, available: 92, inbound: 0 });
       expect(await refused('POST', '/v2/shipments', shipment(['1Z005', '1Z006']))).toMatchObject({
         status: 409,
       });
@@ -368,7 +369,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     async () => {
       const sku = 'GADGET-1';
       const { order, fo, shipment } = await shippedOrder(sku, 'SO-2', 3);
-      await eventually(() => stock(sku), { on_hand: 7, committed: 0, available: 7, inbound: 0 });
+      await shows(() => stock(sku), { on_hand: 7, committed: 0, available: 7, inbound: 0 });
       await updated('shipments', shipment.id, { status: 'cancelled' });
       expect((await acme.request<Json>('GET', `/v2/fulfillment_orders/${fo.id}`)).body.results).toMatchObject(
         {
@@ -376,8 +377,8 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
           lines: [{ quantity_shipped: 0 }],
         },
       );
-      await eventually(() => statusOf('orders', order.id), 'open');
-      await eventually(() => stock(sku), { on_hand: 10, committed: 3, available: 7, inbound: 0 });
+      await shows(() => statusOf('orders', order.id), 'open');
+      await shows(() => stock(sku), { on_hand: 10, committed: 3, available: 7, inbound: 0 });
     },
     SCENARIO_TIMEOUT_MS,
   );
@@ -393,8 +394,8 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         lines: [{ sku, quantity: 2 }],
       });
       await updated('fulfillment_orders', fo.id, { order_id: second.id });
-      await eventually(() => statusOf('orders', second.id), 'fulfilled');
-      await eventually(() => statusOf('orders', first.id), 'open');
+      await shows(() => statusOf('orders', second.id), 'fulfilled');
+      await shows(() => statusOf('orders', first.id), 'open');
     },
     SCENARIO_TIMEOUT_MS,
   );
@@ -510,7 +511,7 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       );
       expect(responses.every((response) => response.status === 201)).toBe(true);
       const sum = deltas.reduce((a, b) => a + b, 0);
-      await eventually(() => stock(sku), { on_hand: sum, committed: 0, available: sum, inbound: 0 });
+      await shows(() => stock(sku), { on_hand: sum, committed: 0, available: sum, inbound: 0 });
     },
     SCENARIO_TIMEOUT_MS,
   );

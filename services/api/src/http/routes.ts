@@ -27,13 +27,13 @@ import {
   type StoredResponse,
 } from '@ofp/runtime';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
-import type { ProjectionWaiter } from '../queries/projection-waiter.js';
+import type { ReadYourWrites } from '../queries/read-your-writes.js';
 import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';
 
 export interface ApiRoutesDependencies {
   readonly commands: RecordCommands;
   readonly queries: RecordQueries;
-  readonly waiter: ProjectionWaiter;
+  readonly readYourWrites: ReadYourWrites;
   readonly idempotency: IdempotencyStore;
   /** Bearer verification and the client's rate limit. */
   readonly gate: BearerGate;
@@ -174,7 +174,7 @@ type WriteHandler = (request: RouteRequest<AuthContext>) => WriteRequest;
 /**
  * A write: an Idempotency-Key's stored response replayed, else the command run (its response stored
  * with the change when a key was given), then, unless the client prefers not to wait, the answer held
- * until the read model shows what was written (API.md §5).
+ * until the read model shows what was written and what it derives (API.md §5).
  */
 async function write(
   deps: ApiRoutesDependencies,
@@ -216,7 +216,7 @@ async function write(
   if (prefersAsync(request.header('prefer'))) {
     return { ...response, headers: { ...response.headers, 'Preference-Applied': 'respond-async' } };
   }
-  for (const { streamId, version } of outcome.written) await deps.waiter.waitFor(streamId, version);
+  await deps.readYourWrites.settle(outcome.written);
   return response;
 }
 

@@ -1,6 +1,28 @@
 import type { StoredEvent } from '@ofp/event-store';
 import type { Pool, PoolClient } from '@ofp/runtime';
 
+/** NOTIFY channel raised when a statement marked events handled (migration 003), at its commit. */
+export const HANDLED_CHANNEL = 'api_handled';
+
+/** The key of a (manager, source stream) in {@link handledVersions}' answer. */
+export function handledKey(manager: string, streamId: string): string {
+  return `${manager}\u0000${streamId}`;
+}
+
+/** The last version each (manager, source stream) handled, by {@link handledKey}; absent when none. */
+export async function handledVersions(
+  db: Pool,
+  pairs: readonly { manager: string; streamId: string }[],
+): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ manager: string; stream_id: string; version: number }>(
+    `SELECT h.manager, h.stream_id, h.version
+       FROM api.handled_streams h
+       JOIN unnest($1::text[], $2::text[]) AS p (manager, stream_id) USING (manager, stream_id)`,
+    [pairs.map((pair) => pair.manager), pairs.map((pair) => pair.streamId)],
+  );
+  return new Map(rows.map((row) => [handledKey(row.manager, row.stream_id), row.version]));
+}
+
 /**
  * Which source events a process manager has handled (`api.handled_streams`): the last version per
  * source stream. A bus delivers one stream's events in order and at least once, so an event at or

@@ -1,5 +1,5 @@
 import type { RecordChange } from '@ofp/contracts';
-import { DomainError, isDomainError } from '@ofp/contracts';
+import { DomainError, isDomainError, recordStreamId } from '@ofp/contracts';
 import { handleCommand, type EventStore, type StoredEvent } from '@ofp/event-store';
 import { inventory, items } from '@ofp/models';
 import type { Pool } from '@ofp/runtime';
@@ -8,7 +8,7 @@ import type { RecordStore } from '../commands/record-store.js';
 import type { UniqueValues } from '../commands/unique-values.js';
 import { STOCK_SOURCES, stockChanges, stockKey, type Stock, type StockKey } from '../domain/inventory.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import type { ProcessManager } from './process-manager.js';
+import type { ProcessManager, SourceEvent } from './process-manager.js';
 
 /** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
 const STOCK_KEY_FIELD = 'sku_warehouse';
@@ -23,6 +23,7 @@ const STOCK_KEY_FIELD = 'sku_warehouse';
 export class InventoryManager implements ProcessManager {
   readonly name = 'inventory';
   readonly streamTypes = STOCK_SOURCES;
+  readonly derives = [inventory.name];
   private readonly handled: HandledEvents;
 
   constructor(
@@ -72,6 +73,17 @@ export class InventoryManager implements ProcessManager {
     } catch (error) {
       if (!(error instanceof AlreadyHandled)) throw error;
     }
+  }
+
+  /** The inventory records of the (sku, warehouse) pairs whose stock the event moves. */
+  async appendsTo(event: SourceEvent): Promise<readonly string[]> {
+    if (event.orgId === null) return [];
+    const ids = await Promise.all(
+      [...stockChanges(event.streamType, event.data).values()].map((key) =>
+        this.unique.lookup(event.orgId!, inventory.name, STOCK_KEY_FIELD, stockKey(key)),
+      ),
+    );
+    return ids.filter((id) => id !== undefined).map((id) => recordStreamId(inventory.name, id));
   }
 
   /** The inventory record of a (sku, warehouse) after a change, as a command decided by the system. */

@@ -1,4 +1,4 @@
-import type { RecordChange } from '@ofp/contracts';
+import { recordStreamId, type RecordChange } from '@ofp/contracts';
 import { handleCommand, type EventStore, type StoredEvent } from '@ofp/event-store';
 import { orders } from '@ofp/models';
 import type { Pool, PoolClient } from '@ofp/runtime';
@@ -7,7 +7,7 @@ import type { RecordStore } from '../commands/record-store.js';
 import { listOf } from '../domain/record-rules.js';
 import { orderProgressStatus } from '../domain/orders.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import type { ProcessManager } from './process-manager.js';
+import type { ProcessManager, SourceEvent } from './process-manager.js';
 
 /** What one fulfillment order holds for its order and has shipped of it. */
 interface FulfillmentProgress {
@@ -30,6 +30,7 @@ interface FulfillmentLine {
 export class OrderProgressManager implements ProcessManager {
   readonly name = 'order-progress';
   readonly streamTypes = ['fulfillment_orders'];
+  readonly derives = [orders.name];
   private readonly handled: HandledEvents;
 
   constructor(
@@ -45,13 +46,7 @@ export class OrderProgressManager implements ProcessManager {
     const orgId = event.orgId;
     if (orgId === null || (await this.handled.wasHandled(event))) return;
     const change = event.data as RecordChange;
-    const orderId = orderIdOf(change.record);
-    // A fulfillment order moved to another order leaves the old one, whose progress loses it.
-    const movedFrom = Object.hasOwn(change.previous, 'order_id') ? orderIdOf(change.previous) : undefined;
-    const entries: { orderId: number; entry: FulfillmentProgress | undefined }[] = [
-      ...(movedFrom !== undefined && movedFrom !== orderId ? [{ orderId: movedFrom, entry: undefined }] : []),
-      ...(orderId === undefined ? [] : [{ orderId, entry: progressOf(change) }]),
-    ];
+    const entries = progressEntries(change);
     try {
       await handleCommand(
         this.store,
@@ -75,6 +70,13 @@ export class OrderProgressManager implements ProcessManager {
     } catch (error) {
       if (!(error instanceof AlreadyHandled)) throw error;
     }
+  }
+
+  /** The orders whose progress the fulfillment order's change moves. */
+  appendsTo(event: SourceEvent): Promise<readonly string[]> {
+    return Promise.resolve(
+      progressEntries(event.data).map(({ orderId }) => recordStreamId(orders.name, orderId)),
+    );
   }
 
   /**
@@ -119,6 +121,21 @@ export class OrderProgressManager implements ProcessManager {
     }>('SELECT fulfillment, version FROM api.order_progress WHERE order_id = $1', [orderId]);
     return rows[0] ?? { fulfillment: {}, version: 0 };
   }
+}
+
+/**
+ * The entries a fulfillment order's change sets in its orders' progress: its own in its order's, and
+ * none in the order it moved from (that order's progress loses it).
+ */
+function progressEntries(
+  change: RecordChange,
+): { orderId: number; entry: FulfillmentProgress | undefined }[] {
+  const orderId = orderIdOf(change.record);
+  const movedFrom = Object.hasOwn(change.previous, 'order_id') ? orderIdOf(change.previous) : undefined;
+  return [
+    ...(movedFrom !== undefined && movedFrom !== orderId ? [{ orderId: movedFrom, entry: undefined }] : []),
+    ...(orderId === undefined ? [] : [{ orderId, entry: progressOf(change) }]),
+  ];
 }
 
 function orderIdOf(values: Readonly<Record<string, unknown>>): number | undefined {

@@ -1,4 +1,5 @@
 import { consumerModule, type Bus } from '@ofp/bus';
+import type { RecordChange } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger, Module } from '@ofp/runtime';
 
@@ -11,14 +12,30 @@ export interface ProcessManager {
   /** Also its consumer group's name, after `process-manager.`. */
   readonly name: string;
   readonly streamTypes: readonly string[];
+  /** The stream types it appends to. */
+  readonly derives: readonly string[];
   handle(event: StoredEvent): Promise<void>;
+  /**
+   * The streams that handling `event` appends to (read-your-writes waits until the read model shows
+   * them). Asked once the event was handled, so the records it created exist.
+   */
+  appendsTo(event: SourceEvent): Promise<readonly string[]>;
 }
+
+/** What a manager reads of an event. */
+export type SourceEvent = Pick<StoredEvent<RecordChange>, 'streamId' | 'streamType' | 'orgId' | 'data'>;
 
 /**
  * Runs process managers as bus consumers, each in its own consumer group. Events of a batch are
  * handled one after another, in the bus's order, so one stream's events are applied in order.
  */
 export function processManagersModule(bus: Bus, managers: readonly ProcessManager[], logger: Logger): Module {
+  // Read-your-writes follows one step from a write to what managers append: a follow-on change must
+  // lead to no further one.
+  for (const manager of managers)
+    for (const type of manager.derives)
+      if (managers.some((other) => other.streamTypes.includes(type)))
+        throw new Error(`${manager.name} appends to ${type}, which a process manager reacts to`);
   return consumerModule(bus, {
     name: 'process-managers',
     dependsOn: ['database'],

@@ -1,0 +1,184 @@
+import pg from 'pg';
+import type { RecordChange } from '@ofp/contracts';
+import type { EventStore, GlobalPosition } from '@ofp/event-store';
+import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
+import type { Logger, Pool } from '@ofp/runtime';
+import { HANDLED_CHANNEL, handledKey, handledVersions } from '../process-managers/handled-events.js';
+import type { ProcessManager } from '../process-managers/process-manager.js';
+
+/** One stream a write appended to: how far, and the changes it appended (what it derives from them). */
+export interface WrittenStream {
+  readonly streamId: string;
+  readonly streamType: string;
+  readonly orgId: number;
+  readonly version: number;
+  readonly position: GlobalPosition;
+  readonly changes: readonly RecordChange[];
+}
+
+/** What a pending wait waits for: the projector to reach a stream version, or a manager to handle it. */
+type Awaited =
+  | { readonly kind: 'projected'; readonly streamId: string; readonly version: number }
+  | {
+      readonly kind: 'handled';
+      readonly manager: string;
+      readonly streamId: string;
+      readonly version: number;
+    };
+
+interface Waiter {
+  readonly awaited: Awaited;
+  readonly resolve: (reached: boolean) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * Read-your-writes (API.md §5): a write's response waits until the read model shows the write and
+ * everything it derives. For each stream written, the projector must have applied its version; each
+ * process manager that reacts to its stream type must have handled it (`api.handled_streams`,
+ * written with the follow-on changes), and then the projector must have applied the streams the
+ * manager appended to (an inventory record, the order of a fulfillment order) at their versions
+ * since. Waits are kept in Postgres terms only, so it holds wherever the managers and the projector
+ * run (this process, or other processes of the distributed shape).
+ *
+ * All pending waits are checked together, with one query per kind, whenever the projector or a
+ * manager announces progress (LISTEN), and at a short interval in case a notification was missed.
+ * The whole wait of one write is bounded by `timeoutMs`; past it the response goes out anyway.
+ */
+export class ReadYourWrites {
+  private readonly waiters = new Set<Waiter>();
+  private listener: pg.Client | undefined;
+  private checking = false;
+  private recheck = false;
+  private poller: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly store: EventStore,
+    private readonly managers: readonly ProcessManager[],
+    private readonly connectionString: string,
+    private readonly logger: Logger,
+    private readonly options: { timeoutMs: number; pollIntervalMs: number },
+  ) {}
+
+  async start(): Promise<void> {
+    const listener = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'read-your-writes',
+    });
+    listener.on('notification', () => void this.check());
+    listener.on('error', (error) => this.logger.warn({ err: error }, 'progress listener lost; polling only'));
+    await listener.connect();
+    await listener.query(`LISTEN ${PROJECTION_CHANNEL}`);
+    await listener.query(`LISTEN ${HANDLED_CHANNEL}`);
+    this.listener = listener;
+    this.poller = setInterval(() => void this.check(), this.options.pollIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.poller);
+    for (const waiter of this.waiters) this.release(waiter, false);
+    await this.listener?.end().catch(() => {});
+  }
+
+  /**
+   * Resolves true once the read model shows `written` and what it derives, false when that took
+   * longer than the timeout (logged: the response then goes out without it).
+   */
+  async settle(written: readonly WrittenStream[]): Promise<boolean> {
+    const deadline = Date.now() + this.options.timeoutMs;
+    const reached = await Promise.all([
+      ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline)),
+      ...written.flatMap((stream) =>
+        this.managers
+          .filter((manager) => manager.streamTypes.includes(stream.streamType))
+          .map((manager) => this.derived(manager, stream, deadline)),
+      ),
+    ]);
+    const caughtUp = reached.every(Boolean);
+    if (!caughtUp)
+      this.logger.warn(
+        { streams: written.map(({ streamId, version }) => ({ streamId, version })) },
+        'read model did not catch up in time; answering anyway',
+      );
+    return caughtUp;
+  }
+
+  /** The manager handled the stream's version, and the projector applied what it appended. */
+  private async derived(manager: ProcessManager, stream: WrittenStream, deadline: number): Promise<boolean> {
+    const { streamId, version } = stream;
+    if (!(await this.until({ kind: 'handled', manager: manager.name, streamId, version }, deadline)))
+      return false;
+    const targets = new Set<string>();
+    for (const change of stream.changes)
+      for (const target of await manager.appendsTo({ ...stream, data: change })) targets.add(target);
+    if (targets.size === 0) return true;
+    const versions = await this.store.streamVersions([...targets]);
+    const reached = await Promise.all(
+      [...versions].map(([target, at]) =>
+        this.until({ kind: 'projected', streamId: target, version: at }, deadline),
+      ),
+    );
+    return reached.every(Boolean);
+  }
+
+  private until(awaited: Awaited, deadline: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        awaited,
+        resolve,
+        timer: setTimeout(() => this.release(waiter, false), Math.max(0, deadline - Date.now())),
+      };
+      this.waiters.add(waiter);
+      void this.check();
+    });
+  }
+
+  private release(waiter: Waiter, reached: boolean): void {
+    clearTimeout(waiter.timer);
+    if (this.waiters.delete(waiter)) waiter.resolve(reached);
+  }
+
+  private async check(): Promise<void> {
+    if (this.waiters.size === 0) return;
+    if (this.checking) {
+      this.recheck = true;
+      return;
+    }
+    this.checking = true;
+    try {
+      do {
+        this.recheck = false;
+        const pending = [...this.waiters];
+        const projecting = pending.filter((waiter) => waiter.awaited.kind === 'projected');
+        const handling = pending.filter((waiter) => waiter.awaited.kind === 'handled');
+        const [projected, handled] = await Promise.all([
+          projecting.length === 0
+            ? new Map<string, number>()
+            : projectedVersions(this.pool, [...new Set(projecting.map((w) => w.awaited.streamId))]),
+          handling.length === 0
+            ? new Map<string, number>()
+            : handledVersions(
+                this.pool,
+                handling.map(({ awaited }) => ({
+                  manager: awaited.kind === 'handled' ? awaited.manager : '',
+                  streamId: awaited.streamId,
+                })),
+              ),
+        ]);
+        for (const waiter of pending) {
+          const { awaited } = waiter;
+          const at =
+            awaited.kind === 'projected'
+              ? projected.get(awaited.streamId)
+              : handled.get(handledKey(awaited.manager, awaited.streamId));
+          if ((at ?? 0) >= awaited.version) this.release(waiter, true);
+        }
+      } while (this.recheck && this.waiters.size > 0);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'read-your-writes check failed');
+    } finally {
+      this.checking = false;
+    }
+  }
+}
