@@ -9,10 +9,14 @@
 #   5. values.schema.json: wrong types and unknown keys fail the render because of the schema, and a
 #      render without the required addresses fails with the chart's own message
 #   6. every value documented (`## @param`) and the README's parameters table up to date
-#   7. helm package
+#   7. the monitoring: the PrometheusRule's rules pass `promtool check rules` and the unit tests of
+#      charts/ofp/tests/alerts.test.yaml (`promtool test rules`), and every PromQL expression of the
+#      Grafana dashboard parses (promtool, as recording rules)
+#   8. helm package
 # Tools come from the registries only and are cached in .cache/ (git-ignored): helm is built with
 # `go install` (about 3 minutes on 2 cores the first time), kubernetes-validate from PyPI into a venv,
-# the Bitnami readme generator from npm. Set HELM=/path/to/helm to use another helm 3 binary.
+# the Bitnami readme generator from npm, promtool with `go install` (about 4 minutes the first time).
+# Set HELM=/path/to/helm to use another helm 3 binary.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +26,8 @@ CACHE="$ROOT/.cache"
 HELM_VERSION="v3.21.4"
 KUBERNETES_VALIDATE_VERSION="1.37.0"
 README_GENERATOR_VERSION="2.7.2"
+# Prometheus 3.x's Go module version (github.com/prometheus/prometheus v0.3xx = Prometheus 3.x).
+PROMTOOL_MODULE_VERSION="v0.316.0"
 # The chart's kubeVersion floor (Chart.yaml) and a current release.
 KUBE_VERSIONS=("1.25.0" "1.36.0")
 
@@ -96,13 +102,31 @@ ensure_readme_generator() {
     npm install --no-audit --no-fund --loglevel=error "@bitnami/readme-generator-for-helm@$README_GENERATOR_VERSION" >/dev/null)
 }
 
+ensure_promtool() {
+  local dir="$CACHE/promtool-$PROMTOOL_MODULE_VERSION"
+  PROMTOOL="$dir/promtool"
+  if [[ -x "$PROMTOOL" ]]; then
+    return
+  fi
+  step "building promtool ($PROMTOOL_MODULE_VERSION) with go install into $dir (first run only)"
+  command -v go >/dev/null 2>&1 || die "no Go toolchain to build promtool"
+  local start=$SECONDS
+  mkdir -p "$dir"
+  # remove_all_sd: none of the service-discovery plugins, which promtool's checks here do not use.
+  CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -tags remove_all_sd -ldflags "-s -w" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_MODULE_VERSION"
+  ok "built in $((SECONDS - start)) s"
+}
+
 ensure_helm
 ensure_kubernetes_validate
 ensure_readme_generator
+ensure_promtool
 step "tools"
 ok "helm $("$HELM" version --template '{{.Version}} ({{.GoVersion}})') at $HELM"
 ok "kubernetes-validate $("$KUBERNETES_VALIDATE" --version)"
 ok "readme-generator-for-helm $README_GENERATOR_VERSION"
+ok "promtool $("$PROMTOOL" --version 2>&1 | sed -n '1s/^promtool, version \([^ ]*\).*/\1/p')"
 
 shopt -s nullglob
 CASES=("$CHART"/ci/*-values.yaml)
@@ -135,8 +159,8 @@ for values in "${CASES[@]}"; do
       cat "$WORK/validate.out" >&2
       die "$name does not validate against Kubernetes $kube"
     fi
-    # Only the Prometheus Operator's CRD has no schema in the package; it is checked in step 4.
-    if grep -v "kind ServiceMonitor with api version monitoring.coreos.com/v1" "$WORK/validate.out" | grep -q .; then
+    # Only the Prometheus Operator's CRDs have no schema in the package; they are checked in steps 4 and 7.
+    if grep -vE "kind (ServiceMonitor|PrometheusRule) with api version monitoring.coreos.com/v1" "$WORK/validate.out" | grep -q .; then
       cat "$WORK/validate.out" >&2
       die "$name: unexpected kubernetes-validate output (a kind without a schema?)"
     fi
@@ -411,7 +435,38 @@ if ! diff -u "$CHART/README.md" "$WORK/README.md" >"$WORK/readme.diff"; then
 fi
 ok "values.yaml and README.md agree"
 
-# --- 7. package ------------------------------------------------------------------------------------
+# --- 7. monitoring ---------------------------------------------------------------------------------
+
+step "alert rules (promtool check rules, promtool test rules) and the dashboard's PromQL"
+# The rules as the chart renders them with its default thresholds, in namespace ofp (the tests' own).
+"$HELM" template ofp "$CHART" --namespace ofp --values "$CHART/ci/minimal-values.yaml" \
+  --set metrics.prometheusRule.enabled=true --set metrics.dashboard.enabled=true \
+  --show-only templates/monitoring-rules.yaml --show-only templates/monitoring-dashboard.yaml \
+  >"$WORK/monitoring.yaml" || die "helm template of the monitoring objects"
+"$PYTHON" - "$WORK" <<'PY' || die "the rendered PrometheusRule or dashboard ConfigMap is malformed"
+import json, re, sys, yaml
+work = sys.argv[1]
+docs = [d for d in yaml.safe_load_all(open(f"{work}/monitoring.yaml")) if d]
+rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+with open(f"{work}/rules.yaml", "w") as out:
+    yaml.safe_dump(rule["spec"], out, sort_keys=False)
+dashboard = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["ofp.json"])
+exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+# Grafana's variables are not PromQL: a regex matcher stands in for $namespace.
+exprs = [re.sub(r"\$namespace", ".*", e) for e in exprs]
+group = {"name": "dashboard", "rules": [{"record": f"dashboard:panel_{i}", "expr": e} for i, e in enumerate(exprs)]}
+with open(f"{work}/dashboard-rules.yaml", "w") as out:
+    yaml.safe_dump({"groups": [group]}, out, sort_keys=False)
+print(f"    {len(rule['spec']['groups'][0]['rules'])} alerts, {len(exprs)} dashboard expressions")
+PY
+"$PROMTOOL" check rules "$WORK/rules.yaml" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out" >&2; die "promtool check rules"; }
+cp "$CHART/tests/alerts.test.yaml" "$WORK/alerts.test.yaml"
+"$PROMTOOL" test rules "$WORK/alerts.test.yaml" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out" >&2; die "promtool test rules"; }
+ok "$(grep -c '^  - name:' "$CHART/tests/alerts.test.yaml") alert unit tests pass"
+"$PROMTOOL" check rules "$WORK/dashboard-rules.yaml" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out" >&2; die "a dashboard expression does not parse"; }
+ok "every dashboard expression parses"
+
+# --- 8. package ------------------------------------------------------------------------------------
 
 step "helm package"
 "$HELM" package "$CHART" --destination "$WORK" >/dev/null || die "helm package"

@@ -10,6 +10,7 @@ import { createApiService, migrateApi } from '@ofp/api';
 import { createAuthService, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
 import {
   BearerGate,
+  authMetrics,
   RevocationDenyList,
   TokenBucketLimiter,
   createJwksKeySource,
@@ -50,6 +51,7 @@ import {
 } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 import { servedDescriptions } from './descriptions.js';
+import { registerFlowMetrics } from './observability.js';
 import { preflight } from './preflight.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
@@ -136,6 +138,8 @@ export async function runPlatform(
     config.ADMIN_TOKEN ?? (config.TARGET === 'all' ? await standaloneAdminToken(config.DATA_DIR) : undefined);
 
   const metrics = createMetricsRegistry(`ofp-${config.TARGET}`);
+  // The outbox is published by the relay, which runs with the api (see serviceParts).
+  registerFlowMetrics(metrics, bus, kafka && services.includes('api') ? store : undefined);
   const infrastructure: Omit<Infrastructure, 'gate'> = {
     config,
     logger,
@@ -169,6 +173,7 @@ export async function runPlatform(
       dependsOn: ['telemetry'],
       start: () => (target === 'all' ? migrateAll(pool, logger) : migrateOwn(target, pool, logger)),
       async stop() {
+        await bus.close();
         await pool.end();
         await database.stop();
       },
@@ -252,6 +257,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
           rateLimit: rateLimitOf(config),
           refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         },
+        metrics: authMetrics(infrastructure.metrics),
       });
       return { modules: auth.modules, routes: [...auth.routes, ...auth.adminRoutes] };
     }
@@ -260,6 +266,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
         ...shared,
         gate: infrastructure.gate(),
         readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+        metrics: infrastructure.metrics,
       });
       // The relay publishes the event store's outbox to Kafka; it runs where the api runs.
       const relay = infrastructure.kafka
@@ -315,7 +322,11 @@ function tokenVerification(infrastructure: Omit<Infrastructure, 'gate'>): {
     clock,
   });
   return {
-    gate: new BearerGate(verifier, new TokenBucketLimiter(rateLimitOf(config), clock)),
+    gate: new BearerGate(
+      verifier,
+      new TokenBucketLimiter(rateLimitOf(config), clock),
+      authMetrics(infrastructure.metrics),
+    ),
     module: {
       ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
       dependsOn: ['database'],

@@ -1,6 +1,7 @@
 import { baseError } from '@ofp/contracts';
 import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/runtime';
 import { KeySourceUnavailableError } from './jwks.js';
+import type { AuthMetrics } from './auth-metrics.js';
 import { admitRequest, clientBucket } from './rate-limit.js';
 import type { Scope } from './scopes.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
@@ -18,6 +19,7 @@ export class BearerGate {
   constructor(
     private readonly verifier: TokenVerifier,
     private readonly limiter: TokenBucketLimiter,
+    private readonly metrics?: AuthMetrics,
   ) {}
 
   /** The access of operations that need a token with one of `scopes` (none: any valid token). */
@@ -30,8 +32,8 @@ export class BearerGate {
   }
 
   private async admit(request: IncomingRequest, admitted?: AdmittedHook): Promise<Admission<AuthContext>> {
-    const auth = await verifyBearer(this.verifier, headerValue(request.headers.authorization));
-    const headers = admitRequest(this.limiter, clientBucket(auth));
+    const auth = await verifyBearer(this.verifier, headerValue(request.headers.authorization), this.metrics);
+    const headers = admitRequest(this.limiter, clientBucket(auth), this.metrics);
     await admitted?.(auth);
     return { principal: auth, scopes: auth.scopes, headers, organization: auth.orgId, client: auth.clientId };
   }
@@ -52,21 +54,25 @@ const SCHEME = /^Bearer(?: |$)/i;
 export async function verifyBearer(
   verifier: TokenVerifier,
   header: string | undefined,
+  metrics?: AuthMetrics,
 ): Promise<AuthContext> {
   if (header === undefined || !SCHEME.test(header)) {
+    metrics?.rejected('missing');
     throw baseError('Unauthenticated', 'An access token is required', {
       'WWW-Authenticate': bearerChallenge(),
     });
   }
   const token = AUTHORIZATION.exec(header)?.[1];
   try {
-    if (token === undefined) throw new TokenRejectedError('The access token is malformed');
+    if (token === undefined) throw new TokenRejectedError('The access token is malformed', 'malformed');
     return await verifier.verify(token);
   } catch (error) {
     if (error instanceof KeySourceUnavailableError) {
+      metrics?.rejected('unavailable');
       throw baseError('Unavailable', 'Access tokens cannot be verified right now');
     }
     if (!(error instanceof TokenRejectedError)) throw error;
+    metrics?.rejected(error.reason);
     throw baseError('Unauthenticated', error.description, {
       'WWW-Authenticate': bearerChallenge({ code: 'invalid_token', description: error.description }),
     });

@@ -8,3 +8,4 @@ export * from './token-bucket.js';
 export * from './rate-limit.js';
 export * from './revocations-module.js';
 export * from './bearer-gate.js';
+export * from './auth-metrics.js';

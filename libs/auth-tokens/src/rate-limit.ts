@@ -1,4 +1,5 @@
 import { baseError } from '@ofp/contracts';
+import type { AuthMetrics } from './auth-metrics.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
 import type { AuthContext } from './verifier.js';
 
@@ -14,7 +15,11 @@ export function clientBucket(auth: AuthContext): string {
  * limit's 429 error carrying them and `Retry-After` (RFC 9110 §10.2.3, seconds until a token is
  * available).
  */
-export function admitRequest(limiter: TokenBucketLimiter, key: string): Record<string, string> {
+export function admitRequest(
+  limiter: TokenBucketLimiter,
+  key: string,
+  metrics?: AuthMetrics,
+): Record<string, string> {
   const decision = limiter.take(key);
   const headers = {
     'RateLimit-Limit': String(limiter.config.capacity),
@@ -22,6 +27,7 @@ export function admitRequest(limiter: TokenBucketLimiter, key: string): Record<s
     'RateLimit-Reset': String(decision.resetSeconds),
   };
   if (!decision.allowed) {
+    metrics?.rateLimited();
     throw baseError('RateLimited', 'Too many requests', {
       ...headers,
       'Retry-After': String(decision.retryAfterSeconds),

@@ -22,9 +22,25 @@ export interface AuthContext {
 }
 
 /** The token is not acceptable; `description` is safe to send back (RFC 6750 §3 `error_description`). */
+/** Why a token was refused, for metrics: a small fixed set (never the token or its client). */
+export type RejectionReason =
+  | 'malformed'
+  | 'algorithm'
+  | 'unknown_key'
+  | 'expired'
+  | 'not_yet_valid'
+  | 'issuer'
+  | 'signature'
+  | 'claims'
+  | 'revoked'
+  | 'invalid';
+
 export class TokenRejectedError extends Error {
   override readonly name = 'TokenRejectedError';
-  constructor(readonly description: string) {
+  constructor(
+    readonly description: string,
+    readonly reason: RejectionReason,
+  ) {
     super(description);
   }
 }
@@ -79,7 +95,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (known !== undefined) {
         if (epochSeconds(options.clock()) <= epochSeconds(known.expiresAt) + clockTolerance) {
           if (options.denyList.isDenied(known.grantId, known.tokenId))
-            throw new TokenRejectedError('The access token was revoked');
+            throw new TokenRejectedError('The access token was revoked', 'revoked');
           return known;
         }
         verified.delete(token);
@@ -94,15 +110,17 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   async function verifyToken(token: string): Promise<AuthContext> {
     const decoded = jwt.decode(token, { complete: true });
     if (decoded === null || typeof decoded.payload === 'string') {
-      throw new TokenRejectedError('The access token is malformed');
+      throw new TokenRejectedError('The access token is malformed', 'malformed');
     }
     if (decoded.header.alg !== ALGORITHM) {
-      throw new TokenRejectedError('The access token is not signed with RS256');
+      throw new TokenRejectedError('The access token is not signed with RS256', 'algorithm');
     }
     const kid = decoded.header.kid;
-    if (typeof kid !== 'string') throw new TokenRejectedError('The access token names no signing key');
+    if (typeof kid !== 'string')
+      throw new TokenRejectedError('The access token names no signing key', 'unknown_key');
     const key = await options.keys.getKey(kid);
-    if (key === undefined) throw new TokenRejectedError('The access token is signed with an unknown key');
+    if (key === undefined)
+      throw new TokenRejectedError('The access token is signed with an unknown key', 'unknown_key');
 
     let payload: unknown;
     try {
@@ -113,12 +131,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         clockTolerance,
       });
     } catch (error) {
-      throw new TokenRejectedError(describe(error));
+      throw rejection(error);
     }
     const claims = claimsSchema.safeParse(payload);
-    if (!claims.success) throw new TokenRejectedError('The access token lacks required claims');
+    if (!claims.success) throw new TokenRejectedError('The access token lacks required claims', 'claims');
     const { sub, org, scope, gid, jti, exp } = claims.data;
-    if (options.denyList.isDenied(gid, jti)) throw new TokenRejectedError('The access token was revoked');
+    if (options.denyList.isDenied(gid, jti))
+      throw new TokenRejectedError('The access token was revoked', 'revoked');
     return {
       clientId: sub,
       orgId: org,
@@ -130,12 +149,16 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
 }
 
-function describe(error: unknown): string {
-  if (error instanceof jwt.TokenExpiredError) return 'The access token expired';
-  if (error instanceof jwt.NotBeforeError) return 'The access token is not valid yet';
+function rejection(error: unknown): TokenRejectedError {
+  if (error instanceof jwt.TokenExpiredError)
+    return new TokenRejectedError('The access token expired', 'expired');
+  if (error instanceof jwt.NotBeforeError)
+    return new TokenRejectedError('The access token is not valid yet', 'not_yet_valid');
   if (error instanceof jwt.JsonWebTokenError) {
-    if (error.message.startsWith('jwt issuer invalid')) return 'The access token has another issuer';
-    if (error.message === 'invalid signature') return 'The access token signature is invalid';
+    if (error.message.startsWith('jwt issuer invalid'))
+      return new TokenRejectedError('The access token has another issuer', 'issuer');
+    if (error.message === 'invalid signature')
+      return new TokenRejectedError('The access token signature is invalid', 'signature');
   }
-  return 'The access token is invalid';
+  return new TokenRejectedError('The access token is invalid', 'invalid');
 }

@@ -26,9 +26,26 @@ export interface Subscription {
   stop(): Promise<void>;
 }
 
+/** How far a consumer group is behind what it will read. */
+export interface ConsumerLag {
+  readonly group: string;
+  /** Events of its stream types not yet handled. */
+  readonly events: number;
+  /**
+   * How long the oldest of them has waited (the Postgres-log bus: since it was recorded), or, where
+   * only offsets are known (Kafka), how long the group has been behind without handling anything;
+   * 0 when caught up.
+   */
+  readonly seconds: number;
+}
+
 /** How events travel from the event store to the services that react to them. */
 export interface Bus {
   subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /** The lag of every durable consumer group this process subscribed (transient ones keep no progress). */
+  lag(): Promise<ConsumerLag[]>;
+  /** Releases what the bus itself holds (subscriptions are stopped by their owners). */
+  close(): Promise<void>;
 }
 
 /** Backoff between retries of a failing batch: 100 ms doubling up to 10 s. */

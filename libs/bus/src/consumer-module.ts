@@ -1,4 +1,4 @@
-import type { Module } from '@ofp/runtime';
+import { inTracesOf, validTraceparent, type Module } from '@ofp/runtime';
 import type { Bus, SubscribeOptions, Subscription } from './bus.js';
 
 export interface ConsumerModuleOptions {
@@ -22,7 +22,21 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
     dependsOn: options.dependsOn ?? [],
     async start() {
       await options.prepare?.();
-      subscriptions = await Promise.all(options.subscriptions.map((each) => bus.subscribe(each)));
+      subscriptions = await Promise.all(
+        options.subscriptions.map((each) =>
+          bus.subscribe({
+            ...each,
+            // Each batch continues the traces of its events (API.md §9's ce_traceparent).
+            handle: (events) =>
+              inTracesOf(
+                events.map((event) => validTraceparent(event.metadata.traceparent)),
+                `process ${each.group}`,
+                'consumer',
+                () => each.handle(events),
+              ),
+          }),
+        ),
+      );
     },
     async stop() {
       const stopping = subscriptions;

@@ -2,7 +2,10 @@ import pg from 'pg';
 import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import type { Logger, Pool } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
-import { retryDelay, type Bus, type SubscribeOptions, type Subscription } from './bus.js';
+import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from './bus.js';
+
+/** Lag is counted up to this many events: past it, the figure says "at least". */
+const LAG_COUNT_LIMIT = 1_000_000;
 
 export interface PgLogBusOptions {
   /** Events per batch handed to a handler. */
@@ -19,6 +22,8 @@ export interface PgLogBusOptions {
  * checkpoint in `es.checkpoints`, woken by the NOTIFY that every append raises.
  */
 export class PgLogBus implements Bus {
+  private readonly durable = new Map<string, readonly string[]>();
+
   constructor(
     private readonly pool: Pool,
     private readonly connectionString: string,
@@ -37,7 +42,38 @@ export class PgLogBus implements Bus {
       options,
     );
     await consumer.start();
-    return consumer;
+    if (!options.transient) this.durable.set(options.group, options.streamTypes);
+    return {
+      stop: async () => {
+        this.durable.delete(options.group);
+        await consumer.stop();
+      },
+    };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Events of the group's types after its checkpoint, and how long ago the first was recorded. */
+  async lag(): Promise<ConsumerLag[]> {
+    return Promise.all(
+      [...this.durable].map(async ([group, streamTypes]) => {
+        const { rows } = await this.pool.query<{ events: number; seconds: number | null }>(
+          `SELECT count(*)::int AS events,
+                  extract(epoch FROM clock_timestamp() - min(recorded_at))::float8 AS seconds
+             FROM (SELECT e.recorded_at
+                     FROM es.events e
+                     LEFT JOIN es.checkpoints c ON c.consumer_group = $1
+                    WHERE (e.transaction_id, e.position) > (coalesce(c.transaction_id, '0'::xid8), coalesce(c.position, 0))
+                      AND e.stream_type = ANY($2::text[])
+                    LIMIT ${LAG_COUNT_LIMIT}) AS behind`,
+          [group, streamTypes],
+        );
+        const row = rows[0];
+        return { group, events: row?.events ?? 0, seconds: Math.max(0, row?.seconds ?? 0) };
+      }),
+    );
   }
 }
 

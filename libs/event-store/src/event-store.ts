@@ -278,6 +278,16 @@ export class EventStore {
     return rows.map(toStoredEvent);
   }
 
+  /** Events in the outbox not yet published, and the age in seconds of the oldest (0 when none). */
+  async outboxBacklog(): Promise<{ events: number; oldestSeconds: number }> {
+    const { rows } = await this.pool.query<{ events: number; seconds: number | null }>(
+      `SELECT count(*)::int AS events,
+              extract(epoch FROM clock_timestamp() - min(e.recorded_at))::float8 AS seconds
+         FROM es.outbox o JOIN es.events e ON e.position = o.position`,
+    );
+    return { events: rows[0]?.events ?? 0, oldestSeconds: Math.max(0, rows[0]?.seconds ?? 0) };
+  }
+
   /** Removes published events from the outbox. */
   async acknowledgeOutbox(positions: readonly number[]): Promise<void> {
     await this.pool.query('DELETE FROM es.outbox WHERE position = ANY($1::bigint[])', [positions]);

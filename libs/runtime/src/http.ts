@@ -22,6 +22,7 @@ import {
 import type { Logger } from './logger.js';
 import { statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
+import { currentTraceparent, validTraceparent } from './tracing.js';
 import {
   PUBLIC,
   jsonReply,
@@ -131,6 +132,10 @@ class Exchange implements RouteRequest {
   /** Made when first used: most requests log only their access line. */
   get log(): Logger {
     return (this.child ??= this.pipeline.log.child({ request_id: this.id }));
+  }
+
+  traceparent(): string | undefined {
+    return currentTraceparent() ?? validTraceparent(this.headers.traceparent);
   }
 
   header(name: string): string | undefined {

@@ -15,3 +15,4 @@ export * from './preflight.js';
 export * from './instance-lock.js';
 export * from './dependency-health.js';
 export * from './standalone-instance.js';
+export * from './tracing.js';

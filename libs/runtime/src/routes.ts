@@ -108,6 +108,12 @@ export interface RouteRequest<P = unknown> extends IncomingRequest {
   readonly query: Readonly<Record<string, string | undefined>>;
   readonly principal: P;
   header(name: string): string | undefined;
+  /**
+   * The trace the request belongs to, as a W3C `traceparent`: the server span's when OpenTelemetry
+   * traces this process, else the client's valid `traceparent` header, else undefined. A change the
+   * request makes carries it to its events and webhooks (API.md §8, §9).
+   */
+  traceparent(): string | undefined;
 }
 
 /** What a handler answers. `body` is the serialized body; JSON unless `Content-Type` says otherwise. */

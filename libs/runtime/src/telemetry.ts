@@ -1,6 +1,9 @@
 import type { Module } from './lifecycle.js';
 import { register } from 'node:module';
 
+/** Probes and scrapes, asked every few seconds: tracing them would bury the traces people look for. */
+const UNTRACED_PATHS = new Set(['/livez', '/readyz', '/metrics']);
+
 /**
  * Starts the OpenTelemetry NodeSDK when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Call it first in a
  * process entry point and import everything else afterwards (dynamic import), so that the
@@ -20,7 +23,17 @@ export async function startTelemetry(
     serviceName: env.OTEL_SERVICE_NAME ?? serviceName,
     traceExporter: new OTLPTraceExporter(),
     instrumentations: [
-      getNodeAutoInstrumentations({ '@opentelemetry/instrumentation-fs': { enabled: false } }),
+      getNodeAutoInstrumentations({
+        '@opentelemetry/instrumentation-fs': { enabled: false },
+        // Background work (bus polling, health checks, the delivery workers' claims) makes no trace of
+        // its own: a query is a span only inside a request's or an event's trace.
+        '@opentelemetry/instrumentation-pg': { requireParentSpan: true },
+        '@opentelemetry/instrumentation-net': { enabled: false },
+        '@opentelemetry/instrumentation-dns': { enabled: false },
+        '@opentelemetry/instrumentation-http': {
+          ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has(request.url ?? ''),
+        },
+      }),
     ],
   });
   sdk.start();

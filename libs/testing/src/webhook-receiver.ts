@@ -18,6 +18,8 @@ export interface ReceivedWebhook {
   readonly id: string;
   readonly timestamp: string;
   readonly signature: string;
+  /** The W3C trace context the delivery carried (API.md §8), when it carried one. */
+  readonly traceparent: string | undefined;
   readonly body: string;
   /** Whether one of the secrets verified it with the `standardwebhooks` library. */
   readonly verified: boolean;
@@ -92,6 +94,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions): Pro
       id: headers['webhook-id'],
       timestamp: headers['webhook-timestamp'],
       signature: headers['webhook-signature'],
+      traceparent: header('traceparent') || undefined,
       body,
       verified: payload !== undefined,
       payload,

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import type { Registry } from 'prom-client';
 import type { BearerGate } from '@ofp/auth-tokens';
 import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
@@ -41,6 +42,8 @@ export interface ApiDependencies {
   readonly gate: BearerGate;
   /** Longest a write's response waits for the read model (API.md §5 read-your-writes). */
   readonly readYourWritesTimeoutMs: number;
+  /** The process's metrics registry (read-your-writes waits); none in tests. */
+  readonly metrics?: Registry;
 }
 
 /** The api service: its modules and its part of the route table. */
@@ -86,6 +89,7 @@ export function createApiService(deps: ApiDependencies): ApiService {
     deps.connectionString,
     deps.logger,
     { timeoutMs: deps.readYourWritesTimeoutMs, pollIntervalMs: 50 },
+    deps.metrics,
   );
   const tenants = new TenantSeeder(deps.pool, commands, unique, readYourWrites);
   let started = false;

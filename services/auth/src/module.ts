@@ -9,6 +9,7 @@ import {
   createTokenVerifier,
   issuerFromPublicUrl,
   TokenBucketLimiter,
+  type AuthMetrics,
   type Clock,
   type TokenBucketConfig,
 } from '@ofp/auth-tokens';
@@ -36,6 +37,8 @@ export interface AuthModuleDeps {
   logger: Logger;
   clock: Clock;
   settings: AuthSettings;
+  /** Token metrics of the process (issuance, refusals, rate limiting); none in tests. */
+  metrics?: AuthMetrics;
 }
 
 /** The auth service: its module and its parts of the route table. */
@@ -116,7 +119,8 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
       grants,
       limiter,
       verifier,
-      gate: new BearerGate(verifier, limiter),
+      gate: new BearerGate(verifier, limiter, deps.metrics),
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
     }),
     adminRoutes: adminRoutes({
       pool: deps.pool,

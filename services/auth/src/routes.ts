@@ -1,6 +1,13 @@
 import type { z } from 'zod';
 import { baseError, singleEnvelope } from '@ofp/contracts';
-import type { AuthContext, BearerGate, Clock, TokenBucketLimiter, TokenVerifier } from '@ofp/auth-tokens';
+import type {
+  AuthContext,
+  AuthMetrics,
+  BearerGate,
+  Clock,
+  TokenBucketLimiter,
+  TokenVerifier,
+} from '@ofp/auth-tokens';
 import { PUBLIC, bearerChallenge, jsonReply, type Pool, type Reply, type Route } from '@ofp/runtime';
 import { authorizeEndpoint } from './oauth/authorize.js';
 import { clientAccess, type ClientRequest } from './oauth/client-auth.js';
@@ -33,6 +40,7 @@ export interface AuthRoutesDeps {
   verifier: TokenVerifier;
   /** `/v2/authenticate`'s bearer check: this service's verifier and the rate limit. */
   gate: BearerGate;
+  metrics?: AuthMetrics;
 }
 
 /**
@@ -42,7 +50,7 @@ export interface AuthRoutesDeps {
 export function authRoutes(deps: AuthRoutesDeps): Route[] {
   const metadata = JSON.stringify(authorizationServerMetadata(deps.issuer));
   const authorize = authorizeEndpoint(deps);
-  const client = clientAccess(deps.pool, deps.limiter);
+  const client = clientAccess(deps.pool, deps.limiter, deps.metrics);
   const oauth = (
     path: string,
     operationId: string,

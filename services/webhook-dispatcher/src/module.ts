@@ -130,14 +130,15 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     new UrlPolicy(guard, resolve),
     deps.clock,
   );
-  const disabler = new EndpointDisabler(deps.pool, commands, logger);
   const metrics = deps.metrics ?? new Registry();
+  const deliveryMetrics = new DeliveryMetrics(metrics, () => queue.depth(deps.clock()));
+  const disabler = new EndpointDisabler(deps.pool, commands, logger, deliveryMetrics);
   const sender = createDeliverySender(deps);
   const workers = new DeliveryWorkers({
     connectionString: deps.connectionString,
     queue,
     sender,
-    metrics: new DeliveryMetrics(metrics, () => queue.depth()),
+    metrics: deliveryMetrics,
     onDisableRequested: () => disabler.request(),
     clock: deps.clock,
     random: deps.random ?? Math.random,

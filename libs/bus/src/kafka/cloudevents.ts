@@ -1,5 +1,6 @@
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
+import { validTraceparent } from '@ofp/runtime';
 
 /** The stream type of the auth service's revocation announcements (`grant.revoked`), one stream each. */
 export const REVOCATIONS_STREAM_TYPE = 'revocations';
@@ -27,7 +28,9 @@ export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
   ce_streamtype: 'The stream type: the model, or revocations',
   ce_orgid: 'The organization the record belongs to (absent for revocations)',
   ce_ofpposition: 'The position in the event store: <transaction id>.<position>',
-  ce_ofpmetadata: 'The change’s metadata as JSON (actor, request id)',
+  ce_ofpmetadata: 'The change’s metadata as JSON (actor, request id, traceparent)',
+  ce_traceparent:
+    'W3C Trace Context of the trace that made the change, when there is one (CloudEvents Distributed Tracing extension)',
   'content-type': 'application/json',
 };
 
@@ -42,6 +45,7 @@ export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
  *   orgid        the organization the record belongs to
  *   ofpposition  the global position `<transaction id>.<position>` in the event store
  *   ofpmetadata  the event's metadata as JSON
+ *   traceparent  the W3C trace context of the change (the CloudEvents Distributed Tracing extension)
  * and `dataschema` names the body's schema ({@link DATA_SCHEMAS}).
  */
 export function toKafkaMessage(event: StoredEvent): Message {
@@ -61,6 +65,8 @@ export function toKafkaMessage(event: StoredEvent): Message {
     'content-type': 'application/json',
   };
   if (event.orgId !== null) headers.ce_orgid = String(event.orgId);
+  const traceparent = validTraceparent(event.metadata.traceparent);
+  if (traceparent !== undefined) headers.ce_traceparent = traceparent;
   return { key: event.streamId, value: JSON.stringify(event.data), headers };
 }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
-import { retryDelay, type Bus, type SubscribeOptions, type Subscription } from '../bus.js';
+import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from '../bus.js';
 import { fromKafkaMessage } from './cloudevents.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
@@ -21,6 +21,10 @@ export interface KafkaBusOptions {
  * in place (with backoff and heartbeats), so nothing after the failure is committed either.
  */
 export class KafkaBus implements Bus {
+  /** Durable groups of this process: their topics, and when they last handled a batch. */
+  private readonly durable = new Map<string, { topics: string[]; progressedAt: number }>();
+  private admin: Promise<Admin> | undefined;
+
   constructor(
     private readonly kafka: Kafka,
     private readonly logger: Logger,
@@ -51,6 +55,8 @@ export class KafkaBus implements Bus {
       setTimeout(() => resolve(false), GROUP_JOIN_TIMEOUT_MS).unref();
     });
     let stopping = false;
+    const progress = { topics, progressedAt: Date.now() };
+    if (!options.transient) this.durable.set(options.group, progress);
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -75,6 +81,7 @@ export class KafkaBus implements Bus {
           }
           const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
           await commit(consumer, batch.topic, batch.partition, next);
+          progress.progressedAt = Date.now();
           await payload.heartbeat();
         }
       },
@@ -82,11 +89,54 @@ export class KafkaBus implements Bus {
     if (!(await joined))
       logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
     return {
-      async stop() {
+      stop: async () => {
         stopping = true;
+        if (this.durable.get(options.group) === progress) this.durable.delete(options.group);
         await consumer.disconnect();
       },
     };
+  }
+
+  /**
+   * Per group: the high-water marks of its topics' partitions minus its committed offsets. Kafka keeps
+   * no time per offset that is cheap to ask, so `seconds` is how long the group has been behind since
+   * this process last saw it handle a batch.
+   */
+  async lag(): Promise<ConsumerLag[]> {
+    if (this.durable.size === 0) return [];
+    this.admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    const admin = await this.admin;
+    return Promise.all(
+      [...this.durable].map(async ([group, { topics, progressedAt }]) => {
+        const [committed, heads] = await Promise.all([
+          admin.fetchOffsets({ groupId: group, topics }),
+          Promise.all(
+            topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
+          ),
+        ]);
+        let events = 0;
+        for (const { topic, partitions } of heads) {
+          const offsets = committed.find((each) => each.topic === topic)?.partitions ?? [];
+          for (const partition of partitions) {
+            const at = Number(offsets.find((each) => each.partition === partition.partition)?.offset ?? -1);
+            // No commit yet: the group reads from the beginning (fromBeginning), the low-water mark.
+            events += Number(partition.high) - (at >= 0 ? at : Number(partition.low));
+          }
+        }
+        return { group, events, seconds: events > 0 ? (Date.now() - progressedAt) / 1000 : 0 };
+      }),
+    );
+  }
+
+  /** Releases the admin connection {@link lag} opened. */
+  async close(): Promise<void> {
+    const admin = this.admin;
+    this.admin = undefined;
+    if (admin) await (await admin).disconnect();
   }
 }
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Kafka, Producer, TopicMessages } from 'kafkajs';
 import { EVENTS_CHANNEL, type EventStore, type StoredEvent } from '@ofp/event-store';
-import type { Logger, Module } from '@ofp/runtime';
+import { inTracesOf, validTraceparent, type Logger, type Module } from '@ofp/runtime';
 import { retryDelay } from '../bus.js';
 import { Wakeup } from '../wakeup.js';
 import { toKafkaMessage } from './cloudevents.js';
@@ -98,7 +98,13 @@ export class OutboxRelay implements Module {
     const events = await this.store.readOutbox(this.options.batchSize);
     if (events.length === 0) return 0;
     await this.ensureTopicsFor(events);
-    await this.producer!.sendBatch({ acks: -1, topicMessages: groupByTopic(events, this.options.topics) });
+    // A publish span in the traces of the events it carries (the polling that found none makes none).
+    await inTracesOf(
+      events.map((event) => validTraceparent(event.metadata.traceparent)),
+      'publish outbox',
+      'producer',
+      () => this.producer!.sendBatch({ acks: -1, topicMessages: groupByTopic(events, this.options.topics) }),
+    );
     await this.store.acknowledgeOutbox(events.map((e) => e.position.position));
     return events.length;
   }

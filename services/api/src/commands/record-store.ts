@@ -9,6 +9,8 @@ export interface EventMetadata {
   /** The client id of the token that made the change, or `system`. */
   readonly actor: string;
   readonly requestId: string;
+  /** The W3C trace context the change was made in, carried to its events' consumers and webhooks. */
+  readonly traceparent?: string | undefined;
 }
 
 /** Events decided on one record's state, to append at its version. */
@@ -56,7 +58,11 @@ export class RecordStore {
         eventId: randomUUID(),
         type: event.type,
         data: event.data,
-        metadata: { actor: metadata.actor, request_id: metadata.requestId },
+        metadata: {
+          actor: metadata.actor,
+          request_id: metadata.requestId,
+          ...(metadata.traceparent === undefined ? {} : { traceparent: metadata.traceparent }),
+        },
       })),
     };
   }

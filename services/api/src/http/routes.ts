@@ -208,7 +208,13 @@ async function write(
   }
   const outcome = await deps.commands.write(
     model,
-    { orgId, actor: clientId, requestId: request.id, by: { kind: 'client', scopes } },
+    {
+      orgId,
+      actor: clientId,
+      requestId: request.id,
+      traceparent: request.traceparent(),
+      by: { kind: 'client', scopes },
+    },
     command,
     idempotent,
   );

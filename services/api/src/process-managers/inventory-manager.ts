@@ -8,7 +8,7 @@ import type { RecordStore } from '../commands/record-store.js';
 import type { UniqueValues } from '../commands/unique-values.js';
 import { STOCK_SOURCES, stockChanges, stockKey, type Stock, type StockKey } from '../domain/inventory.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import type { ProcessManager, SourceEvent } from './process-manager.js';
+import { followOnMetadata, type ProcessManager, type SourceEvent } from './process-manager.js';
 
 /** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
 const STOCK_KEY_FIELD = 'sku_warehouse';
@@ -45,7 +45,7 @@ export class InventoryManager implements ProcessManager {
         this.store,
         async () => {
           const decided = await Promise.all(changes.map((change) => this.decideChange(orgId, change)));
-          const metadata = { actor: 'system', requestId: `${this.name}:${event.eventId}` };
+          const metadata = followOnMetadata(this.name, event);
           return {
             appends: decided.map(({ id, state, events }) =>
               this.records.appendOf({ model: inventory, orgId, id, state, events }, metadata),

@@ -7,7 +7,7 @@ import type { RecordStore } from '../commands/record-store.js';
 import { listOf } from '../domain/record-rules.js';
 import { orderProgressStatus } from '../domain/orders.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import type { ProcessManager, SourceEvent } from './process-manager.js';
+import { followOnMetadata, type ProcessManager, type SourceEvent } from './process-manager.js';
 
 /** What one fulfillment order holds for its order and has shipped of it. */
 interface FulfillmentProgress {
@@ -54,7 +54,7 @@ export class OrderProgressManager implements ProcessManager {
           const decided = await Promise.all(
             entries.map(({ orderId: id, entry }) => this.decideOrder(orgId, id, change.record.id, entry)),
           );
-          const metadata = { actor: 'system', requestId: `${this.name}:${event.eventId}` };
+          const metadata = followOnMetadata(this.name, event);
           return {
             appends: decided.map(({ order }) => this.records.appendOf(order, metadata)),
             alsoInTransaction: async (client) => {

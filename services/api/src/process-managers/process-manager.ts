@@ -1,7 +1,8 @@
 import { consumerModule, type Bus } from '@ofp/bus';
 import type { RecordChange } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import type { Logger, Module } from '@ofp/runtime';
+import { currentTraceparent, validTraceparent, type Logger, type Module } from '@ofp/runtime';
+import type { EventMetadata } from '../commands/record-store.js';
 
 /**
  * A bus consumer that turns one aggregate's events into commands on others (an order's status from
@@ -20,6 +21,18 @@ export interface ProcessManager {
    * them). Asked once the event was handled, so the records it created exist.
    */
   appendsTo(event: SourceEvent): Promise<readonly string[]>;
+}
+
+/**
+ * The metadata of the changes a manager makes for `event`: the system's, named after the event, in
+ * the trace of the change that caused them (the active span's, which continues it, else the event's).
+ */
+export function followOnMetadata(manager: string, event: StoredEvent): EventMetadata {
+  return {
+    actor: 'system',
+    requestId: `${manager}:${event.eventId}`,
+    traceparent: currentTraceparent() ?? validTraceparent(event.metadata.traceparent),
+  };
 }
 
 /** What a manager reads of an event. */

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { Histogram, type Registry } from 'prom-client';
 import type { RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
 import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
@@ -51,6 +52,7 @@ export class ReadYourWrites {
   private checking = false;
   private recheck = false;
   private poller: NodeJS.Timeout | undefined;
+  private readonly waits: Histogram<'outcome'> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -59,7 +61,18 @@ export class ReadYourWrites {
     private readonly connectionString: string,
     private readonly logger: Logger,
     private readonly options: { timeoutMs: number; pollIntervalMs: number },
-  ) {}
+    metrics?: Registry,
+  ) {
+    this.waits =
+      metrics &&
+      new Histogram({
+        name: 'read_your_writes_wait_seconds',
+        help: "How long a write's response waited for the read model and what the write derives, by outcome (caught_up, timed_out)",
+        labelNames: ['outcome'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        registers: [metrics],
+      });
+  }
 
   async start(): Promise<void> {
     const listener = new pg.Client({
@@ -86,6 +99,7 @@ export class ReadYourWrites {
    * longer than the timeout (logged: the response then goes out without it).
    */
   async settle(written: readonly WrittenStream[]): Promise<boolean> {
+    const begun = performance.now();
     const deadline = Date.now() + this.options.timeoutMs;
     const reached = await Promise.all([
       ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline)),
@@ -96,6 +110,10 @@ export class ReadYourWrites {
       ),
     ]);
     const caughtUp = reached.every(Boolean);
+    this.waits?.observe(
+      { outcome: caughtUp ? 'caught_up' : 'timed_out' },
+      (performance.now() - begun) / 1000,
+    );
     if (!caughtUp)
       this.logger.warn(
         { streams: written.map(({ streamId, version }) => ({ streamId, version })) },

@@ -1,4 +1,4 @@
-import { admitRequest, type Scope, type TokenBucketLimiter } from '@ofp/auth-tokens';
+import { admitRequest, type AuthMetrics, type Scope, type TokenBucketLimiter } from '@ofp/auth-tokens';
 import type { Access, Pool } from '@ofp/runtime';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';
@@ -116,7 +116,11 @@ export interface ClientRequest {
  * the client authenticated (RFC 6749 §2.3.1), then a token taken from the authenticated client's
  * rate-limit bucket (keyed by a client_id before authentication, anyone could drain another client's).
  */
-export function clientAccess(pool: Pool, limiter: TokenBucketLimiter): Access<ClientRequest> {
+export function clientAccess(
+  pool: Pool,
+  limiter: TokenBucketLimiter,
+  metrics?: AuthMetrics,
+): Access<ClientRequest> {
   return {
     kind: 'client',
     async authenticate(request) {
@@ -128,7 +132,7 @@ export function clientAccess(pool: Pool, limiter: TokenBucketLimiter): Access<Cl
       return {
         principal: { client, form },
         scopes: client.scopes,
-        headers: admitRequest(limiter, `client:${client.id}`),
+        headers: admitRequest(limiter, `client:${client.id}`, metrics),
         organization: client.organizationId,
         client: client.id,
       };

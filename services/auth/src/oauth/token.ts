@@ -1,4 +1,4 @@
-import type { Clock, Scope } from '@ofp/auth-tokens';
+import type { AuthMetrics, Clock, Scope } from '@ofp/auth-tokens';
 import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
 import { digestSecret } from '../secrets.js';
 import { lockClient } from '../tenants.js';
@@ -14,6 +14,7 @@ export interface TokenEndpointDeps {
   pool: Pool;
   grants: Grants;
   clock: Clock;
+  metrics?: AuthMetrics;
 }
 
 /**
@@ -50,6 +51,7 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
         );
     }
     if (outcome instanceof OAuthError) throw outcome;
+    deps.metrics?.issued(grantType);
     // RFC 6749 §5.1: responses with tokens must not be cached.
     return jsonReply(200, outcome, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
   };

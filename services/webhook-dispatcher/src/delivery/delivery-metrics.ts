@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { DisableReason } from '../subscriptions/webhook-decider.js';
+import type { QueueDepth } from './delivery-queue.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
 /** What became of an attempt's delivery: delivered, to be retried, or given up. */
@@ -19,12 +21,22 @@ function outcomeOf(verdict: AttemptVerdict): Outcome {
   }
 }
 
-/** The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth. */
+/**
+ * The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth by state,
+ * the age of the oldest due delivery, endpoints disabled.
+ */
 export class DeliveryMetrics {
   private readonly attempts: Counter<'outcome'>;
   private readonly duration: Histogram<'outcome'>;
+  private readonly disables: Counter<'reason'>;
 
-  constructor(registry: Registry, depth: () => Promise<{ pending: number; sending: number }>) {
+  constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
+    // One reading of the queue serves both gauges of a scrape.
+    let reading: { at: number; depth: Promise<QueueDepth> } | undefined;
+    const read = () => {
+      if (!reading || Date.now() - reading.at > 1_000) reading = { at: Date.now(), depth: depth() };
+      return reading.depth;
+    };
     this.attempts = new Counter({
       name: 'webhook_delivery_attempts_total',
       help: 'Webhook delivery attempts by what became of the delivery (succeeded, retrying, failed = given up)',
@@ -44,11 +56,29 @@ export class DeliveryMetrics {
       labelNames: ['status'],
       registers: [registry],
       async collect() {
-        const { pending, sending } = await depth();
+        const { pending, sending } = await read();
         this.set({ status: 'pending' }, pending);
         this.set({ status: 'sending' }, sending);
       },
     });
+    new Gauge({
+      name: 'webhook_delivery_oldest_due_age_seconds',
+      help: 'How long the oldest pending delivery that is due has waited past its due time (0 when none is due)',
+      registers: [registry],
+      async collect() {
+        this.set((await read()).oldestDueSeconds);
+      },
+    });
+    this.disables = new Counter({
+      name: 'webhook_endpoints_disabled_total',
+      help: 'Webhook endpoints disabled by the dispatcher, by reason (gone: a 410; failing: 5 days of failures)',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
+  }
+
+  disabled(reason: DisableReason): void {
+    this.disables.inc({ reason });
   }
 
   observe(verdict: AttemptVerdict, durationMs: number): void {

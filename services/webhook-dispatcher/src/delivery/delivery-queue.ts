@@ -38,6 +38,8 @@ export interface NewDelivery {
   readonly streamId: string | null;
   readonly sequence: number | null;
   readonly payload: string;
+  /** The trace context of the change, sent as `traceparent`. */
+  readonly traceparent?: string | undefined;
 }
 
 /** A delivery a worker has claimed, with what it needs to send it. */
@@ -50,6 +52,7 @@ export interface ClaimedDelivery {
   /** The record's stream; null for `webhook.test`. */
   readonly streamId: string | null;
   readonly payload: string;
+  readonly traceparent: string | null;
   /** Attempts of the current round before this one. */
   readonly roundAttempts: number;
   /** The claiming worker's key: its result is only recorded while the claim is still its own. */
@@ -112,15 +115,15 @@ export class DeliveryQueue {
     }>(
       `WITH given AS (
          SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (org_id bigint, webhook_id bigint, event_id text,
-           event_type text, stream_id text, sequence int, payload text)) WITH ORDINALITY
-           AS g(org_id, webhook_id, event_id, event_type, stream_id, sequence, payload, n)
+           event_type text, stream_id text, sequence int, payload text, traceparent text)) WITH ORDINALITY
+           AS g(org_id, webhook_id, event_id, event_type, stream_id, sequence, payload, traceparent, n)
        ), placed AS (
          SELECT g.*, row_number() OVER (PARTITION BY g.webhook_id, g.stream_id ORDER BY g.sequence, g.n) AS place
            FROM given g
        ), inserted AS (
          INSERT INTO webhooks.webhook_deliveries AS d (org_id, webhook_id, event_id, event_type, stream_id,
-           sequence, payload, status, head, attempts, next_attempt_at, created_at, updated_at, version)
-         SELECT g.org_id, g.webhook_id, g.event_id, g.event_type, g.stream_id, g.sequence, g.payload, 'pending',
+           sequence, payload, traceparent, status, head, attempts, next_attempt_at, created_at, updated_at, version)
+         SELECT g.org_id, g.webhook_id, g.event_id, g.event_type, g.stream_id, g.sequence, g.payload, g.traceparent, 'pending',
                 g.stream_id IS NULL OR g.place = 1 AND NOT EXISTS (${earlierOpen('g')}),
                 0, $2, $2, $2, 1
            FROM placed g
@@ -145,6 +148,7 @@ export class DeliveryQueue {
             stream_id: d.streamId,
             sequence: d.sequence,
             payload: d.payload,
+            traceparent: d.traceparent ?? null,
           })),
         ),
         now,
@@ -204,7 +208,7 @@ export class DeliveryQueue {
             SET status = 'sending', claimed_by = $5, lease_expires_at = $6, updated_at = $1, version = d.version + 1
            FROM locked c, webhooks.webhooks w, webhooks.endpoints s
           WHERE d.id = c.id AND w.id = d.webhook_id AND s.webhook_id = d.webhook_id
-         RETURNING d.id, d.org_id, d.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload, d.round_attempts, w.url,
+         RETURNING d.id, d.org_id, d.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload, d.traceparent, d.round_attempts, w.url,
                    s.secret, CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret`,
         [
           now,
@@ -225,6 +229,7 @@ export class DeliveryQueue {
         eventType: row.event_type,
         streamId: row.stream_id,
         payload: row.payload,
+        traceparent: row.traceparent,
         roundAttempts: row.round_attempts,
         claimedBy: options.worker,
         url: row.url,
@@ -517,15 +522,28 @@ export class DeliveryQueue {
     return rows[0]?.purged ?? 0;
   }
 
-  /** Deliveries queued and in flight, for the queue-depth gauge. */
-  async depth(): Promise<{ pending: number; sending: number }> {
-    const { rows } = await this.pool.query<{ pending: number; sending: number }>(
+  /**
+   * Deliveries queued and in flight, and how long the oldest due one has waited past its due time
+   * (0 when none is due), for the queue gauges.
+   */
+  async depth(now: Date): Promise<QueueDepth> {
+    const { rows } = await this.pool.query<QueueDepth>(
       `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
-              count(*) FILTER (WHERE status = 'sending')::int AS sending
+              count(*) FILTER (WHERE status = 'sending')::int AS sending,
+              coalesce(extract(epoch FROM $1::timestamptz - min(next_attempt_at)
+                FILTER (WHERE status = 'pending' AND next_attempt_at <= $1)), 0)::float8 AS "oldestDueSeconds"
          FROM webhooks.webhook_deliveries WHERE status IN ('pending', 'sending')`,
+      [now],
     );
-    return rows[0] ?? { pending: 0, sending: 0 };
+    return rows[0] ?? { pending: 0, sending: 0, oldestDueSeconds: 0 };
   }
+}
+
+/** What the queue gauges show. */
+export interface QueueDepth {
+  readonly pending: number;
+  readonly sending: number;
+  readonly oldestDueSeconds: number;
 }
 
 /**
@@ -557,6 +575,7 @@ interface ClaimedRow {
   event_type: string;
   stream_id: string | null;
   payload: string;
+  traceparent: string | null;
   round_attempts: number;
   url: string;
   secret: string;

@@ -1,6 +1,7 @@
 import type { Logger, Pool } from '@ofp/runtime';
 import type { WebhookCommands } from '../subscriptions/webhook-commands.js';
 import type { DisableReason } from '../subscriptions/webhook-decider.js';
+import type { DeliveryMetrics } from './delivery-metrics.js';
 
 /**
  * Carries out the disables that recorded attempts asked for (`webhooks.endpoints.disable_reason`): a
@@ -15,6 +16,7 @@ export class EndpointDisabler {
     private readonly pool: Pool,
     private readonly commands: WebhookCommands,
     private readonly logger: Logger,
+    private readonly metrics?: DeliveryMetrics,
   ) {}
 
   request(): void {
@@ -46,6 +48,7 @@ export class EndpointDisabler {
       for (const { webhook_id: webhookId, disable_reason: reason } of rows) {
         try {
           await this.commands.disable(webhookId, reason);
+          this.metrics?.disabled(reason);
           this.logger.warn({ webhook_id: webhookId, reason }, 'webhook endpoint disabled');
         } catch (error) {
           this.logger.error({ err: error, webhook_id: webhookId }, 'disabling a webhook endpoint failed');

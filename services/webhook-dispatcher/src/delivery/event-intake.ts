@@ -2,7 +2,7 @@ import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { MODELS } from '@ofp/models';
 import { webhooks } from '../models.js';
-import type { Pool } from '@ofp/runtime';
+import { validTraceparent, type Pool } from '@ofp/runtime';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
 import { deliveryBody, deliveryEventOf } from './payload.js';
 
@@ -51,6 +51,7 @@ export class EventIntake {
           streamId: event.streamId,
           sequence: event.version,
           payload,
+          traceparent: validTraceparent(event.metadata.traceparent),
         });
       }
     }

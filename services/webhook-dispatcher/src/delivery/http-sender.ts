@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Agent } from 'undici';
+import { currentTraceparent, inTracesOf } from '@ofp/runtime';
 import type { AttemptErrorKind, AttemptRecord } from './attempt.js';
 import { BlockedTargetError, guardedLookup, type AddressGuard, type HostResolver } from './address-guard.js';
 import { signatureHeaders } from './signing.js';
@@ -17,6 +18,8 @@ export interface OutgoingDelivery {
   readonly payload: string;
   /** The current secret, then the previous one while a rotation is in its grace period. */
   readonly secrets: readonly string[];
+  /** The trace context of the change (API.md §8), when it was made inside a trace. */
+  readonly traceparent?: string | null;
 }
 
 export interface HttpSenderOptions {
@@ -54,12 +57,19 @@ export class HttpSender {
 
   /** Sends a delivery once, signed with each of its secrets (Standard Webhooks, API.md §8). */
   async deliver(delivery: OutgoingDelivery): Promise<AttemptRecord> {
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      ...signatureHeaders(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
-    };
-    return this.post(delivery.url, headers, delivery.payload);
+    const traceparent = delivery.traceparent ?? undefined;
+    // The POST is a span of the change's trace. When this process is traced, the undici
+    // instrumentation sends that trace's context; when it is not, the change's own goes out.
+    return inTracesOf([traceparent], 'webhook POST', 'client', () => {
+      const own = currentTraceparent() === undefined ? traceparent : undefined;
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        ...signatureHeaders(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
+        ...(own === undefined ? {} : { traceparent: own }),
+      };
+      return this.post(delivery.url, headers, delivery.payload);
+    });
   }
 
   private async post(

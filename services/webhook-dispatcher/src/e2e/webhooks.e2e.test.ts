@@ -41,8 +41,11 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
     const person = await integrator.request<{ id: number }>('POST', '/v2/people', {
       body: { last_name: 'Hopper' },
     });
+    // A change made inside the client's trace carries it to its webhook (API.md §8).
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     await integrator.request('PUT', `/v2/people/${person.body.results.id}`, {
       body: { first_name: 'Grace' },
+      headers: { traceparent },
     });
     await integrator.request('POST', '/v2/items', { body: { sku: 'NOT-SUBSCRIBED' } });
 
@@ -57,6 +60,7 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
       ['person.updated', 2],
     ]);
     expect(deliveries[1]!.payload!.previous_attributes).toEqual({ first_name: null });
+    expect(deliveries.map((d) => d.traceparent)).toEqual([undefined, traceparent]);
     expect(deliveries[1]!.payload!.data).toMatchObject({
       first_name: 'Grace',
       last_name: 'Hopper',

@@ -84,7 +84,7 @@ export interface DispatcherHarness {
 const testTokens: TokenVerifier = {
   verify(token) {
     const match = /^test\.(\d+)\.([a-z~]*)$/.exec(token);
-    if (!match) return Promise.reject(new TokenRejectedError('The access token is malformed'));
+    if (!match) return Promise.reject(new TokenRejectedError('The access token is malformed', 'malformed'));
     return Promise.resolve({
       clientId: `client-${match[1]}`,
       orgId: Number(match[1]),

@@ -1,0 +1,44 @@
+import { Counter, type Registry } from 'prom-client';
+import type { RejectionReason } from './verifier.js';
+
+/**
+ * The token metrics of a process (issue 15): refused bearer tokens by reason, requests over the rate
+ * limit, and tokens issued by grant type. One set per registry, whichever modules of the process
+ * (the auth service, the token verification of the api and the dispatcher) record into it.
+ */
+export interface AuthMetrics {
+  rejected(reason: RejectionReason | 'missing' | 'unavailable'): void;
+  rateLimited(): void;
+  issued(grantType: string): void;
+}
+
+const byRegistry = new WeakMap<Registry, AuthMetrics>();
+
+export function authMetrics(registry: Registry): AuthMetrics {
+  const known = byRegistry.get(registry);
+  if (known) return known;
+  const rejected = new Counter({
+    name: 'auth_token_verification_failures_total',
+    help: 'Bearer tokens refused, by reason (missing, malformed, expired, revoked, unknown_key, unavailable...)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'rate_limited_requests_total',
+    help: 'Requests refused with 429 by the per-client rate limit',
+    registers: [registry],
+  });
+  const issued = new Counter({
+    name: 'auth_tokens_issued_total',
+    help: 'Access tokens issued, by grant type',
+    labelNames: ['grant_type'],
+    registers: [registry],
+  });
+  const metrics: AuthMetrics = {
+    rejected: (reason) => rejected.inc({ reason }),
+    rateLimited: () => rateLimited.inc(),
+    issued: (grantType) => issued.inc({ grant_type: grantType }),
+  };
+  byRegistry.set(registry, metrics);
+  return metrics;
+}

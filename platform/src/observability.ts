@@ -1,0 +1,63 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Bus, ConsumerLag } from '@ofp/bus';
+import type { EventStore } from '@ofp/event-store';
+
+/** How long one reading of the consumer lag serves the scrapes that ask for it. */
+const LAG_READING_MS = 1_000;
+
+/**
+ * The process-wide metrics of the event flow (issue 15): how far behind each consumer group of this
+ * process is (`bus_consumer_lag_events`, `bus_consumer_lag_seconds`), and, where the outbox relay
+ * runs, what waits in the outbox (`outbox_events`, `outbox_oldest_event_age_seconds`). Read at scrape
+ * time; the two lag gauges share one reading.
+ */
+export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: EventStore): void {
+  let reading: { at: number; lag: Promise<ConsumerLag[]> } | undefined;
+  const lag = (): Promise<ConsumerLag[]> => {
+    if (!reading || Date.now() - reading.at > LAG_READING_MS) reading = { at: Date.now(), lag: bus.lag() };
+    return reading.lag;
+  };
+  new Gauge({
+    name: 'bus_consumer_lag_events',
+    help: 'Events of its stream types a consumer group has not handled yet',
+    labelNames: ['group'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { group, events } of await lag()) this.set({ group }, events);
+    },
+  });
+  new Gauge({
+    name: 'bus_consumer_lag_seconds',
+    help: 'How long the oldest event a consumer group has not handled has waited (Kafka: how long it has been behind without progress)',
+    labelNames: ['group'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { group, seconds } of await lag()) this.set({ group }, seconds);
+    },
+  });
+  if (!outbox) return;
+  let backlog: { at: number; value: ReturnType<EventStore['outboxBacklog']> } | undefined;
+  const read = () => {
+    if (!backlog || Date.now() - backlog.at > LAG_READING_MS)
+      backlog = { at: Date.now(), value: outbox.outboxBacklog() };
+    return backlog.value;
+  };
+  new Gauge({
+    name: 'outbox_events',
+    help: 'Events in the outbox not yet published to Kafka',
+    registers: [registry],
+    async collect() {
+      this.set((await read()).events);
+    },
+  });
+  new Gauge({
+    name: 'outbox_oldest_event_age_seconds',
+    help: 'Age of the oldest event in the outbox not yet published to Kafka (0 when empty)',
+    registers: [registry],
+    async collect() {
+      this.set((await read()).oldestSeconds);
+    },
+  });
+}
