@@ -1,11 +1,15 @@
-// Shared measurement for the benchmarks: a closed loop of `concurrency` workers, latency per operation.
+// Shared measurement for the benchmarks: a closed loop of `concurrency` workers and an open loop at a fixed
+// rate, latency per operation; and the CPU time each process involved spent, read from /proc.
+import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 
 export interface Measurement {
   readonly operations: number;
   readonly seconds: number;
   readonly perSecond: number;
   readonly p50Ms: number;
+  readonly p90Ms: number;
   readonly p99Ms: number;
 }
 
@@ -27,10 +31,89 @@ export async function measure(
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  const sorted = [...latencies].sort((a, b) => a - b);
+  return summarize(latencies, (performance.now() - started) / 1000);
+}
+
+/** Runs `operation(i)` for `seconds`, `concurrency` at a time, and measures throughput and latency. */
+export async function measureFor(
+  seconds: number,
+  concurrency: number,
+  operation: (i: number) => Promise<void>,
+): Promise<Measurement> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        const begun = performance.now();
+        await operation(next++);
+        latencies.push(performance.now() - begun);
+      }
+    }),
+  );
+  return summarize(Float64Array.from(latencies), (performance.now() - started) / 1000);
+}
+
+/**
+ * Starts `operation(i)` at `ratePerSecond` for `seconds`, whether or not earlier ones have finished (an
+ * open loop, as independent clients arrive), and measures each one's latency. Below saturation this is
+ * the latency a client sees; a closed loop at saturation mostly measures the queue in front of the
+ * busiest core. Operations are started on timers, a few per timer tick at high rates; each is timed
+ * from its start, and `perSecond` is the rate reached (below the one asked when the loop fell behind).
+ */
+export async function measureAtRate(
+  ratePerSecond: number,
+  seconds: number,
+  operation: (i: number) => Promise<void>,
+): Promise<Measurement> {
+  const count = Math.max(1, Math.round(ratePerSecond * seconds));
+  const latencies = new Float64Array(count);
+  const inFlight: Promise<void>[] = [];
+  let failure: { error: unknown } | undefined;
+  const started = performance.now();
+  for (let i = 0; i < count && failure === undefined;) {
+    const now = performance.now();
+    for (
+      const due = Math.floor(((now - started) * ratePerSecond) / 1000) + 1;
+      i < Math.min(due, count);
+      i++
+    ) {
+      const n = i;
+      const begun = performance.now();
+      inFlight.push(
+        operation(n).then(
+          () => {
+            latencies[n] = performance.now() - begun;
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        ),
+      );
+    }
+    if (i < count) {
+      const nextAt = started + (i * 1000) / ratePerSecond;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextAt - performance.now())));
+    }
+  }
+  await Promise.all(inFlight);
+  if (failure !== undefined) throw failure.error;
+  return summarize(latencies, (performance.now() - started) / 1000);
+}
+
+function summarize(latencies: Float64Array, seconds: number): Measurement {
+  const sorted = latencies.slice().sort();
   const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { operations: count, seconds, perSecond: count / seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
+  return {
+    operations: latencies.length,
+    seconds,
+    perSecond: latencies.length / seconds,
+    p50Ms: at(0.5),
+    p90Ms: at(0.9),
+    p99Ms: at(0.99),
+  };
 }
 
 /**
@@ -53,4 +136,234 @@ export function formatRow(name: string, system: Measurement, raw: Measurement, r
   const cell = (m: Measurement): string =>
     `${m.perSecond.toFixed(0).padStart(7)}/s  p50 ${m.p50Ms.toFixed(2).padStart(6)} ms  p99 ${m.p99Ms.toFixed(2).padStart(6)} ms`;
   return `${name.padEnd(26)} ${cell(system)}   | ${rawLabel} ${cell(raw)}   | ${ratio.toFixed(0).padStart(3)}%`;
+}
+
+/** Latency of an open-loop run, with the rate it ran at: `1450/s p50 1.21 p90 2.40 p99 4.52 ms`. */
+export function formatLatency(m: Measurement): string {
+  return `${m.perSecond.toFixed(0).padStart(6)}/s p50 ${m.p50Ms.toFixed(2).padStart(6)} p90 ${m.p90Ms.toFixed(2).padStart(6)} p99 ${m.p99Ms.toFixed(2).padStart(6)} ms`;
+}
+
+// --- CPU time per process ---------------------------------------------------------------------------
+
+/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds (user and system, all threads) that process `pid` has used, from `/proc/<pid>/stat`;
+ * undefined when there is no such process here, or when it is not a `command` (`postgres`, `node`):
+ * a pid from another machine's Postgres may name an unrelated local process.
+ */
+export async function processCpuSeconds(pid: number, command?: string): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
+  const open = stat.indexOf('(');
+  const close = stat.lastIndexOf(')');
+  if (command !== undefined && stat.slice(open + 1, close) !== command) return undefined;
+  // Fields after the parenthesized command name; utime and stime are the 14th and 15th of the line.
+  const fields = stat.slice(close + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Processes whose CPU time is accounted together under one name. */
+export interface CpuParticipant {
+  readonly name: string;
+  /** Their ids at this moment: asked at every sample, as Postgres backends come and go. */
+  pids(): Promise<readonly number[]>;
+  /** What `/proc/<pid>/stat` must name them (see {@link processCpuSeconds}). */
+  readonly command?: string;
+  /** Releases what `pids` holds (a connection). */
+  close?(): Promise<void>;
+}
+
+/** Fixed processes (the platform's, a receiver's). */
+export function processes(name: string, pids: readonly number[]): CpuParticipant {
+  return { name, pids: () => Promise.resolve(pids) };
+}
+
+/** This process: the load generator (its HTTP or pg client, and the benchmark's own bookkeeping). */
+export function loadGenerator(name = 'load generator'): CpuParticipant {
+  return processes(name, [process.pid]);
+}
+
+/**
+ * The backends of the database `connectionString` names (every client's, background workers of other
+ * databases excluded), found in `pg_stat_activity` through a connection of its own that does not count
+ * itself. Only measurable when Postgres runs on this machine; otherwise every reading is undefined.
+ */
+export async function postgresBackends(connectionString: string, name = 'postgres'): Promise<CpuParticipant> {
+  const client = new pg.Client({ connectionString, application_name: 'bench-cpu-meter' });
+  await client.connect();
+  return {
+    name,
+    command: 'postgres',
+    async pids() {
+      const { rows } = await client.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      return rows.map((row) => row.pid);
+    },
+    close: () => client.end(),
+  };
+}
+
+/** CPU seconds per participant over a measured span; undefined where its processes could not be read. */
+export type CpuUsed = ReadonlyMap<string, number | undefined>;
+
+/**
+ * Accounts the CPU time of participants over a span of work. Processes are sampled every
+ * `intervalMs`, so that one that exits during the span (a pool retiring a connection) loses at most
+ * an interval of its time, and one that starts during it counts from zero.
+ */
+export class CpuMeter {
+  private readonly first = new Map<string, Map<number, number>>();
+  private readonly last = new Map<string, Map<number, number>>();
+  private readonly unreadable = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private sampling: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly participants: readonly CpuParticipant[],
+    private readonly intervalMs: number,
+  ) {}
+
+  /** Starts accounting now. */
+  static async start(participants: readonly CpuParticipant[], intervalMs = 250): Promise<CpuMeter> {
+    const meter = new CpuMeter(participants, intervalMs);
+    await meter.sample(true);
+    meter.timer = setInterval(() => {
+      meter.sampling = meter.sampling.then(() => meter.sample(false));
+    }, intervalMs);
+    return meter;
+  }
+
+  /** Stops accounting and answers each participant's CPU seconds since `start`. */
+  async stop(): Promise<CpuUsed> {
+    clearInterval(this.timer);
+    await this.sampling;
+    await this.sample(false);
+    const used = new Map<string, number | undefined>();
+    for (const { name } of this.participants) {
+      if (this.unreadable.has(name)) {
+        used.set(name, undefined);
+        continue;
+      }
+      const first = this.first.get(name)!;
+      let seconds = 0;
+      for (const [pid, at] of this.last.get(name)!) seconds += at - (first.get(pid) ?? 0);
+      used.set(name, seconds);
+    }
+    return used;
+  }
+
+  private async sample(initial: boolean): Promise<void> {
+    for (const participant of this.participants) {
+      const { name } = participant;
+      if (!this.first.has(name)) [this.first, this.last].forEach((readings) => readings.set(name, new Map()));
+      const first = this.first.get(name)!;
+      const last = this.last.get(name)!;
+      const pids = await participant.pids();
+      for (const pid of pids) {
+        // Undefined for a process that exited since it was listed (a backend retired by its pool).
+        const seconds = await processCpuSeconds(pid, participant.command);
+        if (seconds === undefined) continue;
+        if (initial) first.set(pid, seconds);
+        last.set(pid, seconds);
+      }
+      // Listed but none of them here: processes of another machine.
+      if (initial && pids.length > 0 && last.size === 0) this.unreadable.add(name);
+    }
+  }
+}
+
+/** Runs `work` while accounting the participants' CPU time. */
+export async function withCpu<T>(
+  participants: readonly CpuParticipant[],
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuUsed }> {
+  const meter = await CpuMeter.start(participants);
+  try {
+    const result = await work();
+    return { result, cpu: await meter.stop() };
+  } catch (error) {
+    await meter.stop();
+    throw error;
+  }
+}
+
+/** Microseconds of CPU per unit of work, or undefined when not measured. */
+export function cpuPerUnit(cpu: CpuUsed, name: string, units: number): number | undefined {
+  const seconds = cpu.get(name);
+  return seconds === undefined ? undefined : (seconds * 1e6) / units;
+}
+
+/** `platform 120 µs + postgres 210 µs + load generator 60 µs = 390 µs per request`. */
+export function formatCpu(cpu: CpuUsed, units: number, unit = 'request'): string {
+  const parts = [...cpu.keys()].map((name) => {
+    const us = cpuPerUnit(cpu, name, units);
+    return `${name} ${us === undefined ? 'n/a' : us.toFixed(0)} µs`;
+  });
+  const values = [...cpu.values()];
+  const total = values.every((v) => v !== undefined)
+    ? ` = ${((values.reduce((a, b) => a + b, 0) * 1e6) / units).toFixed(0)} µs`
+    : '';
+  return `${parts.join(' + ')}${total} per ${unit}`;
+}
+
+/** A piece of work measured at its maximum rate and at half of it, with the CPU time of both. */
+export interface RateProfile {
+  readonly max: Measurement;
+  readonly maxCpu: CpuUsed;
+  readonly half: Measurement;
+  readonly halfCpu: CpuUsed;
+}
+
+/**
+ * Runs `operation` at `concurrency` for `seconds` (its maximum rate), then for `seconds` at half the
+ * rate reached, accounting the participants' CPU time in both.
+ */
+export async function maxAndHalfRate(
+  participants: readonly CpuParticipant[],
+  seconds: number,
+  concurrency: number,
+  operation: (i: number) => Promise<void>,
+): Promise<RateProfile> {
+  const max = await withCpu(participants, () => measureFor(seconds, concurrency, operation));
+  const half = await withCpu(participants, () => measureAtRate(max.result.perSecond / 2, seconds, operation));
+  return { max: max.result, maxCpu: max.cpu, half: half.result, halfCpu: half.cpu };
+}
+
+/** Header and rows of a table of rate profiles: rate, CPU per unit by participant, latency at half rate. */
+export function profileTable(
+  participants: readonly string[],
+  unit: string,
+): {
+  header: string;
+  row: (name: string, profile: RateProfile) => string;
+} {
+  const width = Math.max(8, ...participants.map((name) => name.length));
+  const cpuHeader = participants.map((name) => name.padStart(width)).join(' ');
+  return {
+    header: [
+      `${''.padEnd(26)} ${'maximum rate'.padEnd(35)} | ${`CPU µs per ${unit}, at the maximum rate`.padEnd(cpuHeader.length)} | at half the maximum rate`,
+      `${''.padEnd(26)} ${'rate'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ms   | ${cpuHeader} |`,
+    ].join('\n'),
+    row: (name, { max, maxCpu, half }) => {
+      const cpu = participants
+        .map((participant) => {
+          const us = cpuPerUnit(maxCpu, participant, max.operations);
+          return (us === undefined ? 'n/a' : us.toFixed(0)).padStart(width);
+        })
+        .join(' ');
+      return `${name.padEnd(26)} ${`${max.perSecond.toFixed(0)}/s`.padStart(8)} ${max.p50Ms.toFixed(2).padStart(8)} ${max.p99Ms.toFixed(2).padStart(8)}      | ${cpu} | ${formatLatency(half)}`;
+    },
+  };
+}
+
+/**
+ * With `BENCH_CPU_PROF_DIR` set, the node options that make a platform process write a V8 CPU profile
+ * there when it exits (open it in Chrome DevTools or speedscope); otherwise none.
+ */
+export function cpuProfileOptions(): string[] {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }

@@ -99,7 +99,8 @@ describe.each(RUN_MODES)('metrics after a workload ($mode)', ({ mode }) => {
     for (let i = 0; i < 100; i++) {
       const lagging = total(scrape.samples, 'bus_consumer_lag_events');
       const delivered = total(scrape.samples, 'webhook_delivery_attempts_total', { outcome: 'succeeded' });
-      if (lagging === 0 && delivered >= 2) break;
+      const queued = total(scrape.samples, 'webhook_delivery_queue_depth');
+      if (lagging === 0 && delivered >= 2 && queued === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
       scrape = await scrapeAll();
     }

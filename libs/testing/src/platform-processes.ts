@@ -17,6 +17,8 @@ export interface RunningPlatform {
   readonly adminToken: string;
   /** Every process's base URL by its TARGET (`all` standalone). */
   readonly processes: Readonly<Record<string, string>>;
+  /** Every process's id by its TARGET (benchmarks read their CPU time from `/proc`). */
+  readonly pids: Readonly<Record<string, number>>;
   /** Sends SIGTERM to every process and waits for them to exit (SIGKILL after 15 s). */
   stop(): Promise<void>;
 }
@@ -29,6 +31,8 @@ export interface PlatformOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Where the processes' output goes (default: discarded unless TEST_LOG_LEVEL is set). */
   readonly output?: 'inherit' | 'ignore';
+  /** Options of the node runtime for every process (`--cpu-prof`, which NODE_OPTIONS may not carry). */
+  readonly nodeOptions?: readonly string[];
 }
 
 /**
@@ -46,16 +50,22 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     ...options.env,
   };
   const children: ChildProcess[] = [];
+  const pids: Record<string, number> = {};
+  const launch = (target: string, port: number, env: Record<string, string>): void => {
+    const child = spawnTarget(target, port, env, output, options.nodeOptions ?? []);
+    children.push(child);
+    if (child.pid !== undefined) pids[target] = child.pid;
+  };
   const stop = async (): Promise<void> => {
     await Promise.all(children.map(stopProcess));
   };
   try {
     if (!options.kafkaBrokers) {
       const port = await freePort();
-      children.push(spawnTarget('all', port, common, output));
+      launch('all', port, common);
       const url = `http://localhost:${port}`;
       await waitReady(url, children);
-      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, processes: { all: url }, stop };
+      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, processes: { all: url }, pids, stop };
     }
     const [authPort, apiPort, projectorPort, webhooksPort] = [
       await freePort(),
@@ -70,24 +80,23 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       PUBLIC_URL: authUrl,
       AUTH_URL: authUrl,
     };
-    children.push(spawnTarget('auth', authPort, distributed, output));
+    launch('auth', authPort, distributed);
     await waitReady(authUrl, children);
     const urls = {
       api: `http://localhost:${apiPort}`,
       projector: `http://localhost:${projectorPort}`,
       webhooks: `http://localhost:${webhooksPort}`,
     };
-    children.push(
-      spawnTarget('api', apiPort, distributed, output),
-      spawnTarget('projector', projectorPort, distributed, output),
-      spawnTarget('webhook-dispatcher', webhooksPort, distributed, output),
-    );
+    launch('api', apiPort, distributed);
+    launch('projector', projectorPort, distributed);
+    launch('webhook-dispatcher', webhooksPort, distributed);
     await Promise.all(Object.values(urls).map((url) => waitReady(url, children)));
     return {
       authUrl,
       apiUrl: urls.api,
       webhooksUrl: urls.webhooks,
       adminToken,
+      pids,
       processes: {
         auth: authUrl,
         api: urls.api,
@@ -120,8 +129,9 @@ function spawnTarget(
   port: number,
   env: Record<string, string>,
   output: 'inherit' | 'ignore',
+  nodeOptions: readonly string[],
 ): ChildProcess {
-  return spawn(process.execPath, [PLATFORM_MAIN], {
+  return spawn(process.execPath, [...nodeOptions, PLATFORM_MAIN], {
     env: { ...environmentWithoutSettings(), ...env, TARGET: target, PORT: String(port) },
     stdio: ['ignore', output, output],
   });

@@ -56,7 +56,7 @@ export async function listClients(
 ): Promise<{ clients: ClientRecord[]; total: number }> {
   const { rows } = await db.query<ClientRecord & { total: number }>(
     `SELECT ${CLIENT_COLUMNS}, count(*) OVER ()::int AS total
-       FROM auth.clients WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
+       FROM auth.clients WHERE organization_id = $1 ORDER BY creation_order LIMIT $2 OFFSET $3`,
     [organizationId, page.limit, page.offset],
   );
   return {

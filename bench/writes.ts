@@ -1,0 +1,121 @@
+// `npm run bench:writes` (issue 12): writes per second with read-your-writes (a person; a fulfillment
+// order, whose inventory commitment the response waits for), next to the same append through `pg`
+// with no wait, in one run; and the latency the derived wait adds (the same fulfillment order with
+// `Prefer: respond-async`). CPU time per write of the platform, its Postgres backends and this process.
+
+import { randomUUID } from 'node:crypto';
+import { Pool as HttpPool } from 'undici';
+import { EventStore } from '@ofp/event-store';
+import { createPool } from '@ofp/runtime';
+import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
+import {
+  cpuProfileOptions,
+  loadGenerator,
+  maxAndHalfRate,
+  postgresBackends,
+  processes,
+  profileTable,
+  warmUp,
+  type RateProfile,
+} from './measure.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/** Writers at once: an ERP's import threads. */
+const CONCURRENCY = 16;
+const SKUS = 50;
+
+const logger = testLogger('bench');
+const database = await startScratchDatabase(logger, 'bench_writes');
+const platform = await startPlatform({
+  databaseUrl: database.url,
+  env: { RATE_LIMIT_CAPACITY: '100000000', RATE_LIMIT_REFILL_PER_SECOND: '100000000' },
+  nodeOptions: cpuProfileOptions(),
+});
+const postgres = await postgresBackends(database.url);
+const pool = createPool({
+  connectionString: database.url,
+  applicationName: 'bench-writes',
+  max: CONCURRENCY,
+});
+try {
+  const integrator = await createIntegrator(platform, { name: 'Bench' });
+  const http = new HttpPool(platform.apiUrl, { connections: CONCURRENCY });
+  const post =
+    (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    async () => {
+      const response = await http.request({
+        method: 'POST',
+        path,
+        headers: {
+          authorization: `Bearer ${integrator.accessToken}`,
+          'content-type': 'application/json',
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 201) throw new Error(`${path}: ${response.statusCode} ${text}`);
+    };
+  const person = (i: number) => post('/v2/people', { last_name: `Bench ${i}` })();
+  const fulfillment =
+    (headers: Record<string, string> = {}) =>
+    (i: number) =>
+      post(
+        '/v2/fulfillment_orders',
+        { warehouse: 'MAIN', lines: [{ sku: `SKU-${i % SKUS}`, quantity: 1 }] },
+        headers,
+      )();
+  // The raw baseline: a person's event appended with the event store library, no HTTP, no wait.
+  const store = new EventStore(pool, { outbox: false });
+  const append = async (): Promise<void> => {
+    const id = randomUUID();
+    await store.append({
+      streamId: `bench-${id}`,
+      streamType: 'bench',
+      expectedVersion: 0,
+      orgId: integrator.organizationId,
+      events: [{ eventId: id, type: 'bench.created', data: { record: { last_name: 'Bench' } } }],
+    });
+  };
+
+  const participants = [
+    processes('platform', Object.values(platform.pids)),
+    postgres,
+    loadGenerator('loadgen'),
+  ];
+  await warmUp(WARMUP_SECONDS, CONCURRENCY, person);
+  await warmUp(WARMUP_SECONDS, CONCURRENCY, fulfillment());
+  const rows: [string, RateProfile][] = [
+    ['POST /v2/people', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, person)],
+    ['POST fulfillment_orders', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, fulfillment())],
+    [
+      '  same, respond-async',
+      await maxAndHalfRate(participants, SECONDS, CONCURRENCY, fulfillment({ prefer: 'respond-async' })),
+    ],
+    ['raw append (pg)', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, append)],
+  ];
+  const table = profileTable(
+    participants.map(({ name }) => name),
+    'write',
+  );
+  console.log(`\nWrites with read-your-writes, concurrency ${CONCURRENCY} (standalone)`);
+  console.log(table.header);
+  for (const [name, profile] of rows) console.log(table.row(name, profile));
+  const [, people] = rows[0]!;
+  const [, derived] = rows[1]!;
+  const [, async] = rows[2]!;
+  const [, raw] = rows[3]!;
+  console.log(
+    `\nPOST /v2/people: ${((100 * people.max.perSecond) / raw.max.perSecond).toFixed(0)}% of the raw append's rate; fulfillment order: ${((100 * derived.max.perSecond) / raw.max.perSecond).toFixed(0)}%`,
+  );
+  console.log(
+    `the derived wait (the inventory manager, then the projector) adds at half the maximum rate: p50 ${(derived.half.p50Ms - async.half.p50Ms).toFixed(2)} ms, p99 ${(derived.half.p99Ms - async.half.p99Ms).toFixed(2)} ms`,
+  );
+  await http.close();
+} finally {
+  await pool.end();
+  await postgres.close?.();
+  await platform.stop();
+  await database.stop();
+}
