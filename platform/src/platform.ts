@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { createApiService, migrateApi } from '@ofp/api';
 import { createAuthService, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
@@ -17,7 +17,17 @@ import {
   issuerFromPublicUrl,
   revocationsModule,
 } from '@ofp/auth-tokens';
-import { KafkaBus, OutboxRelay, PgLogBus, kafkaBrokerCheck, type Bus } from '@ofp/bus';
+import {
+  KafkaBus,
+  OutboxRelay,
+  PgLogBus,
+  REVOCATIONS_STREAM_TYPE,
+  createKafkaClient,
+  kafkaBrokerCheck,
+  topicOf,
+  type Bus,
+  type TopicSettings,
+} from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
@@ -45,6 +55,7 @@ import {
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {
   createWebhookDispatcher,
+  intakeStreamTypes,
   migrateWebhookDispatcher,
   webhookDispatcherSettings,
 } from '@ofp/webhook-dispatcher';
@@ -100,7 +111,15 @@ export async function runPlatform(
   }
   const logFormat = logFormatFor(config.LOG_FORMAT);
   const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL, format: logFormat });
-  const instance = await preflight(config);
+  // The auth service appends to the outbox and never talks to Kafka (the api's relay publishes).
+  const kafkaClient =
+    config.KAFKA_BROKERS && config.TARGET !== 'auth' && config.TARGET !== 'migrate'
+      ? await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`)
+      : undefined;
+  const instance = await preflight(
+    config,
+    kafkaClient && { client: kafkaClient, topics: platformTopics(config) },
+  );
   const database = await openDatabase(config, logger);
   const pool = createPool({
     connectionString: database.url,
@@ -118,13 +137,7 @@ export async function runPlatform(
   const target = config.TARGET;
   const services = target === 'all' ? SERVICES : [target];
   const clock = (): Date => new Date();
-  const kafka = config.KAFKA_BROKERS
-    ? new Kafka({
-        clientId: `${config.KAFKA_CLIENT_ID}-${config.TARGET}`,
-        brokers: config.KAFKA_BROKERS,
-        logLevel: logLevel.WARN,
-      })
-    : undefined;
+  const kafka = kafkaClient?.kafka;
   // Outbox rows are written in every process of a Kafka deployment (the api's relay publishes what
   // any service appended, the auth service's revocations included); standalone reads the log itself.
   const store = new EventStore(pool, { outbox: kafka !== undefined || target !== 'all' });
@@ -327,12 +340,26 @@ function rateLimitOf(config: PlatformConfig) {
   return { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND };
 }
 
-function topicsOf(config: PlatformConfig) {
+function topicsOf(config: PlatformConfig): TopicSettings {
   return {
     prefix: config.KAFKA_TOPIC_PREFIX,
     partitions: config.KAFKA_TOPIC_PARTITIONS,
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+    create: config.KAFKA_CREATE_TOPICS,
   };
+}
+
+/**
+ * Every stream the platform appends to: the models' records, the webhooks' own, the revocations. The
+ * api's relay publishes all of them and the consumers read nearly all, so each Kafka process checks
+ * them all at start; the chart's KafkaTopic resources are the same list (a test compares them).
+ */
+export function platformStreamTypes(): string[] {
+  return [...intakeStreamTypes(), REVOCATIONS_STREAM_TYPE];
+}
+
+function platformTopics(config: PlatformConfig): string[] {
+  return platformStreamTypes().map((streamType) => topicOf(topicsOf(config), streamType));
 }
 
 /** The database: DATABASE_URL, or (standalone) an embedded Postgres kept in DATA_DIR. */
