@@ -21,7 +21,6 @@ import {
   KafkaBus,
   OutboxRelay,
   PgLogBus,
-  REVOCATIONS_STREAM_TYPE,
   createKafkaClient,
   kafkaBrokerCheck,
   topicOf,
@@ -55,13 +54,13 @@ import {
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {
   createWebhookDispatcher,
-  intakeStreamTypes,
   migrateWebhookDispatcher,
   webhookDispatcherSettings,
 } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema, type PlatformConfig, type Target } from './config.js';
 import { servedDescriptions } from './descriptions.js';
 import { preflight } from './preflight.js';
+import { platformStreamTypes } from './streams.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
 
@@ -347,15 +346,6 @@ function topicsOf(config: PlatformConfig): TopicSettings {
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
     create: config.KAFKA_CREATE_TOPICS,
   };
-}
-
-/**
- * Every stream the platform appends to: the models' records, the webhooks' own, the revocations. The
- * api's relay publishes all of them and the consumers read nearly all, so each Kafka process checks
- * them all at start; the chart's KafkaTopic resources are the same list (a test compares them).
- */
-export function platformStreamTypes(): string[] {
-  return [...intakeStreamTypes(), REVOCATIONS_STREAM_TYPE];
 }
 
 function platformTopics(config: PlatformConfig): string[] {

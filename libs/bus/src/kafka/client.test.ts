@@ -7,7 +7,8 @@ const parse = (env: Record<string, string>) => z.object(kafkaConfigShape).parse(
 
 function client(env: Record<string, string>): KafkaClient {
   const settings = parse({ KAFKA_BROKERS: 'kafka-0:9093,kafka-1:9093', ...env });
-  return { kafka: new Kafka({ brokers: ['kafka-0:9093'] }), settings, brokers: settings.KAFKA_BROKERS ?? [] };
+  const config = { brokers: ['kafka-0:9093'] };
+  return { kafka: new Kafka(config), config, settings, brokers: settings.KAFKA_BROKERS ?? [] };
 }
 
 describe('Kafka settings', () => {

@@ -70,6 +70,7 @@ export function kafkaSettingsIssues(settings: KafkaSettings): { setting: string;
 /** A Kafka client and what start-up checks need to name the settings behind a failure. */
 export interface KafkaClient {
   readonly kafka: Kafka;
+  readonly config: KafkaConfig;
   readonly settings: KafkaSettings;
   readonly brokers: readonly string[];
 }
@@ -97,7 +98,7 @@ export async function createKafkaClient(settings: KafkaSettings, clientId: strin
       password,
     } as SASLOptions;
   }
-  return { kafka: new Kafka(config), settings, brokers };
+  return { kafka: new Kafka(config), config, settings, brokers };
 }
 
 async function readSetting(setting: string, path: string): Promise<string> {
@@ -160,7 +161,9 @@ const UNTRUSTED_CERTIFICATE = new Set([
  */
 export async function checkKafka(client: KafkaClient, topics: readonly string[]): Promise<void> {
   const { settings } = client;
-  const admin = client.kafka.admin({ retry: { retries: 2 } });
+  // A client of its own: quiet (the failure is reported as one line) and quick to give up.
+  const quiet = new Kafka({ ...client.config, logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+  const admin = quiet.admin();
   let existing: Set<string>;
   try {
     await admin.connect();
