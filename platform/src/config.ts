@@ -16,6 +16,8 @@ export const platformConfigSchema = z
     TARGET: z.enum(TARGETS).default('all'),
     PORT: env.port(8080),
     HOST: z.string().default('0.0.0.0'),
+    /** TARGET=auth: where the admin API listens, apart from the public port (API.md §10). */
+    ADMIN_PORT: env.port(8081),
     DATA_DIR: z.string().default('./.data'),
     DATABASE_URL: env.url().optional(),
     /** Port of the embedded Postgres (standalone without DATABASE_URL). */
@@ -40,6 +42,13 @@ export const platformConfigSchema = z
   .superRefine((config, ctx) => {
     for (const { setting, message } of kafkaSettingsIssues(config))
       ctx.addIssue({ code: 'custom', path: [setting], message });
+    if (config.TARGET === 'auth' && config.ADMIN_PORT === config.PORT && config.PORT !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_PORT'],
+        message: `must differ from PORT (${config.PORT}): the admin API has a port of its own with TARGET=auth`,
+      });
+    }
     if (config.TARGET !== 'all' && !config.DATABASE_URL) {
       ctx.addIssue({
         code: 'custom',

@@ -68,6 +68,8 @@ type Service = Exclude<Target, 'all' | 'migrate'>;
 interface ServiceParts {
   readonly modules: readonly Module[];
   readonly routes: readonly Route[];
+  /** The operators' API (API.md §10): on PORT standalone, on ADMIN_PORT alone in the distributed shape. */
+  readonly adminRoutes?: readonly Route[];
 }
 
 /** What every service is built from: one of each per process. */
@@ -200,12 +202,18 @@ export async function runPlatform(
     ...(verification ? [verification.module] : []),
     ...parts.flatMap((part) => part.modules),
   ];
+  // The admin API is for operators: the distributed auth service serves it on a port of its own, which
+  // the chart exposes inside the cluster only (API.md §10); standalone keeps it on PORT.
+  const adminRoutes = parts.flatMap((part) => part.adminRoutes ?? []);
+  const adminPort = target !== 'all' && adminRoutes.length > 0 ? config.ADMIN_PORT : undefined;
   // Every process serves the description of the whole platform (API.md §11), whatever its TARGET.
   const routes = [
     ...parts.flatMap((part) => part.routes),
+    ...(adminPort === undefined ? adminRoutes : []),
     ...(await servedDescriptions({ publicUrl, topicPrefix: config.KAFKA_TOPIC_PREFIX })),
   ];
   let server: Server | undefined;
+  let adminServer: Server | undefined;
   const runner: ModuleRunner = new ModuleRunner(
     [
       ...modules,
@@ -226,6 +234,17 @@ export async function runPlatform(
             { port: listening.port, target: config.TARGET, public_url: publicUrl },
             `listening on ${publicUrl}`,
           );
+          if (adminPort !== undefined) {
+            const adminApp = createHttpApp({
+              logger,
+              metrics,
+              ready: () => runner.ready(),
+              routes: adminRoutes,
+            });
+            const admin = await listen(adminApp, adminPort, config.HOST);
+            adminServer = admin.server;
+            logger.info({ port: admin.port }, `admin API listening on port ${admin.port}`);
+          }
           if (config.TARGET === 'all') {
             await instance?.update({
               url: localUrl(config.HOST, listening.port),
@@ -235,9 +254,10 @@ export async function runPlatform(
           }
         },
         async stop() {
-          if (server) await closeServer(server);
+          await Promise.all([server, adminServer].map((s) => s && closeServer(s)));
         },
-        ready: () => server?.listening === true,
+        ready: () =>
+          server?.listening === true && (adminPort === undefined || adminServer?.listening === true),
       },
     ],
     logger,
@@ -265,7 +285,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
           refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         },
       });
-      return { modules: auth.modules, routes: [...auth.routes, ...auth.adminRoutes] };
+      return { modules: auth.modules, routes: auth.routes, adminRoutes: auth.adminRoutes };
     }
     case 'api': {
       const api = createApiService({

@@ -35,6 +35,7 @@ export async function preflight(
     await checkWritableDirectory('DATA_DIR', dataDir);
   }
   if (config.TARGET !== 'migrate') await checkPortFree('PORT', config.PORT, config.HOST);
+  if (config.TARGET === 'auth') await checkPortFree('ADMIN_PORT', config.ADMIN_PORT, config.HOST);
   if (config.DATABASE_URL) await checkDatabaseReachable('DATABASE_URL', config.DATABASE_URL);
   if (kafka) await checkKafka(kafka.client, kafka.topics);
   if (config.TARGET !== 'all') return undefined;
