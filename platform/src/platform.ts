@@ -254,7 +254,8 @@ export async function runPlatform(
           }
         },
         async stop() {
-          await Promise.all([server, adminServer].map((s) => s && closeServer(s)));
+          const open = [server, adminServer].filter((s): s is Server => s !== undefined);
+          await Promise.all(open.map(closeServer));
         },
         ready: () =>
           server?.listening === true && (adminPort === undefined || adminServer?.listening === true),
