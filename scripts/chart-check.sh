@@ -5,7 +5,10 @@
 #   3. the rendered manifests against the Kubernetes JSON schemas (kubernetes-validate, strict: unknown
 #      fields fail), offline: the schemas ship inside the PyPI package
 #   4. the renders' own consistency: selectors, ports and backends that point at rendered objects, the
-#      secure pod defaults, the migration hook, each service's TARGET and probes
+#      secure pod defaults, the migration hook, each service's TARGET and probes; the admin API on a
+#      ClusterIP Service of its own that no Ingress path names, reached only by networkPolicy.admin.from;
+#      Kafka credentials as files of mounted Secrets (never inline); Strimzi KafkaTopics (every stream)
+#      and KafkaUsers (each service's ACLs) against the fields of the kafka.strimzi.io/v1beta2 schema
 #   5. values.schema.json: wrong types and unknown keys fail the render because of the schema, and a
 #      render without the required addresses fails with the chart's own message
 #   6. every value documented (`## @param`) and the README's parameters table up to date
@@ -159,8 +162,11 @@ for values in "${CASES[@]}"; do
       cat "$WORK/validate.out" >&2
       die "$name does not validate against Kubernetes $kube"
     fi
-    # Only the Prometheus Operator's CRDs have no schema in the package; they are checked in steps 4 and 7.
-    if grep -vE "kind (ServiceMonitor|PrometheusRule) with api version monitoring.coreos.com/v1" "$WORK/validate.out" | grep -q .; then
+    # The Prometheus Operator's and Strimzi's CRDs have no schema in the package; steps 4 and 7 check them.
+    if grep -v -e "kind ServiceMonitor with api version monitoring.coreos.com/v1" \
+      -e "kind PrometheusRule with api version monitoring.coreos.com/v1" \
+      -e "kind KafkaTopic with api version kafka.strimzi.io/v1beta2" \
+      -e "kind KafkaUser with api version kafka.strimzi.io/v1beta2" "$WORK/validate.out" | grep -q .; then
       cat "$WORK/validate.out" >&2
       die "$name: unexpected kubernetes-validate output (a kind without a schema?)"
     fi
@@ -173,11 +179,11 @@ done
 step "consistency of each render (references, secure pod defaults, migration hook, probes)"
 for values in "${CASES[@]}"; do
   name="$(basename "$values" .yaml)"
-  "$PYTHON" - "$WORK/$name-${KUBE_VERSIONS[0]}.yaml" "$values" "$CHART/values.yaml" <<'PY' || die "$name"
+  "$PYTHON" - "$WORK/$name-${KUBE_VERSIONS[0]}.yaml" "$values" "$CHART/values.yaml" "$CHART/templates/_helpers.tpl" <<'PY' || die "$name"
 import sys
 import yaml
 
-rendered_path, case_path, defaults_path = sys.argv[1:4]
+rendered_path, case_path, defaults_path = sys.argv[1:4]  # argv[4]: _helpers.tpl (the streams)
 docs = [d for d in yaml.safe_load_all(open(rendered_path)) if d]
 case = yaml.safe_load(open(case_path)) or {}
 defaults = yaml.safe_load(open(defaults_path))
@@ -322,7 +328,10 @@ for ing in by_kind("Ingress"):
     def component_of(path):
         svc = routes.get(path)
         return svc and next((c for c in services_enabled.values() if svc.endswith("-" + c)), None)
-    expected_routes = {"/oauth": "auth", "/.well-known": "auth", "/admin": "auth",
+    for p in [p for rule in ing["spec"]["rules"] for p in rule["http"]["paths"]]:
+        if p["backend"]["service"]["name"].endswith("-auth-admin") or p["path"].startswith("/admin"):
+            problems.append(f"{name_of(ing)}: {p['path']} routes the admin API ({p['backend']['service']['name']}) to the outside")
+    expected_routes = {"/oauth": "auth", "/.well-known": "auth",
                        "/v2/authenticate": "auth", "/api/v2/authenticate": "auth",
                        "/v2/webhooks": "webhook-dispatcher", "/v2/webhook_deliveries": "webhook-dispatcher",
                        "/api/v2/webhooks": "webhook-dispatcher", "/api/v2/webhook_deliveries": "webhook-dispatcher",
@@ -383,6 +392,117 @@ elif jobs:
 for np in by_kind("NetworkPolicy"):
     if not np["spec"].get("egress"):
         problems.append(f"{name_of(np)}: no egress rule (webhook deliveries need egress)")
+    admin_rules = [r for r in np["spec"].get("ingress") or [] if any(p.get("port") == "admin" for p in r.get("ports") or [])]
+    wanted = values["networkPolicy"]["admin"]["from"]
+    if [r["from"] for r in admin_rules] != ([wanted] if wanted and "auth" in expected else []):
+        problems.append(f"{name_of(np)}: the admin port is open to {[r.get('from') for r in admin_rules]}, expected networkPolicy.admin.from")
+    if any(not r.get("ports") for r in np["spec"].get("ingress") or []):
+        problems.append(f"{name_of(np)}: an ingress rule without ports also opens the admin port")
+
+# The admin API (API.md 10): a ClusterIP Service of its own on the auth container's admin port.
+admin_services = [s for s in services if s["metadata"]["name"].endswith("-auth-admin")]
+auth_deployments = [d for d in deployments if d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "auth"]
+if len(admin_services) != (1 if "auth" in expected else 0):
+    problems.append(f"{len(admin_services)} admin Services with auth enabled={'auth' in expected}")
+for s in admin_services:
+    if s["spec"].get("type", "ClusterIP") != "ClusterIP":
+        problems.append(f"{name_of(s)}: type {s['spec']['type']}, expected ClusterIP")
+    container = auth_deployments[0]["spec"]["template"]["spec"]["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
+    env = {e["name"]: e.get("value") for e in container.get("env") or []}
+    if [p["targetPort"] for p in s["spec"]["ports"]] != ["admin"] or str(ports.get("admin")) != env.get("ADMIN_PORT"):
+        problems.append(f"{name_of(s)}: does not reach the auth container's ADMIN_PORT ({env.get('ADMIN_PORT')}, ports {ports})")
+
+# Kafka security: every file setting points into a mounted Secret; no credential inline.
+STREAMS = set(open(sys.argv[4]).read().split('define "ofp.streamTypes" -}}\n', 1)[1].split("\n", 1)[0].split())
+users = {u["metadata"]["name"]: u for u in by_kind("KafkaUser")}
+config_env = next(iter(by_kind("ConfigMap")), {}).get("data", {})
+for d in deployments:
+    pod = d["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    component = pod_component = d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+    env = {e["name"]: e for e in container.get("env") or []}
+    if "KAFKA_SASL_PASSWORD" in env or "KAFKA_SASL_PASSWORD" in config_env:
+        problems.append(f"{name_of(d)}: KAFKA_SASL_PASSWORD inline; the password must come from a mounted Secret")
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts") or []}
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    for setting in ("KAFKA_SSL_CA_FILE", "KAFKA_SSL_CERT_FILE", "KAFKA_SSL_KEY_FILE", "KAFKA_SASL_PASSWORD_FILE"):
+        if setting not in env:
+            continue
+        directory, file = env[setting]["value"].rsplit("/", 1)
+        secret = (volumes.get(mounts.get(directory), {}) or {}).get("secret")
+        if not secret or file not in [i["path"] for i in secret.get("items") or []]:
+            problems.append(f"{name_of(d)}: {setting}={env[setting]['value']} is not a file of a mounted Secret")
+        elif users and secret["secretName"] not in users and setting != "KAFKA_SSL_CA_FILE":
+            problems.append(f"{name_of(d)}: {setting} reads Secret {secret['secretName']}, not its KafkaUser's")
+    if component == "auth" and any(k.startswith("KAFKA_S") for k in env):
+        problems.append(f"{name_of(d)}: auth gets Kafka credentials it never uses")
+    if component != "auth" and users:
+        user = d["metadata"]["name"]
+        if user not in users:
+            problems.append(f"{name_of(d)}: no KafkaUser {user}")
+        if values["strimzi"]["kafkaUsers"]["authentication"] == "scram-sha-512" and env.get("KAFKA_SASL_USERNAME", {}).get("value") != user:
+            problems.append(f"{name_of(d)}: KAFKA_SASL_USERNAME is not its KafkaUser {user}")
+    if component != "auth" and values["kafka"]["tls"]["enabled"] and env.get("KAFKA_SSL", {}).get("value") != "true":
+        problems.append(f"{name_of(d)}: kafka.tls.enabled but KAFKA_SSL is not true")
+
+# Strimzi resources against the kafka.strimzi.io/v1beta2 schema of the fields the chart uses (the CRDs
+# are not published on a package registry; this is their published API reference, by hand).
+topics = by_kind("KafkaTopic")
+if values["strimzi"]["kafkaTopics"]["enabled"]:
+    names = {t["spec"]["topicName"] for t in topics}
+    want = {values["kafka"]["topicPrefix"] + s for s in STREAMS}
+    if names != want:
+        problems.append(f"KafkaTopics {sorted(names)}, expected {sorted(want)}")
+    if config_env.get("KAFKA_CREATE_TOPICS") != "false":
+        problems.append("KafkaTopics are rendered but KAFKA_CREATE_TOPICS is not false")
+elif topics:
+    problems.append("KafkaTopics rendered with strimzi.kafkaTopics.enabled=false")
+for t in topics:
+    if t["apiVersion"] != "kafka.strimzi.io/v1beta2" or t["metadata"]["labels"].get("strimzi.io/cluster") != values["strimzi"]["clusterName"]:
+        problems.append(f"{name_of(t)}: apiVersion or strimzi.io/cluster label wrong")
+    if set(t["spec"]) - {"topicName", "partitions", "replicas", "config"}:
+        problems.append(f"{name_of(t)}: unknown spec fields {sorted(set(t['spec']) - {'topicName', 'partitions', 'replicas', 'config'})}")
+    if not (isinstance(t["spec"]["partitions"], int) and t["spec"]["partitions"] >= 1 and isinstance(t["spec"]["replicas"], int) and 1 <= t["spec"]["replicas"] <= 32767):
+        problems.append(f"{name_of(t)}: partitions/replicas out of range")
+    if len(t["metadata"]["name"]) > 63 or not __import__("re").fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", t["metadata"]["name"]):
+        problems.append(f"{name_of(t)}: not a valid resource name")
+OPERATIONS = {"Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "AlterConfigs",
+              "DescribeConfigs", "IdempotentWrite", "All"}
+kafka_components = {c for c in expected if c != "auth"}
+if values["strimzi"]["kafkaUsers"]["enabled"]:
+    if {u["metadata"]["labels"]["app.kubernetes.io/component"] for u in users.values()} != kafka_components:
+        problems.append(f"KafkaUsers for {sorted(users)}, expected one per Kafka-using service {sorted(kafka_components)}")
+elif users:
+    problems.append("KafkaUsers rendered with strimzi.kafkaUsers.enabled=false")
+for u in users.values():
+    spec = u["spec"]
+    if set(spec) - {"authentication", "authorization", "quotas", "template"} or spec["authentication"]["type"] not in {"tls", "tls-external", "scram-sha-512"}:
+        problems.append(f"{name_of(u)}: spec not of the KafkaUser schema")
+    if spec["authorization"]["type"] != "simple":
+        problems.append(f"{name_of(u)}: authorization type {spec['authorization']['type']}")
+    component = u["metadata"]["labels"]["app.kubernetes.io/component"]
+    granted = set()
+    for acl in spec["authorization"]["acls"]:
+        r = acl["resource"]
+        if set(acl) - {"resource", "operations", "host", "type"} or set(r) - {"type", "name", "patternType"} \
+                or r["type"] not in {"topic", "group", "cluster", "transactionalId"} \
+                or r.get("patternType", "literal") not in {"literal", "prefix"} or not set(acl["operations"]) <= OPERATIONS:
+            problems.append(f"{name_of(u)}: ACL {acl} not of the KafkaUser schema")
+        for op in acl["operations"]:
+            granted.add((r["type"], r.get("name"), op))
+    prefix = values["kafka"]["topicPrefix"]
+    need = {("topic", prefix, "Read"), ("topic", prefix, "Describe")}
+    if component == "api":
+        need |= {("topic", prefix, "Write"), ("group", "process-manager.", "Read"), ("group", "revocations-api-", "Read")}
+    if component == "projector":
+        need |= {("group", "projector", "Read")}
+    if component == "webhook-dispatcher":
+        need |= {("group", "webhook-dispatcher", "Read"), ("group", "revocations-webhook-dispatcher-", "Read")}
+    if config_env.get("KAFKA_CREATE_TOPICS") == "true":
+        need |= {("topic", prefix, "Create")}
+    if granted != need:
+        problems.append(f"{name_of(u)}: ACLs {sorted(granted)}, expected {sorted(need)}")
 
 if problems:
     print("\n".join("    " + p for p in problems), file=sys.stderr)
@@ -414,6 +534,21 @@ expect_schema_failure "value outside an enum" --set api.service.type=ExternalNam
 expect_schema_failure "unknown top-level key" --set replicaCount=3
 expect_schema_failure "unknown nested key" --set api.replicas=3
 expect_schema_failure "admin token too short" --set adminToken=short
+expect_schema_failure "unknown SASL mechanism" --set kafka.sasl.mechanism=gssapi
+expect_schema_failure "unknown KafkaUser authentication" --set strimzi.kafkaUsers.authentication=oauth
+expect_chart_failure() {
+  local what="$1" message="$2"
+  shift 2
+  if "$HELM" "${base[@]}" "$@" >"$WORK/out" 2>&1; then
+    die "$what: the render succeeded"
+  fi
+  grep -qF "$message" "$WORK/out" || { cat "$WORK/out" >&2; die "$what: failed for another reason"; }
+  ok "$what: $message"
+}
+expect_chart_failure "Strimzi resources without a cluster" "set strimzi.clusterName" --set strimzi.kafkaTopics.enabled=true
+expect_chart_failure "SASL without its Secret" "kafka.sasl.passwordSecret" --set kafka.sasl.mechanism=scram-sha-512
+expect_chart_failure "tls KafkaUsers without TLS" "needs kafka.tls.enabled" \
+  --set strimzi.clusterName=events --set strimzi.kafkaUsers.enabled=true --set strimzi.kafkaUsers.authentication=tls
 if "$HELM" template ofp "$CHART" >"$WORK/out" 2>&1; then
   die "a render without database.url and kafka.brokers succeeded"
 fi

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { kafkaConfigShape, kafkaSettingsIssues } from '@ofp/bus';
 import { env } from '@ofp/runtime';
 import { webhookDispatcherConfigShape } from '@ofp/webhook-dispatcher';
 
@@ -15,6 +16,8 @@ export const platformConfigSchema = z
     TARGET: z.enum(TARGETS).default('all'),
     PORT: env.port(8080),
     HOST: z.string().default('0.0.0.0'),
+    /** TARGET=auth: where the admin API listens, apart from the public port (API.md §10). */
+    ADMIN_PORT: env.port(8081),
     DATA_DIR: z.string().default('./.data'),
     DATABASE_URL: env.url().optional(),
     /** Port of the embedded Postgres (standalone without DATABASE_URL). */
@@ -28,11 +31,7 @@ export const platformConfigSchema = z
     REFRESH_TOKEN_TTL_SECONDS: env.positiveInt(30 * 24 * 3600),
     PUBLIC_URL: env.url().optional(),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-    KAFKA_BROKERS: env.list().optional(),
-    KAFKA_CLIENT_ID: z.string().default('ofp'),
-    KAFKA_TOPIC_PREFIX: z.string().default('ofp.events.'),
-    KAFKA_TOPIC_PARTITIONS: env.positiveInt(6),
-    KAFKA_REPLICATION_FACTOR: env.positiveInt(1),
+    ...kafkaConfigShape,
     DATABASE_POOL_SIZE: env.positiveInt(10),
     /** Longest a write's response waits for the read model (read-your-writes). */
     READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000),
@@ -41,6 +40,15 @@ export const platformConfigSchema = z
     LOG_FORMAT: env.logFormat(),
   })
   .superRefine((config, ctx) => {
+    for (const { setting, message } of kafkaSettingsIssues(config))
+      ctx.addIssue({ code: 'custom', path: [setting], message });
+    if (config.TARGET === 'auth' && config.ADMIN_PORT === config.PORT && config.PORT !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_PORT'],
+        message: `must differ from PORT (${config.PORT}): the admin API has a port of its own with TARGET=auth`,
+      });
+    }
     if (config.TARGET !== 'all' && !config.DATABASE_URL) {
       ctx.addIssue({
         code: 'custom',

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { Registry } from 'prom-client';
 import { createApiService, migrateApi } from '@ofp/api';
 import { createAuthService, ensureDemoTenant, migrateAuth, type DemoTenant } from '@ofp/auth';
@@ -18,7 +18,16 @@ import {
   issuerFromPublicUrl,
   revocationsModule,
 } from '@ofp/auth-tokens';
-import { KafkaBus, OutboxRelay, PgLogBus, kafkaBrokerCheck, type Bus } from '@ofp/bus';
+import {
+  KafkaBus,
+  OutboxRelay,
+  PgLogBus,
+  createKafkaClient,
+  kafkaBrokerCheck,
+  topicOf,
+  type Bus,
+  type TopicSettings,
+} from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
@@ -53,6 +62,7 @@ import { platformConfigSchema, type PlatformConfig, type Target } from './config
 import { servedDescriptions } from './descriptions.js';
 import { registerFlowMetrics } from './observability.js';
 import { preflight } from './preflight.js';
+import { platformStreamTypes } from './streams.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
 
@@ -60,6 +70,8 @@ type Service = Exclude<Target, 'all' | 'migrate'>;
 interface ServiceParts {
   readonly modules: readonly Module[];
   readonly routes: readonly Route[];
+  /** The operators' API (API.md §10): on PORT standalone, on ADMIN_PORT alone in the distributed shape. */
+  readonly adminRoutes?: readonly Route[];
 }
 
 /** What every service is built from: one of each per process. */
@@ -102,7 +114,15 @@ export async function runPlatform(
   }
   const logFormat = logFormatFor(config.LOG_FORMAT);
   const logger = createLogger({ name: `ofp-${config.TARGET}`, level: config.LOG_LEVEL, format: logFormat });
-  const instance = await preflight(config);
+  // The auth service appends to the outbox and never talks to Kafka (the api's relay publishes).
+  const kafkaClient =
+    config.KAFKA_BROKERS && config.TARGET !== 'auth' && config.TARGET !== 'migrate'
+      ? await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`)
+      : undefined;
+  const instance = await preflight(
+    config,
+    kafkaClient && { client: kafkaClient, topics: platformTopics(config) },
+  );
   const database = await openDatabase(config, logger);
   const pool = createPool({
     connectionString: database.url,
@@ -120,13 +140,7 @@ export async function runPlatform(
   const target = config.TARGET;
   const services = target === 'all' ? SERVICES : [target];
   const clock = (): Date => new Date();
-  const kafka = config.KAFKA_BROKERS
-    ? new Kafka({
-        clientId: `${config.KAFKA_CLIENT_ID}-${config.TARGET}`,
-        brokers: config.KAFKA_BROKERS,
-        logLevel: logLevel.WARN,
-      })
-    : undefined;
+  const kafka = kafkaClient?.kafka;
   // Outbox rows are written in every process of a Kafka deployment (the api's relay publishes what
   // any service appended, the auth service's revocations included); standalone reads the log itself.
   const store = new EventStore(pool, { outbox: kafka !== undefined || target !== 'all' });
@@ -193,12 +207,18 @@ export async function runPlatform(
     ...(verification ? [verification.module] : []),
     ...parts.flatMap((part) => part.modules),
   ];
+  // The admin API is for operators: the distributed auth service serves it on a port of its own, which
+  // the chart exposes inside the cluster only (API.md §10); standalone keeps it on PORT.
+  const adminRoutes = parts.flatMap((part) => part.adminRoutes ?? []);
+  const adminPort = target !== 'all' && adminRoutes.length > 0 ? config.ADMIN_PORT : undefined;
   // Every process serves the description of the whole platform (API.md §11), whatever its TARGET.
   const routes = [
     ...parts.flatMap((part) => part.routes),
+    ...(adminPort === undefined ? adminRoutes : []),
     ...(await servedDescriptions({ publicUrl, topicPrefix: config.KAFKA_TOPIC_PREFIX })),
   ];
   let server: Server | undefined;
+  let adminServer: Server | undefined;
   const runner: ModuleRunner = new ModuleRunner(
     [
       ...modules,
@@ -219,6 +239,17 @@ export async function runPlatform(
             { port: listening.port, target: config.TARGET, public_url: publicUrl },
             `listening on ${publicUrl}`,
           );
+          if (adminPort !== undefined) {
+            const adminApp = createHttpApp({
+              logger,
+              metrics,
+              ready: () => runner.ready(),
+              routes: adminRoutes,
+            });
+            const admin = await listen(adminApp, adminPort, config.HOST);
+            adminServer = admin.server;
+            logger.info({ port: admin.port }, `admin API listening on port ${admin.port}`);
+          }
           if (config.TARGET === 'all') {
             await instance?.update({
               url: localUrl(config.HOST, listening.port),
@@ -228,9 +259,11 @@ export async function runPlatform(
           }
         },
         async stop() {
-          if (server) await closeServer(server);
+          const open = [server, adminServer].filter((s): s is Server => s !== undefined);
+          await Promise.all(open.map(closeServer));
         },
-        ready: () => server?.listening === true,
+        ready: () =>
+          server?.listening === true && (adminPort === undefined || adminServer?.listening === true),
       },
     ],
     logger,
@@ -259,7 +292,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
         },
         metrics: authMetrics(infrastructure.metrics),
       });
-      return { modules: auth.modules, routes: [...auth.routes, ...auth.adminRoutes] };
+      return { modules: auth.modules, routes: auth.routes, adminRoutes: auth.adminRoutes };
     }
     case 'api': {
       const api = createApiService({
@@ -338,12 +371,17 @@ function rateLimitOf(config: PlatformConfig) {
   return { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND };
 }
 
-function topicsOf(config: PlatformConfig) {
+function topicsOf(config: PlatformConfig): TopicSettings {
   return {
     prefix: config.KAFKA_TOPIC_PREFIX,
     partitions: config.KAFKA_TOPIC_PARTITIONS,
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+    create: config.KAFKA_CREATE_TOPICS,
   };
+}
+
+function platformTopics(config: PlatformConfig): string[] {
+  return platformStreamTypes().map((streamType) => topicOf(topicsOf(config), streamType));
 }
 
 /** The database: DATABASE_URL, or (standalone) an embedded Postgres kept in DATA_DIR. */

@@ -24,7 +24,7 @@ describe('README "Try it": every example, run as written against a running insta
     platform = await startTestPlatform('standalone', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
     const admin = { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' };
     const organization = (await (
-      await fetch(`${platform.authUrl}/admin/organizations`, {
+      await fetch(`${platform.adminUrl}/admin/organizations`, {
         method: 'POST',
         headers: admin,
         body: JSON.stringify({ name: 'README' }),
@@ -32,7 +32,7 @@ describe('README "Try it": every example, run as written against a running insta
     ).json()) as { results: { id: number } };
     client = (
       (await (
-        await fetch(`${platform.authUrl}/admin/organizations/${organization.results.id}/clients`, {
+        await fetch(`${platform.adminUrl}/admin/organizations/${organization.results.id}/clients`, {
           method: 'POST',
           headers: admin,
           body: JSON.stringify({ name: 'README', scopes: ['read', 'write', 'operations'] }),

@@ -228,6 +228,7 @@ KAFKA_BROKERS: {{ join "," .Values.kafka.brokers | quote }}
 KAFKA_TOPIC_PREFIX: {{ .Values.kafka.topicPrefix | quote }}
 KAFKA_TOPIC_PARTITIONS: {{ .Values.kafka.topicPartitions | toString | quote }}
 KAFKA_REPLICATION_FACTOR: {{ .Values.kafka.replicationFactor | toString | quote }}
+KAFKA_CREATE_TOPICS: {{ and .Values.kafka.createTopics (not .Values.strimzi.kafkaTopics.enabled) | toString | quote }}
 DATABASE_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
 READ_YOUR_WRITES_TIMEOUT_MS: {{ .Values.readYourWritesTimeoutMs | toString | quote }}
 WEBHOOK_ALLOW_PRIVATE_TARGETS: {{ .Values.webhookAllowPrivateTargets | toString | quote }}
@@ -274,6 +275,125 @@ auth api projector webhookDispatcher
 {{- end -}}
 
 {{/*
+The event streams of the platform, each the topic `<kafka.topicPrefix><stream>`: the same list as
+platformStreamTypes() in platform/src/streams.ts (a unit test compares them).
+*/}}
+{{- define "ofp.streamTypes" -}}
+phone_number_types people items orders fulfillment_orders shipments purchase_orders invoices inventory inventory_adjustments webhooks revocations
+{{- end -}}
+
+{{/*
+The values keys of the services that use Kafka (auth never does: the api's relay publishes its events).
+*/}}
+{{- define "ofp.kafkaServiceKeys" -}}
+api projector webhookDispatcher
+{{- end -}}
+
+{{/*
+The consumer groups of a Kafka-using component, as Strimzi ACL resources (the names the services use:
+services/projector/src/module.ts, services/webhook-dispatcher/src/delivery/event-intake.ts, the api's
+process managers `process-manager.<name>`, and each process's revocation deny-list
+`revocations-<TARGET>-<host>-<uuid>`). Call with the component name.
+*/}}
+{{- define "ofp.consumerGroups" -}}
+{{- if eq . "api" -}}
+- {name: process-manager., patternType: prefix}
+- {name: revocations-api-, patternType: prefix}
+{{- else if eq . "projector" -}}
+- {name: projector, patternType: literal}
+{{- else if eq . "webhook-dispatcher" -}}
+- {name: webhook-dispatcher, patternType: literal}
+- {name: revocations-webhook-dispatcher-, patternType: prefix}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The Kafka connection settings of one Kafka-using component: env entries, volumes and mounts, each
+Secret mounted as files (never read into an env var). Call with (dict "root" $ "component" "api" "part" "env|volumes|mounts").
+*/}}
+{{- define "ofp.kafkaSecurity" -}}
+{{- $v := .root.Values -}}
+{{- $user := include "ofp.componentFullname" (dict "root" .root "component" .component) -}}
+{{- $strimziUsers := $v.strimzi.kafkaUsers.enabled -}}
+{{- $scram := and $strimziUsers (eq $v.strimzi.kafkaUsers.authentication "scram-sha-512") -}}
+{{- $tlsUser := and $strimziUsers (eq $v.strimzi.kafkaUsers.authentication "tls") -}}
+{{- $clientSecret := ternary $user $v.kafka.tls.clientSecret $tlsUser -}}
+{{- $certKey := ternary "user.crt" $v.kafka.tls.clientCertKey $tlsUser -}}
+{{- $keyKey := ternary "user.key" $v.kafka.tls.clientKeyKey $tlsUser -}}
+{{- $mechanism := ternary "scram-sha-512" $v.kafka.sasl.mechanism $scram -}}
+{{- $username := ternary $user $v.kafka.sasl.username $scram -}}
+{{- $passwordSecret := ternary $user $v.kafka.sasl.passwordSecret $scram -}}
+{{- $passwordKey := ternary "password" $v.kafka.sasl.passwordKey $scram -}}
+{{- if eq .part "env" }}
+{{- if $v.kafka.tls.enabled }}
+- name: KAFKA_SSL
+  value: "true"
+{{- if $v.kafka.tls.caSecret }}
+- name: KAFKA_SSL_CA_FILE
+  value: /etc/ofp/kafka/ca/{{ $v.kafka.tls.caKey }}
+{{- end }}
+{{- if $clientSecret }}
+- name: KAFKA_SSL_CERT_FILE
+  value: /etc/ofp/kafka/client/{{ $certKey }}
+- name: KAFKA_SSL_KEY_FILE
+  value: /etc/ofp/kafka/client/{{ $keyKey }}
+{{- end }}
+{{- end }}
+{{- if $mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ $mechanism | quote }}
+- name: KAFKA_SASL_USERNAME
+  value: {{ $username | quote }}
+- name: KAFKA_SASL_PASSWORD_FILE
+  value: /etc/ofp/kafka/sasl/{{ $passwordKey }}
+{{- end }}
+{{- else if eq .part "volumes" }}
+{{- if and $v.kafka.tls.enabled $v.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ $v.kafka.tls.caSecret }}
+    items:
+      - key: {{ $v.kafka.tls.caKey }}
+        path: {{ $v.kafka.tls.caKey }}
+{{- end }}
+{{- if and $v.kafka.tls.enabled $clientSecret }}
+- name: kafka-client
+  secret:
+    secretName: {{ $clientSecret }}
+    items:
+      - key: {{ $certKey }}
+        path: {{ $certKey }}
+      - key: {{ $keyKey }}
+        path: {{ $keyKey }}
+{{- end }}
+{{- if $mechanism }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ $passwordSecret }}
+    items:
+      - key: {{ $passwordKey }}
+        path: {{ $passwordKey }}
+{{- end }}
+{{- else if eq .part "mounts" }}
+{{- if and $v.kafka.tls.enabled $v.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/ofp/kafka/ca
+  readOnly: true
+{{- end }}
+{{- if and $v.kafka.tls.enabled $clientSecret }}
+- name: kafka-client
+  mountPath: /etc/ofp/kafka/client
+  readOnly: true
+{{- end }}
+{{- if $mechanism }}
+- name: kafka-sasl
+  mountPath: /etc/ofp/kafka/sasl
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
 Checks that need more than the schema; fails the render with every problem at once.
 */}}
 {{- define "ofp.validateValues" -}}
@@ -283,6 +403,15 @@ Checks that need more than the schema; fails the render with every problem at on
 {{- end -}}
 {{- if and (not .Values.kafka.brokers) (or .Values.api.enabled .Values.projector.enabled .Values.webhookDispatcher.enabled) -}}
 {{- $messages = append $messages "ofp: set kafka.brokers; api, projector and webhook-dispatcher need Kafka." -}}
+{{- end -}}
+{{- if and (or .Values.strimzi.kafkaTopics.enabled .Values.strimzi.kafkaUsers.enabled) (not .Values.strimzi.clusterName) -}}
+{{- $messages = append $messages "ofp: set strimzi.clusterName (the Strimzi Kafka cluster) to render KafkaTopic or KafkaUser resources." -}}
+{{- end -}}
+{{- if and .Values.kafka.sasl.mechanism (not .Values.strimzi.kafkaUsers.enabled) (or (not .Values.kafka.sasl.username) (not .Values.kafka.sasl.passwordSecret)) -}}
+{{- $messages = append $messages "ofp: kafka.sasl.mechanism needs kafka.sasl.username and kafka.sasl.passwordSecret (a Secret holding the password)." -}}
+{{- end -}}
+{{- if and .Values.strimzi.kafkaUsers.enabled (eq .Values.strimzi.kafkaUsers.authentication "tls") (not .Values.kafka.tls.enabled) -}}
+{{- $messages = append $messages "ofp: strimzi.kafkaUsers.authentication=tls needs kafka.tls.enabled (a TLS listener)." -}}
 {{- end -}}
 {{- if $messages -}}
 {{- printf "\nVALUES VALIDATION:\n%s" (join "\n" $messages) | fail -}}

@@ -84,7 +84,12 @@ interface Adapter {
   setUp(db: TestDatabase, store: EventStore): Promise<{ bus: Bus; stop(): Promise<void> }>;
 }
 
-const kafkaTopics = { prefix: `test.${randomUUID().slice(0, 8)}.`, partitions: 4, replicationFactor: 1 };
+const kafkaTopics = {
+  prefix: `test.${randomUUID().slice(0, 8)}.`,
+  partitions: 4,
+  replicationFactor: 1,
+  create: true,
+};
 
 function kafkaClient(): Kafka {
   const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);

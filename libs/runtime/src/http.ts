@@ -76,7 +76,7 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
       if (route.path.startsWith('/v2/')) router.on(method, `/api${path}`, noop, route);
     }
   }
-  const duration = createHttpMetrics(options.metrics);
+  const duration = httpMetricsOf(options.metrics);
   const pipeline: Pipeline = {
     router,
     duration,
@@ -402,6 +402,18 @@ function healthRoutes(options: HttpAppOptions): Route[] {
       }),
     },
   ];
+}
+
+const httpMetrics = new WeakMap<Registry, ReturnType<typeof createHttpMetrics>>();
+
+/** The request-duration histogram of a registry, one however many listeners (a public and an admin port) record into it. */
+function httpMetricsOf(registry: Registry): ReturnType<typeof createHttpMetrics> {
+  let histogram = httpMetrics.get(registry);
+  if (!histogram) {
+    histogram = createHttpMetrics(registry);
+    httpMetrics.set(registry, histogram);
+  }
+  return histogram;
 }
 
 /** Listens on `port` (0 picks a free one) and resolves with the bound port. */

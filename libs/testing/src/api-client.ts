@@ -42,7 +42,7 @@ export async function createIntegrator(
   options: { name: string; scopes?: readonly string[] } = { name: 'Integrator' },
 ): Promise<Integrator> {
   const admin = async (path: string, body: unknown): Promise<{ results: Record<string, unknown> }> => {
-    const response = await fetch(`${platform.authUrl}${path}`, {
+    const response = await fetch(`${platform.adminUrl}${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),

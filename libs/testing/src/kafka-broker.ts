@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Logger } from '@ofp/runtime';
 import { freePort } from './ports.js';
+import { createCertificateAuthority } from './tls.js';
 
 /**
  * The Apache Kafka release that {@link startKafkaBroker} runs. 4.3.1 is the newest release whose jars all
@@ -21,11 +22,30 @@ export interface KafkaBrokerOptions {
   /** Where the broker's jars are kept between runs, in `kafka-<version>/libs`. */
   cacheDir: string;
   logger: Logger;
+  /** Also listen with SASL_SSL, as managed Kafka does ({@link SecureListener}). */
+  saslSsl?: boolean;
+}
+
+/**
+ * A SASL_SSL listener beside the plaintext one: TLS with a certificate of a CA made for this broker
+ * alone, and one user whose password works with SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN. A client may
+ * present a certificate of the same CA (the listener asks for one and verifies it).
+ */
+export interface SecureListener {
+  readonly brokers: string[];
+  /** PEM files in the broker's folder (deleted with it): the CA, and a client certificate and key. */
+  readonly caFile: string;
+  readonly clientCertFile: string;
+  readonly clientKeyFile: string;
+  readonly username: string;
+  readonly password: string;
 }
 
 export interface RunningKafka {
-  /** Bootstrap addresses (`host:port`) for kafkajs. */
+  /** Bootstrap addresses (`host:port`) for kafkajs: the plaintext listener. */
   brokers: string[];
+  /** With `saslSsl`: the SASL_SSL listener and what a client needs to use it. */
+  secure?: SecureListener;
   /** The broker's JVM process id. */
   pid: number;
   /** Stops the broker (SIGTERM, then SIGKILL if it lingers) and deletes its data. */
@@ -105,8 +125,20 @@ export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<Run
   const brokers = [`127.0.0.1:${port}`];
   const serverProperties = join(dir, 'server.properties');
   const log4j = [`-Dlog4j2.configurationFile=${join(dir, 'log4j2.properties')}`];
+  let secure: SecureListener | undefined;
+  const scram: string[] = [];
   try {
-    await writeFile(serverProperties, brokerConfig(port, controllerPort, join(dir, 'data')));
+    let settings = brokerConfig(port, controllerPort, join(dir, 'data'));
+    if (options.saslSsl) {
+      let securePort = await freePort();
+      while (securePort === port || securePort === controllerPort) securePort = await freePort();
+      secure = await secureListenerFiles(dir, securePort);
+      settings = { ...settings, ...saslSslConfig(settings, secure, securePort, dir) };
+      // SCRAM credentials live in the cluster metadata: the storage tool writes them at format time.
+      for (const mechanism of ['SCRAM-SHA-512', 'SCRAM-SHA-256'])
+        scram.push('--add-scram', `${mechanism}=[name=${secure.username},password=${secure.password}]`);
+    }
+    await writeFile(serverProperties, propertiesText(settings));
     await writeFile(join(dir, 'log4j2.properties'), LOG4J2_PROPERTIES);
     // `--standalone` must not be given: controller.quorum.voters already names the quorum.
     const formatted = await run(java, [
@@ -119,6 +151,7 @@ export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<Run
       clusterId(),
       '-c',
       serverProperties,
+      ...scram,
     ]);
     logger.debug({ kafka: formatted.trim() }, 'formatted Kafka storage');
   } catch (error) {
@@ -198,11 +231,11 @@ export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<Run
     });
   }
   logger.info(
-    { brokers, brokerPid: pid, version: KAFKA_VERSION, ms: Date.now() - started },
+    { brokers, secure: secure?.brokers, brokerPid: pid, version: KAFKA_VERSION, ms: Date.now() - started },
     'Kafka broker started',
   );
   let stopped: Promise<void> | undefined;
-  return { brokers, pid, stop: () => (stopped ??= stop()) };
+  return { brokers, ...(secure ? { secure } : {}), pid, stop: () => (stopped ??= stop()) };
 }
 
 /**
@@ -252,8 +285,10 @@ async function isMadeFrom(home: string, pom: string): Promise<boolean> {
   return (await readFile(join(home, 'pom.xml'), 'utf8').catch(() => undefined)) === pom;
 }
 
-function brokerConfig(port: number, controllerPort: number, dataDir: string): string {
-  const settings = {
+type BrokerSettings = Record<string, string>;
+
+function brokerConfig(port: number, controllerPort: number, dataDir: string): BrokerSettings {
+  return {
     'process.roles': 'broker,controller',
     'node.id': '1',
     'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
@@ -272,9 +307,61 @@ function brokerConfig(port: number, controllerPort: number, dataDir: string): st
     // Tests start consumer groups often; the default 3 s delay before the first rebalance only slows them.
     'group.initial.rebalance.delay.ms': '0',
   };
+}
+
+function propertiesText(settings: BrokerSettings): string {
   return Object.entries(settings)
     .map(([key, value]) => `${key}=${value}`)
     .join('\n');
+}
+
+/** A CA of this broker's own, the broker's certificate and a client's, written as PEM into `dir`. */
+async function secureListenerFiles(dir: string, securePort: number): Promise<SecureListener> {
+  const ca = createCertificateAuthority('ofp test Kafka CA');
+  const [server, client] = [ca.issue('kafka-broker'), ca.issue('ofp-test-client')];
+  const files = {
+    caFile: join(dir, 'ca.crt'),
+    clientCertFile: join(dir, 'client.crt'),
+    clientKeyFile: join(dir, 'client.key'),
+  };
+  await writeFile(files.caFile, ca.cert);
+  await writeFile(files.clientCertFile, client.cert);
+  await writeFile(files.clientKeyFile, client.key, { mode: 0o600 });
+  // The broker's PEM key store: its key and certificate chain in one file.
+  await writeFile(join(dir, 'broker.pem'), `${server.key}\n${server.cert}\n${ca.cert}`, { mode: 0o600 });
+  return {
+    brokers: [`127.0.0.1:${securePort}`],
+    ...files,
+    username: 'ofp',
+    password: randomBytes(12).toString('base64url'),
+  };
+}
+
+/**
+ * The SASL_SSL listener beside the plaintext one, which stays for the broker's own traffic and the
+ * tests' setup. PLAIN checks the password in its JAAS line; SCRAM in the cluster's metadata.
+ */
+function saslSslConfig(
+  base: BrokerSettings,
+  secure: SecureListener,
+  securePort: number,
+  dir: string,
+): BrokerSettings {
+  const scram = 'org.apache.kafka.common.security.scram.ScramLoginModule required;';
+  return {
+    listeners: `${base.listeners},SASL_SSL://127.0.0.1:${securePort}`,
+    'advertised.listeners': `${base['advertised.listeners']},SASL_SSL://127.0.0.1:${securePort}`,
+    'listener.security.protocol.map': `${base['listener.security.protocol.map']},SASL_SSL:SASL_SSL`,
+    'sasl.enabled.mechanisms': 'SCRAM-SHA-512,SCRAM-SHA-256,PLAIN',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config': scram,
+    'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config': scram,
+    'listener.name.sasl_ssl.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required user_${secure.username}="${secure.password}";`,
+    'listener.name.sasl_ssl.ssl.keystore.type': 'PEM',
+    'listener.name.sasl_ssl.ssl.keystore.location': join(dir, 'broker.pem'),
+    'listener.name.sasl_ssl.ssl.truststore.type': 'PEM',
+    'listener.name.sasl_ssl.ssl.truststore.location': secure.caFile,
+    'listener.name.sasl_ssl.ssl.client.auth': 'requested',
+  };
 }
 
 /**

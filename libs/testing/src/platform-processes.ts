@@ -8,8 +8,10 @@ import { freePort } from './ports.js';
 const PLATFORM_MAIN = fileURLToPath(new URL('../../../platform/dist/main.js', import.meta.url));
 
 export interface RunningPlatform {
-  /** Base URL of the auth service (`/oauth`, `/admin`, `/v2/authenticate`). */
+  /** Base URL of the auth service (`/oauth`, `/.well-known`, `/v2/authenticate`). */
   readonly authUrl: string;
+  /** Base URL of the admin API (`/admin`): the auth service's ADMIN_PORT distributed, the one port standalone. */
+  readonly adminUrl: string;
   /** Base URL of the `/v2` model endpoints. */
   readonly apiUrl: string;
   /** Base URL of `/v2/webhooks*` and `/v2/webhook_deliveries*` (the webhook dispatcher). */
@@ -65,9 +67,19 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       launch('all', port, common);
       const url = `http://localhost:${port}`;
       await waitReady(url, children);
-      return { authUrl: url, apiUrl: url, webhooksUrl: url, adminToken, processes: { all: url }, pids, stop };
+      return {
+        authUrl: url,
+        adminUrl: url,
+        apiUrl: url,
+        webhooksUrl: url,
+        adminToken,
+        processes: { all: url },
+        pids,
+        stop,
+      };
     }
-    const [authPort, apiPort, projectorPort, webhooksPort] = [
+    const [authPort, adminPort, apiPort, projectorPort, webhooksPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -80,7 +92,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       PUBLIC_URL: authUrl,
       AUTH_URL: authUrl,
     };
-    launch('auth', authPort, distributed);
+    launch('auth', authPort, { ...distributed, ADMIN_PORT: String(adminPort) });
     await waitReady(authUrl, children);
     const urls = {
       api: `http://localhost:${apiPort}`,
@@ -93,6 +105,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     await Promise.all(Object.values(urls).map((url) => waitReady(url, children)));
     return {
       authUrl,
+      adminUrl: `http://localhost:${adminPort}`,
       apiUrl: urls.api,
       webhooksUrl: urls.webhooks,
       adminToken,
@@ -113,7 +126,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
 
 /** Settings of the test run that must not leak into a platform process (standalone means no Kafka). */
 const PLATFORM_SETTINGS =
-  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$|EMBEDDED_POSTGRES_PORT$|LOG_FORMAT$)/;
+  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|ADMIN_PORT$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$|EMBEDDED_POSTGRES_PORT$|LOG_FORMAT$)/;
 
 /** This process's environment without the test run's platform settings. */
 export function environmentWithoutSettings(): Record<string, string> {

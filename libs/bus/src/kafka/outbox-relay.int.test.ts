@@ -14,7 +14,12 @@ describe('OutboxRelay killed mid-batch', () => {
   let db: TestDatabase;
   let subscription: Subscription | undefined;
   const children: ChildProcess[] = [];
-  const topics = { prefix: `test.${randomUUID().slice(0, 8)}.`, partitions: 4, replicationFactor: 1 };
+  const topics = {
+    prefix: `test.${randomUUID().slice(0, 8)}.`,
+    partitions: 4,
+    replicationFactor: 1,
+    create: true,
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase();

@@ -17,7 +17,7 @@ const relay = new OutboxRelay(
   createLogger({ name: 'relay-fixture', level: 'warn' }),
   {
     connectionString: url,
-    topics: { prefix: process.env.TOPIC_PREFIX!, partitions: 4, replicationFactor: 1 },
+    topics: { prefix: process.env.TOPIC_PREFIX!, partitions: 4, replicationFactor: 1, create: true },
     batchSize: Number(process.env.BATCH_SIZE),
     pollIntervalMs: 100,
   },

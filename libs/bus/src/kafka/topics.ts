@@ -5,6 +5,8 @@ export interface TopicSettings {
   readonly prefix: string;
   readonly partitions: number;
   readonly replicationFactor: number;
+  /** false: the topics were provisioned (KafkaTopic resources); a missing one is an error, never created. */
+  readonly create: boolean;
 }
 
 export function topicOf(settings: TopicSettings, streamType: string): string {
@@ -17,7 +19,8 @@ const LEADERS_TIMEOUT_MS = 30_000;
 /**
  * Creates the topics that do not exist yet (an existing topic is left as it is) and waits until every
  * partition of them has a leader: a consumer or producer that comes right after a creation (another
- * process's, say) would otherwise meet UNKNOWN_TOPIC_OR_PARTITION.
+ * process's, say) would otherwise meet UNKNOWN_TOPIC_OR_PARTITION. With `create: false` a missing
+ * topic is an error that names it (the start-up check names them all before this runs).
  */
 export async function ensureTopics(
   admin: Admin,
@@ -26,6 +29,9 @@ export async function ensureTopics(
 ): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t));
+  if (missing.length > 0 && !settings.create) {
+    throw new Error(`Kafka topics missing (KAFKA_CREATE_TOPICS=false): ${missing.join(', ')}`);
+  }
   if (missing.length > 0) {
     // Several processes starting together create the same topics: whichever loses the race learns that
     // they exist (an answer of false or TOPIC_ALREADY_EXISTS), and all then wait for the leaders below,

@@ -39,7 +39,7 @@ async function anotherClient(
   of: Integrator,
   scopes: readonly string[],
 ): Promise<Client> {
-  const registered = await fetch(`${platform.authUrl}/admin/organizations/${of.organizationId}/clients`, {
+  const registered = await fetch(`${platform.adminUrl}/admin/organizations/${of.organizationId}/clients`, {
     method: 'POST',
     headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'integrator', redirect_uri: 'http://localhost:3000/callback', scopes }),

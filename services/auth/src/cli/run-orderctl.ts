@@ -21,8 +21,9 @@ Commands:
   disable-client --client CLIENT_ID      (its grants are revoked; its tokens stop working)
   rotate-signing-key
 
---url: the platform, else $ORDERCTL_URL, $PUBLIC_URL, http://localhost:$PORT, or the standalone
-  instance running on $DATA_DIR (default ./.data).
+--url: the admin API, else $ORDERCTL_URL, http://localhost:$ADMIN_PORT (in the auth service's
+  container), $PUBLIC_URL, http://localhost:$PORT, or the standalone instance running on $DATA_DIR
+  (default ./.data). Distributed, the admin API is on the auth service's ADMIN_PORT, not the public URL.
 --admin-token: else $ADMIN_TOKEN, or the one the instance keeps in DATA_DIR/admin-token.
 --json: print the API's JSON answer as it came (on stdout, also when the API refuses).
 Exit codes: 0 done, 1 the API refused or could not be reached, 2 a bad command line.`;
@@ -275,7 +276,9 @@ export async function runOrderctl(argv: readonly string[], io: OrderctlIo): Prom
       ? { value: values.url, from: '--url' }
       : io.env.ORDERCTL_URL
         ? { value: io.env.ORDERCTL_URL, from: 'ORDERCTL_URL' }
-        : settings.url;
+        : io.env.ADMIN_PORT
+          ? { value: `http://localhost:${io.env.ADMIN_PORT}`, from: 'ADMIN_PORT' }
+          : settings.url;
   if (url === undefined) {
     io.stderr(
       `orderctl: no platform to talk to: no instance runs on DATA_DIR ${settings.dataDir}; start one (npm start), or give --url (or set PUBLIC_URL or PORT)`,

