@@ -11,6 +11,7 @@ import { EventStore } from '@ofp/event-store';
 import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
 import { PUBLIC, createLogger, createPool, openApiDocument, type Logger, type Route } from '@ofp/runtime';
 import { createWebhookDispatcher, eventCatalog } from '@ofp/webhook-dispatcher';
+import { platformConfigSchema } from './config.js';
 
 type Json = Record<string, unknown>;
 
@@ -100,6 +101,24 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
     }),
     asyncapi: asyncApiDocument(settings.topicPrefix, catalog),
   };
+}
+
+/** The documents the repository keeps (`npm run describe` writes them), by path from its root. */
+export const DESCRIPTION_FILES = {
+  openapi: 'docs/openapi.json',
+  asyncapi: 'docs/asyncapi.json',
+} as const satisfies Record<keyof PlatformDescriptions, string>;
+
+/**
+ * The descriptions as the repository keeps them in {@link DESCRIPTION_FILES}: those a standalone
+ * instance with the default settings serves (`http://localhost:8080`, topics `ofp.events.*`).
+ */
+export function repositoryDescriptions(): PlatformDescriptions {
+  const defaults = platformConfigSchema.parse({});
+  return describePlatform({
+    publicUrl: `http://localhost:${defaults.PORT}`,
+    topicPrefix: defaults.KAFKA_TOPIC_PREFIX,
+  });
 }
 
 /**
