@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { Parser } from '@asyncapi/parser';
 import { DESCRIPTION_FILES, repositoryDescriptions } from './descriptions.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,4 +22,21 @@ describe('the descriptions the repository keeps', () => {
       }
     },
   );
+});
+
+describe('the AsyncAPI document', () => {
+  it('parses with @asyncapi/parser without a diagnostic (no error, warning or hint)', async () => {
+    const { diagnostics, document } = await new Parser().parse(
+      JSON.stringify(repositoryDescriptions().asyncapi),
+    );
+    expect(
+      diagnostics.map(({ code, message, path }) => `${path.join('.')}: ${String(code)}: ${message}`),
+    ).toEqual([]);
+    expect(
+      document
+        ?.channels()
+        .all()
+        .map((channel) => channel.address()),
+    ).toContain('ofp.events.people');
+  });
 });
