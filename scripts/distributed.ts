@@ -32,7 +32,7 @@ process.stdout.write(
     'Distributed platform running (one process per service):',
     `  auth:          ${platform.authUrl}   (/oauth, /.well-known, /admin, /v2/authenticate)`,
     `  api:           ${platform.apiUrl}   (/v2, /api/v2)`,
-    `  webhooks:      ${platform.webhooksUrl}   (/v2/webhooks*, /v2/webhook_deliveries*)`,
+    `  webhooks:      ${platform.webhooksUrl}   (/v2/webhooks*, /v2/webhook_deliveries*, /v2/webhook_event_types)`,
     `  admin token:   ${platform.adminToken}`,
     `  KAFKA_BROKERS: ${infrastructure.kafkaBrokers.join(',')}`,
     `  DATABASE_URL:  ${url.toString()}`,

@@ -9,3 +9,4 @@ export * from './api-client.js';
 export * from './manual-clock.js';
 export * from './webhook-receiver.js';
 export * from './standalone-process.js';
+export * from './contract.js';
