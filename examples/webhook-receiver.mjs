@@ -1,28 +1,42 @@
 #!/usr/bin/env node
 // A webhook subscriber to try the platform with (README "Try it"): it checks each delivery's
 // Standard Webhooks signature with the `standardwebhooks` library, as any subscriber should, and
-// prints the event. Run it with the secret the platform answered when the webhook was created:
+// prints the event. Either give it the secret the platform answered when you created the webhook:
 //
-//   WEBHOOK_SECRET=whsec_... node examples/webhook-receiver.mjs      (PORT, default 4000)
+//   WEBHOOK_SECRET=whsec_... node examples/webhook-receiver.mjs
 //
-// Plain JavaScript, so that it runs without a build.
+// or a token (write scope), and it subscribes itself through the typed client (@ofp/client) to the
+// event types named (all by default), and removes its subscription when stopped (Ctrl-C):
+//
+//   TOKEN=... node examples/webhook-receiver.mjs person.created person.updated
+//
+// PORT (default 4000) is where it listens; API_URL (default http://localhost:8080) the platform;
+// RECEIVER_URL (default http://localhost:PORT/) the URL it subscribes. Plain JavaScript, so that it
+// runs without a build of its own (the client is built with the platform: npm start, npm run build).
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
+import { createPlatformClient } from '@ofp/client';
 
-const secret = process.env.WEBHOOK_SECRET;
-if (!secret) {
+const port = Number(process.env.PORT ?? 4000);
+const token = process.env.TOKEN;
+if (!process.env.WEBHOOK_SECRET && !token) {
   console.error(
-    'webhook-receiver: set WEBHOOK_SECRET to the secret the platform answered when the webhook was created (whsec_...)',
+    'webhook-receiver: set WEBHOOK_SECRET to the secret the platform answered when the webhook was created (whsec_...), or TOKEN to a token with the write scope to let it subscribe itself',
   );
   process.exit(1);
 }
-const port = Number(process.env.PORT ?? 4000);
-const webhook = new Webhook(secret);
+/** Set once the secret is known: at once, or when the subscription is made. */
+let webhook = process.env.WEBHOOK_SECRET ? new Webhook(process.env.WEBHOOK_SECRET) : undefined;
 
 const server = createServer((request, response) => {
   const chunks = [];
   request.on('data', (chunk) => chunks.push(chunk));
   request.on('end', () => {
+    if (!webhook) {
+      // Not subscribed yet: a 503 is retried.
+      response.writeHead(503).end();
+      return;
+    }
     const body = Buffer.concat(chunks).toString('utf8');
     let event;
     try {
@@ -47,7 +61,43 @@ const server = createServer((request, response) => {
   });
 });
 
-server.listen(port, () => {
+const api = token
+  ? createPlatformClient({ baseUrl: process.env.API_URL ?? 'http://localhost:8080', token })
+  : undefined;
+/** The subscription this receiver made, removed when it stops. */
+let subscription;
+
+server.listen(port, async () => {
   console.log(`webhook-receiver: listening on http://localhost:${port}/, printing each verified event`);
+  if (!api) return;
+  const events = process.argv.length > 2 ? process.argv.slice(2) : ['*'];
+  const { data, error, response } = await api.POST('/v2/webhooks', {
+    body: {
+      url: process.env.RECEIVER_URL ?? `http://localhost:${port}/`,
+      events,
+      description: 'webhook-receiver example',
+    },
+  });
+  if (!data) {
+    console.error(
+      `webhook-receiver: the platform refused the subscription (${response.status}): ${JSON.stringify(error?.errors ?? error)}`,
+    );
+    server.close(() => process.exit(1));
+    return;
+  }
+  subscription = data.results.id;
+  webhook = new Webhook(data.results.secret);
+  console.log(`webhook-receiver: subscribed as webhook ${subscription} to ${events.join(', ')}`);
 });
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.close(() => process.exit(0)));
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, async () => {
+    if (api && subscription !== undefined) {
+      const { response } = await api.DELETE('/v2/webhooks/{id}', { params: { path: { id: subscription } } });
+      console.log(`webhook-receiver: removed webhook ${subscription} (${response.status})`);
+    }
+    server.close(() => process.exit(0));
+    // The platform keeps its connections open for the next delivery.
+    server.closeAllConnections();
+  });
+}

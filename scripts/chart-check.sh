@@ -335,7 +335,10 @@ for ing in by_kind("Ingress"):
                        "/v2/authenticate": "auth", "/api/v2/authenticate": "auth",
                        "/v2/webhooks": "webhook-dispatcher", "/v2/webhook_deliveries": "webhook-dispatcher",
                        "/api/v2/webhooks": "webhook-dispatcher", "/api/v2/webhook_deliveries": "webhook-dispatcher",
-                       "/v2": "api", "/api/v2": "api"}
+                       "/v2/webhook_event_types": "webhook-dispatcher",
+                       "/api/v2/webhook_event_types": "webhook-dispatcher",
+                       "/v2": "api", "/api/v2": "api",
+                       "/openapi.json": "api", "/asyncapi.json": "api", "/docs": "api"}
     for path, component in expected_routes.items():
         if component in expected and component_of(path) != component:
             problems.append(f"{name_of(ing)}: {path} goes to {routes.get(path)}, expected the {component} Service")

@@ -33,7 +33,7 @@ process.stdout.write(
     `  auth:          ${platform.authUrl}   (/oauth, /.well-known, /v2/authenticate)`,
     `  admin API:     ${platform.adminUrl}   (/admin: the auth service's ADMIN_PORT)`,
     `  api:           ${platform.apiUrl}   (/v2, /api/v2)`,
-    `  webhooks:      ${platform.webhooksUrl}   (/v2/webhooks*, /v2/webhook_deliveries*)`,
+    `  webhooks:      ${platform.webhooksUrl}   (/v2/webhooks*, /v2/webhook_deliveries*, /v2/webhook_event_types)`,
     `  admin token:   ${platform.adminToken}`,
     `  KAFKA_BROKERS: ${infrastructure.kafkaBrokers.join(',')}`,
     `  DATABASE_URL:  ${url.toString()}`,

@@ -9,8 +9,17 @@ import { CLOUDEVENTS_HEADERS, DATA_SCHEMAS, PgLogBus } from '@ofp/bus';
 import { errorEnvelopeSchema } from '@ofp/contracts';
 import { EventStore } from '@ofp/event-store';
 import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
-import { PUBLIC, createLogger, createPool, openApiDocument, type Logger, type Route } from '@ofp/runtime';
+import {
+  ComponentSchemas,
+  PUBLIC,
+  createLogger,
+  createPool,
+  openApiDocument,
+  type Logger,
+  type Route,
+} from '@ofp/runtime';
 import { createWebhookDispatcher, eventCatalog } from '@ofp/webhook-dispatcher';
+import { platformConfigSchema } from './config.js';
 
 type Json = Record<string, unknown>;
 
@@ -102,10 +111,29 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
   };
 }
 
+/** The documents the repository keeps (`npm run describe` writes them), by path from its root. */
+export const DESCRIPTION_FILES = {
+  openapi: 'docs/openapi.json',
+  asyncapi: 'docs/asyncapi.json',
+} as const satisfies Record<keyof PlatformDescriptions, string>;
+
+/**
+ * The descriptions as the repository keeps them in {@link DESCRIPTION_FILES}: those a standalone
+ * instance with the default settings serves (`http://localhost:8080`, topics `ofp.events.*`).
+ */
+export function repositoryDescriptions(): PlatformDescriptions {
+  const defaults = platformConfigSchema.parse({});
+  return describePlatform({
+    publicUrl: `http://localhost:${defaults.PORT}`,
+    topicPrefix: defaults.KAFKA_TOPIC_PREFIX,
+  });
+}
+
 /**
  * The AsyncAPI 3 document of the Kafka topics (API.md §9): one channel per stream type, each record
  * event a CloudEvent in binary mode (headers as described), keyed by the record's stream id, its body
- * the change (`RecordChange`), whose schema the `ce_dataschema` header names.
+ * the change (`<Model>Change`, of the version the `ce_dataschema` header names). Schemas are JSON
+ * Schema draft-07, AsyncAPI 3's own schema format, kept once in `components.schemas`.
  */
 function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string }[]): Json {
   const types = (model: ModelDefinition) =>
@@ -113,7 +141,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
   const channels: Json = {};
   const operations: Json = {};
   const messages: Json = {};
-  const schemas: Json = {};
+  const schemas = new ComponentSchemas('draft-07');
   const headers = (eventTypes: readonly string[], dataschema: string): Json => ({
     type: 'object',
     required: ['ce_specversion', 'ce_id', 'ce_source', 'ce_type', 'ce_time', 'ce_subject', 'content-type'],
@@ -133,15 +161,16 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     name: string,
     eventTypes: readonly string[],
     dataschema: string,
-    payload: Json,
+    payload: z.ZodType,
   ) => {
-    schemas[name] = { $id: dataschema, ...payload };
+    const reference = schemas.add(payload, 'output', name);
     messages[name] = {
       name,
       title: `${name} (${eventTypes.join(', ')})`,
+      summary: `Its body's schema, ${dataschema}, is named by the ce_dataschema header`,
       contentType: 'application/json',
       headers: headers(eventTypes, dataschema),
-      payload: { $ref: `#/components/schemas/${name}` },
+      payload: reference,
       bindings: {
         kafka: {
           key: {
@@ -163,18 +192,17 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
   };
   for (const model of Object.values(MODELS)) {
     const record = recordSchema(model);
-    const change = z.strictObject({
-      record,
-      previous: record.partial().describe("The changed fields' values before the change"),
-      deleted: z.boolean(),
-      heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
-    });
     add(
       model.name,
       `${schemaName(model.singular)}Change`,
       types(model),
       DATA_SCHEMAS.recordChange,
-      jsonSchema(change),
+      z.strictObject({
+        record,
+        previous: record.partial().describe("The changed fields' values before the change"),
+        deleted: z.boolean(),
+        heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
+      }),
     );
   }
   add(
@@ -182,16 +210,14 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     'GrantRevoked',
     ['grant.revoked'],
     DATA_SCHEMAS.grantRevoked,
-    jsonSchema(
-      z.strictObject({
-        grant_id: z.string(),
-        token_id: z.string().nullable().describe('null: every token of the grant'),
-        expires_at: z.iso.datetime().describe('When the last token concerned expires'),
-      }),
-    ),
+    z.strictObject({
+      grant_id: z.string(),
+      token_id: z.string().nullable().describe('null: every token of the grant'),
+      expires_at: z.iso.datetime().describe('When the last token concerned expires'),
+    }),
   );
   return {
-    asyncapi: '3.0.0',
+    asyncapi: '3.1.0',
     info: {
       title: 'Order-fulfillment platform events',
       version: VERSION,
@@ -208,16 +234,8 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     },
     channels,
     operations,
-    components: { messages, schemas },
+    components: { messages, schemas: schemas.components() },
   };
-}
-
-function jsonSchema(schema: z.ZodType): Json {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
-    unrepresentable: 'any',
-    reused: 'inline',
-  }) as Json;
-  return rest;
 }
 
 /** What the description routes serve, read and generated once at start-up. */

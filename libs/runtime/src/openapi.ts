@@ -45,7 +45,6 @@ const HEADERS: Readonly<Record<string, Json>> = {
     description: '`respond-async` when the request asked for it',
     schema: { type: 'string' },
   },
-  Allow: { description: 'The methods the path takes', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'The RFC 6750 §3 challenge', schema: { type: 'string' } },
   'Cache-Control': { description: 'Caching of the response', schema: { type: 'string' } },
 };
@@ -80,10 +79,45 @@ const REQUEST_HEADERS: Readonly<Record<string, Json>> = {
   'X-Request-Id': {
     name: 'X-Request-Id',
     in: 'header',
-    description: 'An id for the request, echoed in the response and the logs',
-    schema: { type: 'string', maxLength: 200 },
+    description:
+      'An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one)',
+    schema: { type: 'string' },
   },
 };
+
+/** The headers of a webhook delivery (API.md §8, Standard Webhooks). */
+const DELIVERY_HEADERS: readonly Json[] = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: 'The event id, the same on every attempt: deduplicate on it',
+    schema: { type: 'string', format: 'uuid' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'When this attempt was signed, in Unix seconds: refuse one too far from your clock',
+    schema: { type: 'string', pattern: '^\\d+$' },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      'v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
+  },
+  {
+    name: 'traceparent',
+    in: 'header',
+    description: 'The W3C Trace Context of the change, when it was made inside a trace',
+    schema: { type: 'string' },
+  },
+];
+
+const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   400: 'Malformed request: bad JSON, an invalid q, an unknown query parameter',
@@ -108,7 +142,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
  * per event type.
  */
 export function openApiDocument(routes: readonly Route[], options: OpenApiOptions): Json {
-  const schemas = new SchemaCollector();
+  const schemas = new ComponentSchemas('draft-2020-12');
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas, options);
@@ -121,6 +155,9 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
         summary: event.type,
         description: `${event.description}. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.`,
         tags: ['Webhook events'],
+        // The platform calls the subscriber: the signature headers, not a token, prove who sends.
+        security: [],
+        parameters: DELIVERY_HEADERS,
         requestBody: {
           required: true,
           content: { 'application/json': { schema: schemas.add(event.payload, 'output') } },
@@ -143,7 +180,7 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
       schemas: schemas.components(),
       headers: HEADERS,
       parameters: REQUEST_HEADERS,
-      securitySchemes: {
+      securitySchemes: usedSchemes(routes, {
         oauth2: {
           type: 'oauth2',
           description: 'RS256 JWT access tokens, valid 10,800 s (API.md §7)',
@@ -168,12 +205,18 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
           scheme: 'bearer',
           description: "The deployment's admin token (API.md §10)",
         },
-      },
+      }),
     },
   };
 }
 
-function operation(route: Route, schemas: SchemaCollector, options: OpenApiOptions): Json {
+/** The security schemes that some operation names. */
+function usedSchemes(routes: readonly Route[], schemes: Record<string, Json>): Record<string, Json> {
+  const used = new Set(routes.flatMap((route) => securityOf(route).flatMap((entry) => Object.keys(entry))));
+  return Object.fromEntries(Object.entries(schemes).filter(([name]) => used.has(name)));
+}
+
+function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOptions): Json {
   const parameters: Json[] = [];
   for (const name of route.path.match(/\{(\w+)\}/g) ?? []) {
     const param = name.slice(1, -1);
@@ -199,12 +242,18 @@ function operation(route: Route, schemas: SchemaCollector, options: OpenApiOptio
       );
     }
   }
-  for (const header of route.headers ?? []) parameters.push({ $ref: `#/components/parameters/${header}` });
+  for (const header of [...(route.headers ?? []), 'X-Request-Id'])
+    parameters.push({ $ref: `#/components/parameters/${header}` });
 
   const responses: Record<string, Json> = {};
+  // Every response to an admitted request carries the client's bucket (API.md §3); a request
+  // refused before admission (no valid credentials, a body that could not be read) does not.
+  const limited = route.access.kind === 'bearer' || route.access.kind === 'client';
+  const rateLimit = (status: number) =>
+    limited && ![401, 413, 415].includes(status) ? RATE_LIMIT_HEADERS : [];
   for (const [status, response] of Object.entries(route.responses)) {
     const headers = Object.fromEntries(
-      ['X-Request-Id', ...(response.headers ?? [])].map((name) => [
+      ['X-Request-Id', ...(response.headers ?? []), ...rateLimit(Number(status))].map((name) => [
         name,
         { $ref: `#/components/headers/${name}` },
       ]),
@@ -219,6 +268,7 @@ function operation(route: Route, schemas: SchemaCollector, options: OpenApiOptio
   for (const status of errorStatuses(route)) {
     const oauth = route.renderError !== undefined && (status === 400 || status === 401);
     const headers: Record<string, Json> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+    for (const name of rateLimit(status)) headers[name] = { $ref: `#/components/headers/${name}` };
     if (status === 401 || status === 403)
       headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWW-Authenticate' };
     if (status === 429 || status === 503)
@@ -296,12 +346,8 @@ function errorStatuses(route: Route): number[] {
   if (kind !== 'public') statuses.add(401);
   if (kind === 'bearer' || kind === 'client') statuses.add(429);
   if ((route.access.scopes ?? []).length > 0) statuses.add(403);
-  if (
-    route.body !== undefined ||
-    (route.query !== undefined && route.query !== 'any') ||
-    route.path.includes('{')
-  )
-    statuses.add(400);
+  // Any query parameter the operation does not declare is a 400 naming it (API.md §4).
+  if (route.query !== 'any') statuses.add(400);
   if (route.body === 'json') {
     statuses.add(413);
     statuses.add(415);
@@ -316,18 +362,32 @@ function errorStatuses(route: Route): number[] {
 
 /**
  * Converts zod schemas with zod's own JSON Schema output, and gathers the schemas that carry an id
- * (and what they reference) into `components.schemas`. Requests are described in their input form
- * (defaults optional to send), responses in their output form; an id is one or the other.
+ * (and what they reference) into `components.schemas`, as OpenAPI and AsyncAPI documents keep them.
+ * Requests are described in their input form (defaults optional to send), responses in their output
+ * form; an id is one or the other.
  */
-class SchemaCollector {
+export class ComponentSchemas {
   private readonly collected = new Map<string, Json>();
 
-  add(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
-    const { $defs, $schema: _dialect, ...rest } = converted as Json & { $defs?: Record<string, Json> };
-    for (const [id, definition] of Object.entries($defs ?? {})) this.keep(id, relocated(definition));
+  /** `target`: the JSON Schema dialect of the document (OpenAPI 3.1: 2020-12; AsyncAPI 3: draft-07). */
+  constructor(private readonly target: 'draft-2020-12' | 'draft-07') {}
+
+  /**
+   * The JSON Schema of `schema`, or a reference to it among the components when it has an id (its
+   * own, or `name` for a schema built for the document alone: zod ids are global, one schema each).
+   */
+  add(schema: z.ZodType, io: 'input' | 'output' = 'output', name?: string): Json {
+    const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: this.target }) as Json;
+    const {
+      $defs,
+      definitions,
+      $schema: _dialect,
+      ...rest
+    } = converted as Json & { $defs?: Record<string, Json>; definitions?: Record<string, Json> };
+    for (const [id, definition] of Object.entries({ ...$defs, ...definitions }))
+      this.keep(id, relocated(definition));
     // A schema with an id comes back as a reference to itself among its definitions.
-    const id = z.globalRegistry.get(schema)?.id;
+    const id = z.globalRegistry.get(schema)?.id ?? name;
     if (id === undefined || typeof rest.$ref === 'string') return relocated(rest);
     this.keep(id, relocated(rest));
     return { $ref: `#/components/schemas/${id}` };
@@ -346,11 +406,11 @@ class SchemaCollector {
   }
 }
 
-/** A converted schema with its `$defs` references pointing at `components.schemas`. */
+/** A converted schema with its `$defs` (or draft-07 `definitions`) references pointing at `components.schemas`. */
 function relocated(schema: Json): Json {
   return JSON.parse(
     JSON.stringify(schema).replace(
-      /"#\/\$defs\/([^"]+)"/g,
+      /"#\/(?:\$defs|definitions)\/([^"]+)"/g,
       (_match, id: string) => `"#/components/schemas/${id}"`,
     ),
   ) as Json;

@@ -99,10 +99,22 @@ export async function createIntegrator(
   };
 }
 
+/**
+ * A `fetch` that sends each request to the process that answers its path, as the ingress routes it:
+ * for a client made with one base URL (`@ofp/client`) against either run mode.
+ */
+export function ingressFetch(platform: RunningPlatform): (request: Request) => Promise<Response> {
+  return (request) => {
+    const url = new URL(request.url);
+    return fetch(new Request(`${baseUrlOf(platform, url.pathname)}${url.pathname}${url.search}`, request));
+  };
+}
+
 /** Which process answers a path, as the ingress routes it (charts/ofp/templates/ingress.yaml). */
 function baseUrlOf(platform: RunningPlatform, path: string): string {
   if (/^\/(api\/)?v2\/authenticate\b/.test(path)) return platform.authUrl;
-  if (/^\/(api\/)?v2\/(webhooks|webhook_deliveries)\b/.test(path)) return platform.webhooksUrl;
+  if (/^\/(api\/)?v2\/(webhooks|webhook_deliveries|webhook_event_types)\b/.test(path))
+    return platform.webhooksUrl;
   return platform.apiUrl;
 }
 

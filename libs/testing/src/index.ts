@@ -10,3 +10,4 @@ export * from './manual-clock.js';
 export * from './webhook-receiver.js';
 export * from './standalone-process.js';
 export * from './tls.js';
+export * from './contract.js';

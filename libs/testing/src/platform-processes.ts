@@ -14,7 +14,7 @@ export interface RunningPlatform {
   readonly adminUrl: string;
   /** Base URL of the `/v2` model endpoints. */
   readonly apiUrl: string;
-  /** Base URL of `/v2/webhooks*` and `/v2/webhook_deliveries*` (the webhook dispatcher). */
+  /** Base URL of `/v2/webhooks*`, `/v2/webhook_deliveries*` and `/v2/webhook_event_types` (the webhook dispatcher). */
   readonly webhooksUrl: string;
   readonly adminToken: string;
   /** Every process's base URL by its TARGET (`all` standalone). */

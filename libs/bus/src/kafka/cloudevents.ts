@@ -7,8 +7,8 @@ export const REVOCATIONS_STREAM_TYPE = 'revocations';
 
 /**
  * The schemas of the event data, named by each message's `ce_dataschema` (CloudEvents §3.1.2): a
- * record's change, or a revocation. The AsyncAPI document gives each as `$id`; a new major version of
- * a body gets a new name.
+ * record's change, or a revocation. The AsyncAPI document names them in its messages (the header's
+ * `const`); a new major version of a body gets a new name.
  */
 export const DATA_SCHEMAS = {
   recordChange: 'urn:ofp:schema:record-change:1',

@@ -1,59 +1,91 @@
+import { createPlatformClient, searchQuery, type PlatformClient } from '@ofp/client';
 import {
   createIntegrator,
+  ingressFetch,
+  loadContract,
   RUN_MODES,
   startTestPlatform,
   startWebhookReceiver,
-  type Integrator,
+  type Contract,
   type RunningPlatform,
   type WebhookReceiver,
 } from '@ofp/testing';
 
-/** API.md §8 through the real processes: a subscription, then signed deliveries of record changes. */
+/**
+ * API.md §8 through the real processes and the typed client (`@ofp/client`, generated from
+ * docs/openapi.json): every response is checked against the document as it arrives, and every
+ * delivery body against the document's `webhooks` entry of its type, so a drift between the document
+ * and what the platform answers or sends fails here.
+ */
 describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => {
   let platform: RunningPlatform;
-  let integrator: Integrator;
-  let receiver: WebhookReceiver;
-  let secret = '';
+  let contract: Contract;
+  let api: PlatformClient;
+  /** Subscribed to person.created and person.updated. */
+  let people: WebhookReceiver;
+  /** Subscribed to every event type (`*`). */
+  let everything: WebhookReceiver;
+  const secrets = { people: '', everything: '' };
 
   beforeAll(async () => {
+    contract = await loadContract();
     platform = await startTestPlatform(mode, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
-    integrator = await createIntegrator(platform, { name: 'Subscriber' });
-    receiver = await startWebhookReceiver({ secrets: () => [secret] });
+    const integrator = await createIntegrator(platform, { name: 'Subscriber' });
+    api = createPlatformClient({
+      baseUrl: platform.apiUrl,
+      token: integrator.accessToken,
+      fetch: ingressFetch(platform),
+    });
+    api.use(contract.middleware);
+    people = await startWebhookReceiver({ secrets: () => [secrets.people] });
+    everything = await startWebhookReceiver({ secrets: () => [secrets.everything] });
   }, 120_000);
   afterAll(async () => {
-    await receiver?.close();
+    await people?.close();
+    await everything?.close();
     await platform?.stop();
   }, 60_000);
 
-  it('delivers signed record events, in sequence order, that a Standard Webhooks verifier accepts', async () => {
-    const created = await integrator.request<{ id: number; secret: string }>('POST', '/v2/webhooks', {
-      body: { url: receiver.url, events: ['person.created', 'person.updated'], description: 'e2e' },
+  /** A webhook of `events` to `receiver`: its id and secret. */
+  async function subscribe(receiver: WebhookReceiver, events: string[]) {
+    const { data } = await api.POST('/v2/webhooks', {
+      body: { url: receiver.url, events, description: 'e2e' },
     });
-    expect(created.status).toBe(201);
-    secret = created.body.results.secret;
-    expect(secret).toMatch(/^whsec_/);
-    const fetched = await integrator.request<Record<string, unknown>>(
-      'GET',
-      `/v2/webhooks/${created.body.results.id}`,
-    );
-    expect(fetched.body.results).not.toHaveProperty('secret');
+    expect(data?.results.secret).toMatch(/^whsec_/);
+    return data!.results;
+  }
 
-    const person = await integrator.request<{ id: number }>('POST', '/v2/people', {
-      body: { last_name: 'Hopper' },
+  it('lists the event types a webhook may subscribe to, each with its model', async () => {
+    const { data } = await api.GET('/v2/webhook_event_types');
+    expect(data?.results).toContainEqual({
+      type: 'person.created',
+      model: 'people',
+      description: 'A person was created',
     });
+    expect(data?.results.map(({ type }) => type).sort()).toEqual([...contract.webhookTypes].sort());
+  });
+
+  it('delivers signed record events, in sequence order, that a Standard Webhooks verifier accepts', async () => {
+    const webhook = await subscribe(people, ['person.created', 'person.updated']);
+    secrets.people = webhook.secret;
+    const fetched = await api.GET('/v2/webhooks/{id}', { params: { path: { id: webhook.id } } });
+    expect(fetched.data?.results).not.toHaveProperty('secret');
+
+    const person = (await api.POST('/v2/people', { body: { last_name: 'Hopper' } })).data!.results;
     // A change made inside the client's trace carries it to its webhook (API.md §8).
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    await integrator.request('PUT', `/v2/people/${person.body.results.id}`, {
+    await api.PUT('/v2/people/{id}', {
+      params: { path: { id: person.id } },
       body: { first_name: 'Grace' },
       headers: { traceparent },
     });
-    await integrator.request('POST', '/v2/items', { body: { sku: 'NOT-SUBSCRIBED' } });
+    await api.POST('/v2/items', { body: { sku: 'NOT-SUBSCRIBED' } });
 
-    await receiver.waitFor(
-      (received) => received.filter((r) => r.payload?.data.id === person.body.results.id).length >= 2,
+    await people.waitFor(
+      (received) => received.filter((r) => r.payload?.data.id === person.id).length >= 2,
       20_000,
     );
-    const deliveries = receiver.received.filter((r) => r.payload?.data.id === person.body.results.id);
+    const deliveries = people.received.filter((r) => r.payload?.data.id === person.id);
     expect(deliveries.every((d) => d.verified)).toBe(true);
     expect(deliveries.map((d) => [d.payload!.type, d.payload!.sequence])).toEqual([
       ['person.created', 1],
@@ -66,13 +98,129 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
       last_name: 'Hopper',
       version: 2,
     });
-    expect(receiver.received.some((r) => r.payload?.type.startsWith('item.'))).toBe(false);
+    expect(people.received.some((r) => r.payload?.type.startsWith('item.'))).toBe(false);
 
-    const list = await integrator.request<{ event_type: string; status: string }[]>(
-      'GET',
-      `/v2/webhook_deliveries?q=${encodeURIComponent(JSON.stringify({ filters: [{ operand: 'webhook_id', operator: '=', value: created.body.results.id }] }))}`,
-    );
-    expect(list.status).toBe(200);
-    expect(list.body.results.map((d) => d.event_type).sort()).toEqual(['person.created', 'person.updated']);
+    const list = await api.GET('/v2/webhook_deliveries', {
+      params: {
+        query: {
+          q: searchQuery<'WebhookDeliveriesQuery'>({
+            filters: [{ operand: 'webhook_id', operator: '=', value: webhook.id }],
+          }),
+        },
+      },
+    });
+    expect(list.data?.results.map((d) => d.event_type).sort()).toEqual(['person.created', 'person.updated']);
   }, 60_000);
+
+  it('sends every event of a fulfillment scenario with a body that the document describes for its type', async () => {
+    const webhook = await subscribe(everything, ['*']);
+    secrets.everything = webhook.secret;
+    const warehouse = 'WH-E2E';
+    const sku = 'CONTRACT-1';
+
+    await api.POST('/v2/phone_number_types', { body: { name: 'Pager' } });
+    const person = (
+      await api.POST('/v2/people', {
+        body: {
+          last_name: 'Lovelace',
+          phone_numbers: [{ number: '5551234', phone_number_type: { name: 'Pager' } }],
+        },
+      })
+    ).data!.results;
+    await api.PATCH('/v2/people/{id}', { params: { path: { id: person.id } }, body: { company: 'AE' } });
+    await api.DELETE('/v2/people/{id}', { params: { path: { id: person.id } } });
+    const item = (await api.POST('/v2/items', { body: { sku, name: 'Contract widget' } })).data!.results;
+    await api.POST('/v2/inventory_adjustments', {
+      body: { sku, warehouse, quantity_delta: 10, reason: 'count' },
+    });
+
+    const po = (
+      await api.POST('/v2/purchase_orders', {
+        body: { po_number: 'PO-C1', warehouse, lines: [{ sku, quantity: 5, unit_cost: '2.50' }] },
+      })
+    ).data!.results;
+    await api.PUT('/v2/purchase_orders/{id}', { params: { path: { id: po.id } }, body: { status: 'open' } });
+    await api.PUT('/v2/purchase_orders/{id}', {
+      params: { path: { id: po.id } },
+      body: { lines: [{ sku, quantity: 5, unit_cost: '2.50', quantity_received: 5 }] },
+    });
+
+    const order = (
+      await api.POST('/v2/orders', {
+        body: {
+          order_number: 'SO-C1',
+          status: 'open',
+          lines: [{ item_id: item.id, sku, quantity: 2, unit_price: '10.00' }],
+        },
+      })
+    ).data!.results;
+    const fulfillment = (
+      await api.POST('/v2/fulfillment_orders', {
+        body: { order_id: order.id, warehouse, lines: [{ sku, quantity: 2 }] },
+      })
+    ).data!.results;
+    const shipment = (
+      await api.POST('/v2/shipments', {
+        body: {
+          fulfillment_order_id: fulfillment.id,
+          packages: [{ tracking_number: 'T-C1', lines: [{ sku, quantity: 2 }] }],
+        },
+      })
+    ).data!.results;
+    for (const status of ['in_transit', 'out_for_delivery', 'delivered'] as const)
+      await api.PUT('/v2/shipments/{id}', { params: { path: { id: shipment.id } }, body: { status } });
+
+    const invoice = (
+      await api.POST('/v2/invoices', {
+        body: { invoice_number: 'INV-C1', order_id: order.id, lines: [{ quantity: 2, unit_price: '10.00' }] },
+      })
+    ).data!.results;
+    await api.PUT('/v2/invoices/{id}', {
+      params: { path: { id: invoice.id } },
+      body: { amount_paid: '20.00' },
+    });
+    const cancelled = (
+      await api.POST('/v2/orders', { body: { order_number: 'SO-C2', lines: [{ sku, quantity: 1 }] } })
+    ).data!.results;
+    await api.PUT('/v2/orders/{id}', {
+      params: { path: { id: cancelled.id } },
+      body: { status: 'cancelled' },
+    });
+    await api.POST('/v2/webhooks/{id}/test', { params: { path: { id: webhook.id } } });
+
+    const expected = [
+      'person.created',
+      'person.updated',
+      'person.deleted',
+      'phone_number_type.created',
+      'item.created',
+      'inventory_adjustment.created',
+      'inventory.created',
+      'inventory.updated',
+      'purchase_order.created',
+      'purchase_order.updated',
+      'purchase_order.received',
+      'order.created',
+      'fulfillment_order.created',
+      'fulfillment_order.shipped',
+      'shipment.created',
+      'shipment.tracking_updated',
+      'shipment.delivered',
+      'invoice.created',
+      'invoice.paid',
+      'order.cancelled',
+      'webhook.test',
+    ];
+    const types = () => new Set(everything.received.map((r) => r.payload?.type));
+    await everything
+      .waitFor(() => expected.every((type) => types().has(type)), 30_000)
+      .catch(() => {
+        throw new Error(`missing deliveries: ${expected.filter((type) => !types().has(type)).join(', ')}`);
+      });
+    expect(everything.received.filter((r) => !r.verified)).toEqual([]);
+    const problems = everything.received.flatMap((r) =>
+      contract.deliveryProblems(r.body).map((problem) => `${r.payload?.type}: ${problem}`),
+    );
+    expect(problems).toEqual([]);
+  }, 90_000);
 });

@@ -22,6 +22,9 @@ import {
 /** API.md §8: after a rotation, the previous secret signs too for 24 hours. */
 export const ROTATION_GRACE_MS = 24 * 3_600_000;
 
+/** The event `POST /v2/webhooks/{id}/test` sends to that endpoint alone (API.md §8). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
 /** API.md §8: `recover` reaches at most 14 days back. */
 export const RECOVERY_WINDOW_MS = 14 * 24 * 3_600_000;
 
@@ -163,12 +166,12 @@ export class WebhookCommands {
           orgId,
           webhookId: id,
           eventId,
-          eventType: 'webhook.test',
+          eventType: TEST_EVENT_TYPE,
           streamId: null,
           sequence: null,
           payload: deliveryBody({
             id: eventId,
-            type: 'webhook.test',
+            type: TEST_EVENT_TYPE,
             timestamp: now,
             sequence: record.version,
             change: { record, previous: {}, deleted: false },

@@ -29,7 +29,15 @@ export type WebhookCommand =
   | { readonly kind: 'delete'; readonly at: string; readonly ifMatch?: number }
   | { readonly kind: 'disable'; readonly reason: DisableReason; readonly at: string };
 
-export type WebhookEventType = 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled';
+/** The events a webhook's own changes are announced as (API.md §8). */
+export const WEBHOOK_EVENT_TYPES = [
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.disabled',
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** A decided change of a webhook: the event to append to its stream (`webhooks-<id>`). */
 export interface WebhookEvent {
