@@ -1,4 +1,4 @@
-import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp } from './formats.js';
+import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp, utcTimestamp } from './formats.js';
 
 describe('isDate', () => {
   it.each(['2026-11-21', '2024-02-29', '0001-01-01', '0099-12-31'])('accepts %s', (value) => {
@@ -19,6 +19,8 @@ describe('isTimestamp', () => {
     '2026-11-21t07:30:00z',
     '2026-11-21T08:30:00+01:00',
     '2026-11-21T07:30:00.123456789Z',
+    // RFC 3339 offsets go up to 23:59, beyond the ±15:59 that Postgres reads.
+    '1725-06-29T13:10:06+22:33',
   ])('accepts %s', (value) => {
     expect(isTimestamp(value)).toBe(true);
   });
@@ -31,6 +33,9 @@ describe('isTimestamp', () => {
     '2026-02-30T00:00:00Z',
     '2026-11-21T07:30:00+0100',
     '2026-11-21T07:30Z',
+    // Year 0 and year 10000 in UTC.
+    '0001-01-01T00:00:00+22:33',
+    '9999-12-31T23:00:00-05:00',
   ])('refuses %s', (value) => {
     expect(isTimestamp(value)).toBe(false);
   });
@@ -39,6 +44,13 @@ describe('isTimestamp', () => {
 describe('canonicalTimestamp', () => {
   it('writes UTC with milliseconds', () => {
     expect(canonicalTimestamp('2026-11-21t08:30:00+01:00')).toBe('2026-11-21T07:30:00.000Z');
+  });
+});
+
+describe('utcTimestamp', () => {
+  it('moves the instant to UTC and keeps every digit of the fraction', () => {
+    expect(utcTimestamp('1725-06-29T13:10:06.123456+22:33')).toBe('1725-06-28T14:37:06.123456Z');
+    expect(utcTimestamp('2026-11-21t08:30:00z')).toBe('2026-11-21T08:30:00Z');
   });
 });
 

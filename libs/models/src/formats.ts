@@ -15,14 +15,30 @@ export function isDate(value: string): boolean {
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
 
-/** An RFC 3339 date-time with a time zone (`2026-11-21T07:30:00.000Z`, `2026-11-21T08:30:00+01:00`). */
+/**
+ * An RFC 3339 date-time with a time zone (`2026-11-21T07:30:00.000Z`, `2026-11-21T08:30:00+01:00`),
+ * at an instant between the years 1 and 9999 in UTC (an offset can carry a year-1 time into year 0,
+ * which Postgres has not).
+ */
 export function isTimestamp(value: string): boolean {
   const match = TIMESTAMP.exec(value);
   if (!match || !isDate(match[1]!)) return false;
   const [hours, minutes, seconds] = [Number(match[2]), Number(match[3]), Number(match[4])];
   const [offsetHours, offsetMinutes] = [Number(match[7] ?? 0), Number(match[8] ?? 0)];
   // Leap seconds (:60) are refused: Postgres would silently roll them over into the next minute.
-  return hours < 24 && minutes < 60 && seconds < 60 && offsetHours < 24 && offsetMinutes < 60;
+  if (!(hours < 24 && minutes < 60 && seconds < 60 && offsetHours < 24 && offsetMinutes < 60)) return false;
+  const year = new Date(value.toUpperCase()).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
+/**
+ * The same instant in UTC, its fraction of a second kept to the digit: how `q` hands a timestamp to
+ * Postgres, which refuses offsets beyond ±15:59 that RFC 3339 allows (up to ±23:59).
+ */
+export function utcTimestamp(value: string): string {
+  const match = TIMESTAMP.exec(value)!;
+  const whole = new Date(`${match[1]}T${match[2]}:${match[3]}:${match[4]}${match[6]!.toUpperCase()}`);
+  return `${whole.toISOString().slice(0, 19)}${match[5] ?? ''}Z`;
 }
 
 /** The canonical form the API answers with: UTC, milliseconds (`2026-11-21T07:30:00.000Z`). */

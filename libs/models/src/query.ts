@@ -1,6 +1,6 @@
 import { DomainError, type FieldErrors } from '@ofp/contracts';
 import type { ColumnType, FieldMap, ModelDefinition, RelationDefinition } from './fields.js';
-import { isDate, isTimestamp } from './formats.js';
+import { isDate, isTimestamp, utcTimestamp } from './formats.js';
 
 // The `q` language of searches (API.md §4): parsed strictly into a typed query, or refused with a
 // 400 whose errors name exactly what is wrong.
@@ -359,9 +359,8 @@ function scalarValue(type: ColumnType, value: unknown): ScalarValue | { problem:
         ? value
         : { problem: 'must be a date string (YYYY-MM-DD)' };
     case 'timestamp':
-      // Upper-cased because RFC 3339 allows a lower-case `t` and `z`.
       return typeof value === 'string' && isTimestamp(value)
-        ? value.toUpperCase()
+        ? utcTimestamp(value)
         : { problem: 'must be an RFC 3339 timestamp string such as 2026-11-21T07:30:00.000Z' };
     default: {
       const unhandled: never = type;

@@ -424,6 +424,17 @@ export async function listen(
 ): Promise<{ server: Server; port: number }> {
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
   server.keepAliveTimeout = 65_000;
+  // Node answers a request line and headers over the limit with a bare 431 and a reset connection:
+  // answer it in the envelope (API.md §2) instead, then close.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (error.code !== 'HPE_HEADER_OVERFLOW' || !socket.writable) return socket.destroy();
+    const body = JSON.stringify(
+      errorEnvelope({ base: [`The request line and headers exceed ${MAX_HEADER_BYTES / 1024} KiB`] }),
+    );
+    socket.end(
+      `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -130,6 +130,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   415: 'The body is not application/json',
   422: 'Field validation failed: errors by column path',
   429: 'Rate limited',
+  431: 'The request line and headers exceed 64 KiB (a q far beyond its 8 KiB)',
   500: 'Unexpected error (the request id in errors.base)',
   503: 'Not ready, or a dependency is unavailable',
 };
@@ -261,7 +262,13 @@ function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOpti
     const content = response.schema
       ? { content: { 'application/json': { schema: schemas.add(response.schema, 'output') } } }
       : response.mediaType
-        ? { content: { [response.mediaType]: { schema: { type: 'string' } } } }
+        ? {
+            content: {
+              [response.mediaType]: {
+                schema: response.mediaType === 'application/json' ? { type: 'object' } : { type: 'string' },
+              },
+            },
+          }
         : {};
     responses[status] = { description: response.description, headers, ...content };
   }
@@ -348,6 +355,10 @@ function errorStatuses(route: Route): number[] {
   if ((route.access.scopes ?? []).length > 0) statuses.add(403);
   // Any query parameter the operation does not declare is a 400 naming it (API.md §4).
   if (route.query !== 'any') statuses.add(400);
+  // A query beyond the request-line limit never reaches the operation (API.md §4: q is at most 8 KiB).
+  if (route.query !== undefined) statuses.add(431);
+  // A path id that no record can have (0, `abc`) is a record that does not exist.
+  if (route.path.includes('{')) statuses.add(404);
   if (route.body === 'json') {
     statuses.add(413);
     statuses.add(415);

@@ -1,0 +1,65 @@
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { MODELS } from '@ofp/models';
+import { startTestPlatform, type RunningPlatform } from '@ofp/testing';
+
+/** Debian's `chromium` package (what .ci/run installs), or CHROMIUM_PATH. */
+const CHROMIUM =
+  process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
+if (CHROMIUM === undefined && process.env.CI === 'true')
+  throw new Error(
+    'CI=true: the reference page needs Chromium (apt-get install chromium, or set CHROMIUM_PATH)',
+  );
+
+const suite = CHROMIUM === undefined ? describe.skip : describe;
+
+suite(
+  CHROMIUM === undefined
+    ? 'GET /docs in Chromium: skipped, no Chromium here (apt-get install chromium, or set CHROMIUM_PATH)'
+    : 'GET /docs in Chromium',
+  () => {
+    let platform: RunningPlatform;
+    let browser: Browser;
+    beforeAll(async () => {
+      platform = await startTestPlatform('standalone');
+      // As root (CI) Chromium's sandbox cannot start; the page is the platform's own.
+      browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });
+    }, 120_000);
+    afterAll(async () => {
+      await browser?.close();
+      await platform?.stop();
+    });
+
+    it("renders every model's search and the webhooks, loading nothing from elsewhere", async () => {
+      const origin = new URL(platform.apiUrl).origin;
+      const page = await browser.newPage();
+      const elsewhere: string[] = [];
+      // Every request the page makes is seen here; one to another origin is refused and noted.
+      await page.route('**/*', (route) => {
+        const url = route.request().url();
+        if (new URL(url).origin === origin || url.startsWith('data:') || url.startsWith('blob:'))
+          return route.continue();
+        elsewhere.push(url);
+        return route.abort();
+      });
+      await page.goto(`${platform.apiUrl}/docs`);
+      // Redoc renders each operation as a section headed by its summary, the webhooks too.
+      const heading = (name: string) => page.locator('h2', { hasText: name });
+      await heading('Search people').first().waitFor({ timeout: 60_000 });
+      const summaries = [
+        ...[...Object.values(MODELS).map((model) => model.name), 'webhooks', 'webhook_deliveries'].map(
+          (name) => `Search ${name.replace(/_/g, ' ')}`,
+        ),
+        'person.created',
+        'order.cancelled',
+        'webhook.test',
+      ];
+      const missing: string[] = [];
+      for (const summary of summaries)
+        if (!(await heading(summary).first().isVisible())) missing.push(summary);
+      expect(missing).toEqual([]);
+      expect(await page.getByText('Webhook events', { exact: true }).count()).toBeGreaterThan(0);
+      expect(elsewhere).toEqual([]);
+    }, 90_000);
+  },
+);
