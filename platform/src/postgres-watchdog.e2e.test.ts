@@ -4,8 +4,23 @@ import { join } from 'node:path';
 import { processExists } from '@ofp/runtime';
 import { startStandalone, waitUntil, type StandaloneProcess } from '@ofp/testing';
 
+/** What the instance said about its Postgres, and whether it still runs: for a failure's message. */
+function postgresLines(instance: StandaloneProcess): string {
+  const lines = instance
+    .output()
+    .stdout.split('\n')
+    .filter((line) => /postgres/i.test(line))
+    .slice(-12);
+  return `instance exit code: ${instance.child.exitCode}; its last lines about Postgres:\n${lines.join('\n')}`;
+}
+
 /** The pid of the postmaster running the cluster of `dataDir`, once one other than `not` runs. */
-async function livePostmaster(dataDir: string, not?: number, timeoutMs = 60_000): Promise<number> {
+async function livePostmaster(
+  instance: StandaloneProcess,
+  dataDir: string,
+  not?: number,
+  timeoutMs = 150_000,
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pid = await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').then(
@@ -13,7 +28,9 @@ async function livePostmaster(dataDir: string, not?: number, timeoutMs = 60_000)
       () => undefined,
     );
     if (pid !== undefined && pid !== not && processExists(pid)) return pid;
-    if (Date.now() > deadline) throw new Error(`no postmaster other than ${not} within ${timeoutMs} ms`);
+    if (Date.now() > deadline || instance.child.exitCode !== null) {
+      throw new Error(`no postmaster other than ${not} within ${timeoutMs} ms; ${postgresLines(instance)}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -66,12 +83,12 @@ describe('a standalone instance whose embedded Postgres is killed (SIGKILL)', ()
   it('answers 503 within seconds, starts Postgres again, and every acknowledged write is there', async () => {
     const ids: number[] = [];
     for (let i = 0; i < 20; i++) ids.push(await create(`Acknowledged ${i}`));
-    const killed = await livePostmaster(dataDir);
+    const killed = await livePostmaster(instance, dataDir);
     process.kill(killed, 'SIGKILL');
 
     expect(await waitUntil(instance.url, 503, instance, 5_000)).toBeLessThan(5_000);
     await waitUntil(instance.url, 200, instance, 60_000);
-    expect(await livePostmaster(dataDir, killed)).not.toBe(killed);
+    expect(await livePostmaster(instance, dataDir, killed)).not.toBe(killed);
     for (const [i, id] of ids.entries()) {
       const response = await fetch(`${instance.url}/v2/people/${id}`, { headers });
       expect(response.status).toBe(200);
@@ -88,14 +105,19 @@ describe('a standalone instance whose embedded Postgres is killed (SIGKILL)', ()
     // Five restarts within 10 minutes are allowed, the first was above: the sixth death ends the process.
     const restarted = (): number =>
       instance.output().stdout.split('the embedded Postgres runs again').length - 1;
-    let killed = await livePostmaster(dataDir);
+    let killed = await livePostmaster(instance, dataDir);
     for (let death = 2; death <= 6; death++) {
       process.kill(killed, 'SIGKILL');
       if (death === 6) break;
       // Killed while being started again, it would count as a failed start of the same restart.
-      const deadline = Date.now() + 60_000;
-      while (restarted() < death && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      killed = await livePostmaster(dataDir, killed);
+      const deadline = Date.now() + 150_000;
+      while (restarted() < death) {
+        if (Date.now() > deadline || instance.child.exitCode !== null) {
+          throw new Error(`Postgres did not run again after death ${death}; ${postgresLines(instance)}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      killed = await livePostmaster(instance, dataDir, killed);
     }
     let timer: NodeJS.Timeout | undefined;
     const code = await Promise.race([
@@ -105,5 +127,5 @@ describe('a standalone instance whose embedded Postgres is killed (SIGKILL)', ()
     clearTimeout(timer);
     expect(code).toBe(1);
     expect(instance.output().stdout).toContain('the embedded Postgres is lost; exiting');
-  }, 180_000);
+  }, 600_000);
 });

@@ -66,6 +66,11 @@ const LEGACY_PASSWORD = 'postgres';
 /** Restarts of a dead postmaster allowed within {@link RESTART_WINDOW_MS} before giving up. */
 const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 10 * 60_000;
+/**
+ * How long one restart keeps trying. A killed postmaster's backends must notice and exit before a
+ * new one may use the cluster's shared memory; on a loaded machine that takes seconds, not a moment.
+ */
+const RESTART_DEADLINE_MS = 2 * 60_000;
 
 interface PostgresUser {
   uid: number;
@@ -587,11 +592,12 @@ class Watchdog {
     this.restarting = true;
     this.logger.error({ exit: how }, `the embedded Postgres stopped (${how}); starting it again`);
     // A killed postmaster's backends take a moment to notice and exit; until they have, a new one
-    // refuses to start on the same shared memory.
+    // refuses to start on the same shared memory. Backoff from 200 ms, doubling up to 5 s.
+    const deadline = now + RESTART_DEADLINE_MS;
     let lastError: unknown;
     try {
-      for (const wait of [200, 500, 1_000, 2_000, 4_000, 8_000]) {
-        await delay(wait);
+      for (let attempt = 0; Date.now() < deadline; attempt++) {
+        await delay(Math.min(200 * 2 ** attempt, 5_000));
         if (this.stopped) return;
         try {
           await this.postmaster.start();
@@ -607,7 +613,7 @@ class Watchdog {
     }
     this.lost(
       new Error(
-        `the embedded Postgres stopped (${how}) and could not be started again: ${String(lastError)}`,
+        `the embedded Postgres stopped (${how}) and could not be started again within ${RESTART_DEADLINE_MS / 1000} s: ${String(lastError)}`,
       ),
     );
   }
