@@ -1,9 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Bus, ConsumerLag } from '@ofp/bus';
+import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
-
-/** How long one reading of the consumer lag serves the scrapes that ask for it. */
-const LAG_READING_MS = 1_000;
+import { sharedReading } from '@ofp/runtime';
 
 /**
  * The process-wide metrics of the event flow (issue 15): how far behind each consumer group of this
@@ -12,11 +10,7 @@ const LAG_READING_MS = 1_000;
  * time; the two lag gauges share one reading.
  */
 export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: EventStore): void {
-  let reading: { at: number; lag: Promise<ConsumerLag[]> } | undefined;
-  const lag = (): Promise<ConsumerLag[]> => {
-    if (!reading || Date.now() - reading.at > LAG_READING_MS) reading = { at: Date.now(), lag: bus.lag() };
-    return reading.lag;
-  };
+  const lag = sharedReading(() => bus.lag());
   new Gauge({
     name: 'bus_consumer_lag_events',
     help: 'Events of its stream types a consumer group has not handled yet',
@@ -38,12 +32,7 @@ export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: Event
     },
   });
   if (!outbox) return;
-  let backlog: { at: number; value: ReturnType<EventStore['outboxBacklog']> } | undefined;
-  const read = () => {
-    if (!backlog || Date.now() - backlog.at > LAG_READING_MS)
-      backlog = { at: Date.now(), value: outbox.outboxBacklog() };
-    return backlog.value;
-  };
+  const read = sharedReading(() => outbox.outboxBacklog());
   new Gauge({
     name: 'outbox_events',
     help: 'Events in the outbox not yet published to Kafka',

@@ -17,3 +17,15 @@ export function createHttpMetrics(registry: Registry): Histogram<'method' | 'rou
     registers: [registry],
   });
 }
+
+/**
+ * A reading that several gauges of one scrape share (each gauge's `collect` asks for it): the
+ * first call reads, the calls within `maxAgeMs` after get the same promise.
+ */
+export function sharedReading<T>(read: () => Promise<T>, maxAgeMs = 1_000): () => Promise<T> {
+  let reading: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!reading || Date.now() - reading.at > maxAgeMs) reading = { at: Date.now(), value: read() };
+    return reading.value;
+  };
+}

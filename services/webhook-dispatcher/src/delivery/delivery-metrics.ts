@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { sharedReading } from '@ofp/runtime';
 import type { DisableReason } from '../subscriptions/webhook-decider.js';
 import type { QueueDepth } from './delivery-queue.js';
 import type { AttemptVerdict } from './retry-schedule.js';
@@ -32,11 +33,7 @@ export class DeliveryMetrics {
 
   constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
     // One reading of the queue serves both gauges of a scrape.
-    let reading: { at: number; depth: Promise<QueueDepth> } | undefined;
-    const read = () => {
-      if (!reading || Date.now() - reading.at > 1_000) reading = { at: Date.now(), depth: depth() };
-      return reading.depth;
-    };
+    const read = sharedReading(depth);
     this.attempts = new Counter({
       name: 'webhook_delivery_attempts_total',
       help: 'Webhook delivery attempts by what became of the delivery (succeeded, retrying, failed = given up)',
