@@ -58,4 +58,20 @@ export class UniqueValues {
     );
     return rows[0]?.record_id;
   }
+
+  /** The records holding any of `values` of one field, by value, in one statement. */
+  async lookupAll(
+    orgId: number,
+    model: string,
+    field: string,
+    values: readonly string[],
+  ): Promise<Map<string, number>> {
+    if (values.length === 0) return new Map();
+    const { rows } = await this.pool.query<{ value: string; record_id: number }>(
+      `SELECT value, record_id FROM api.unique_values
+       WHERE org_id = $1 AND model = $2 AND field = $3 AND value = ANY($4::text[])`,
+      [orgId, model, field, values],
+    );
+    return new Map(rows.map((row) => [row.value, row.record_id]));
+  }
 }

@@ -78,12 +78,9 @@ export class InventoryManager implements ProcessManager {
   /** The inventory records of the (sku, warehouse) pairs whose stock the event moves. */
   async appendsTo(event: SourceEvent): Promise<readonly string[]> {
     if (event.orgId === null) return [];
-    const ids = await Promise.all(
-      [...stockChanges(event.streamType, event.data).values()].map((key) =>
-        this.unique.lookup(event.orgId!, inventory.name, STOCK_KEY_FIELD, stockKey(key)),
-      ),
-    );
-    return ids.filter((id) => id !== undefined).map((id) => recordStreamId(inventory.name, id));
+    const keys = [...stockChanges(event.streamType, event.data).values()].map(stockKey);
+    const ids = await this.unique.lookupAll(event.orgId, inventory.name, STOCK_KEY_FIELD, keys);
+    return [...ids.values()].map((id) => recordStreamId(inventory.name, id));
   }
 
   /** The inventory record of a (sku, warehouse) after a change, as a command decided by the system. */
