@@ -122,3 +122,37 @@ function baseUrlOf(platform: RunningPlatform, path: string): string {
 export function searchPath(model: string, q: unknown): string {
   return `/v2/${model}?q=${encodeURIComponent(JSON.stringify(q))}`;
 }
+
+/** The quantities of an inventory record (API.md §8). */
+export interface StockQuantities {
+  on_hand: number;
+  committed: number;
+  available: number;
+  inbound: number;
+}
+
+/** The stock of a (sku, warehouse) as the inventory search shows it; undefined while it has no record. */
+export async function stockOf(
+  integrator: Integrator,
+  sku: string,
+  warehouse: string,
+): Promise<StockQuantities | undefined> {
+  const response = await integrator.request<StockQuantities[]>(
+    'GET',
+    searchPath('inventory', {
+      filters: [
+        { operand: 'sku', operator: '=', value: sku },
+        { operand: 'warehouse', operator: '=', value: warehouse },
+      ],
+    }),
+  );
+  const found = response.body.results[0];
+  return (
+    found && {
+      on_hand: found.on_hand,
+      committed: found.committed,
+      available: found.available,
+      inbound: found.inbound,
+    }
+  );
+}

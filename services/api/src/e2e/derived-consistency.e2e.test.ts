@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import {
   createIntegrator,
   RUN_MODES,
-  searchPath,
   startTestPlatform,
+  stockOf,
   type Integrator,
   type RunningPlatform,
 } from '@ofp/testing';
@@ -19,6 +19,8 @@ import {
 const SEQUENCES = Number(process.env.DERIVED_SEQUENCES ?? 200);
 const SKUS = ['A', 'B'];
 const WAREHOUSES = ['EAST', 'WEST'];
+/** A (sku, warehouse) that has no inventory record yet. */
+const NO_STOCK = { on_hand: 0, committed: 0, available: 0, inbound: 0 };
 
 interface Line {
   readonly sku: number;
@@ -195,27 +197,6 @@ describe.each(RUN_MODES)('what a write derives is visible with its response ($mo
     if (response.status !== 200 && response.status !== 201)
       throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body.errors)}`);
     return response.body.results;
-  }
-
-  async function stockOf(sku: string, warehouse: string) {
-    const response = await acme.request<Json[]>(
-      'GET',
-      searchPath('inventory', {
-        filters: [
-          { operand: 'sku', operator: '=', value: sku },
-          { operand: 'warehouse', operator: '=', value: warehouse },
-        ],
-      }),
-    );
-    const found = response.body.results[0];
-    return found
-      ? {
-          on_hand: found.on_hand,
-          committed: found.committed,
-          available: found.available,
-          inbound: found.inbound,
-        }
-      : { on_hand: 0, committed: 0, available: 0, inbound: 0 };
   }
 
   /** Runs one step on the platform and the model; undefined when the model has nothing it applies to. */
@@ -422,7 +403,13 @@ describe.each(RUN_MODES)('what a write derives is visible with its response ($mo
           const touched = await run(model, step, skus);
           if (!touched) continue;
           for (const [sku, warehouse] of touched.stocks) {
-            expect({ at, step: step.kind, sku, warehouse, stock: await stockOf(sku, warehouse) }).toEqual({
+            expect({
+              at,
+              step: step.kind,
+              sku,
+              warehouse,
+              stock: (await stockOf(acme, sku, warehouse)) ?? NO_STOCK,
+            }).toEqual({
               at,
               step: step.kind,
               sku,

@@ -4,6 +4,7 @@ import {
   RUN_MODES,
   searchPath,
   startTestPlatform,
+  stockOf,
   type Integrator,
   type RunningPlatform,
 } from '@ofp/testing';
@@ -16,14 +17,6 @@ interface Line {
   quantity: number;
   quantity_shipped?: number;
   quantity_received?: number;
-}
-interface Stock {
-  sku: string;
-  warehouse: string | null;
-  on_hand: number;
-  committed: number;
-  available: number;
-  inbound: number;
 }
 
 const WAREHOUSE = 'MAIN';
@@ -129,27 +122,6 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     expect(await read()).toEqual(expected);
   }
 
-  async function stock(sku: string): Promise<Omit<Stock, 'sku' | 'warehouse'> | undefined> {
-    const response = await acme.request<Stock[]>(
-      'GET',
-      searchPath('inventory', {
-        filters: [
-          { operand: 'sku', operator: '=', value: sku },
-          { operand: 'warehouse', operator: '=', value: WAREHOUSE },
-        ],
-      }),
-    );
-    const found = response.body.results[0];
-    return (
-      found && {
-        on_hand: found.on_hand,
-        committed: found.committed,
-        available: found.available,
-        inbound: found.inbound,
-      }
-    );
-  }
-
   async function statusOf(model: string, id: number): Promise<string | undefined> {
     return (await acme.request<Json>('GET', `/v2/${model}/${id}`)).body.results.status;
   }
@@ -198,7 +170,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       });
       expect(po).toMatchObject({ status: 'draft', total: '250.00', lines: [{ quantity_received: 0 }] });
       await updated('purchase_orders', po.id, { status: 'open' });
-      await shows(() => stock(sku), { on_hand: 0, committed: 0, available: 0, inbound: 100 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 0,
+        committed: 0,
+        available: 0,
+        inbound: 100,
+      });
       const receive = (quantity_received: number) => ({
         lines: [{ sku, quantity: 100, unit_cost: '2.50', quantity_received }],
       });
@@ -220,7 +197,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         errors: { 'lines[0].quantity_received': ['must be at most the quantity 100'] },
       });
       expect(await updated('purchase_orders', po.id, receive(100))).toMatchObject({ status: 'received' });
-      await shows(() => stock(sku), { on_hand: 100, committed: 0, available: 100, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 100,
+        committed: 0,
+        available: 100,
+        inbound: 0,
+      });
       const inventory = (
         await acme.request<Json[]>(
           'GET',
@@ -247,7 +229,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         lines: [{ sku, quantity: 8 }],
       });
       expect(fo).toMatchObject({ status: 'open', lines: [{ sku, quantity: 8, quantity_shipped: 0 }] });
-      await shows(() => stock(sku), { on_hand: 100, committed: 8, available: 92, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 100,
+        committed: 8,
+        available: 92,
+        inbound: 0,
+      });
 
       // The anticipated ship date, found by q.
       await updated('orders', order.id, { anticipated_ship_date: '2026-12-01' });
@@ -279,7 +266,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         },
       );
       await shows(() => statusOf('orders', order.id), 'partially_fulfilled');
-      await shows(() => stock(sku), { on_hand: 96, committed: 4, available: 92, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 96,
+        committed: 4,
+        available: 92,
+        inbound: 0,
+      });
       expect(
         await refused('POST', '/v2/shipments', {
           fulfillment_order_id: fo.id,
@@ -297,7 +289,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       const second = await created('shipments', shipment(['1Z003', '1Z004']));
       expect(await statusOf('fulfillment_orders', fo.id)).toBe('shipped');
       await shows(() => statusOf('orders', order.id), 'fulfilled');
-      await shows(() => stock(sku), { on_hand: 92, committed: 0, available: 92, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 92,
+        committed: 0,
+        available: 92,
+        inbound: 0,
+      });
       expect(await refused('POST', '/v2/shipments', shipment(['1Z005', '1Z006']))).toMatchObject({
         status: 409,
       });
@@ -369,7 +366,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     async () => {
       const sku = 'GADGET-1';
       const { order, fo, shipment } = await shippedOrder(sku, 'SO-2', 3);
-      await shows(() => stock(sku), { on_hand: 7, committed: 0, available: 7, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 7,
+        committed: 0,
+        available: 7,
+        inbound: 0,
+      });
       await updated('shipments', shipment.id, { status: 'cancelled' });
       expect((await acme.request<Json>('GET', `/v2/fulfillment_orders/${fo.id}`)).body.results).toMatchObject(
         {
@@ -378,7 +380,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         },
       );
       await shows(() => statusOf('orders', order.id), 'open');
-      await shows(() => stock(sku), { on_hand: 10, committed: 3, available: 7, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: 10,
+        committed: 3,
+        available: 7,
+        inbound: 0,
+      });
     },
     SCENARIO_TIMEOUT_MS,
   );
@@ -511,7 +518,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
       );
       expect(responses.every((response) => response.status === 201)).toBe(true);
       const sum = deltas.reduce((a, b) => a + b, 0);
-      await shows(() => stock(sku), { on_hand: sum, committed: 0, available: sum, inbound: 0 });
+      await shows(() => stockOf(acme, sku, WAREHOUSE), {
+        on_hand: sum,
+        committed: 0,
+        available: sum,
+        inbound: 0,
+      });
     },
     SCENARIO_TIMEOUT_MS,
   );
