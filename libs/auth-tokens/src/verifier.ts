@@ -1,4 +1,5 @@
 import jwt from 'jsonwebtoken';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { epochSeconds, type Clock } from './clock.js';
 import type { KeySource } from './jwks.js';
@@ -63,7 +64,7 @@ export interface TokenVerifierOptions {
   clockToleranceSeconds?: number;
 }
 
-/** How many verified tokens a process remembers (oldest forgotten first). */
+/** How many verified tokens a process remembers (the least recently used forgotten first). */
 const VERIFIED_TOKENS_KEPT = 10_000;
 
 /** The only algorithm accepted: pinning it defeats `alg: none` and HS256-with-the-public-key forgeries. */
@@ -88,7 +89,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   // A client sends the same token with every request for up to 3 hours: the signature and claims of
   // a token once verified are remembered (what can change, time and revocation, is checked on every
   // use), which saves an RSA verification per request.
-  const verified = new Map<string, AuthContext>();
+  const verified = new LRUCache<string, AuthContext>({ max: VERIFIED_TOKENS_KEPT });
   return {
     async verify(token) {
       const known = verified.get(token);
@@ -101,7 +102,6 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         verified.delete(token);
       }
       const context = await verifyToken(token);
-      if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
       verified.set(token, context);
       return context;
     },
