@@ -11,6 +11,7 @@ import { compileSearch, parseQuery, people, renderDocuments } from '@ofp/models'
 import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
 import {
   cpuPerUnit,
+  cpuProfileOptions,
   loadGenerator,
   measureAtRate,
   measureFor,
@@ -63,6 +64,7 @@ const platform = await startPlatform({
     RATE_LIMIT_CAPACITY: '100000000',
     RATE_LIMIT_REFILL_PER_SECOND: '100000000',
   },
+  nodeOptions: cpuProfileOptions(),
 });
 const raw = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });
 const postgres = await postgresBackends(databaseUrl);
