@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import {
   compileGet,
@@ -29,55 +28,15 @@ export interface RecordJsonText {
   readonly json: string;
 }
 
-/** A search compiled for one organization, kept by its model and `q` text for any organization. */
-interface CompiledSearch {
-  readonly statement: pg.QueryConfig & { name: string };
-  /** The statement's values; the first is the organization. */
-  readonly values: readonly unknown[];
-  readonly offset: number;
-}
-
-/**
- * How many compiled searches a process keeps, and their text's bytes at most: clients repeat the
- * same few `q` texts (a poll for what changed, a lookup by sku), whose parsing, validation and
- * compiling cost more of the api's CPU than the rest of a cheap search.
- */
-const SEARCHES_KEPT = 2_000;
-const SEARCH_BYTES_KEPT = 8 * 1024 * 1024;
-
 /** Reads from the read model: each search and each get is one parameterized statement. */
 export class RecordQueries {
-  private readonly searches = new LRUCache<string, CompiledSearch>({
-    max: SEARCHES_KEPT,
-    maxSize: SEARCH_BYTES_KEPT,
-    sizeCalculation: (compiled, key) => key.length + compiled.statement.text.length,
-  });
-
   constructor(private readonly pool: Pool) {}
 
   async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPageJson> {
-    const { statement, offset } = this.compiled(model, orgId, rawQ);
-    const { rows } = await this.pool.query<SearchRowText>(statement);
-    const row = rows[0]!;
-    return { count: row.count, totalResults: row.total_results, offset, results: row.results };
-  }
-
-  /**
-   * The statement of a search. The organization is the statement's first parameter (compileSearch
-   * adds it first), so a search compiled for one organization serves another with that value changed.
-   */
-  private compiled(model: ModelDefinition, orgId: number, rawQ: string | undefined): CompiledSearch {
-    const key = `${model.name}\n${rawQ ?? ''}`;
-    const kept = this.searches.get(key);
-    if (kept) {
-      const values = [orgId, ...kept.values.slice(1)];
-      return { ...kept, statement: { ...kept.statement, values }, values };
-    }
     const query = parseQuery(model, rawQ);
-    const statement = preparedQuery(compileSearch(model, orgId, query));
-    const compiled = { statement, values: statement.values as unknown[], offset: query.offset };
-    this.searches.set(key, compiled);
-    return compiled;
+    const { rows } = await this.pool.query<SearchRowText>(preparedQuery(compileSearch(model, orgId, query)));
+    const row = rows[0]!;
+    return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
   }
 
   async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJsonText | undefined> {
