@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Revocation, Scope } from '@ofp/auth-tokens';
-import type { PoolClient } from '@ofp/runtime';
+import type { Pool, PoolClient } from '@ofp/runtime';
 import { signAccessToken } from '../access-tokens.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../token-lifetime.js';
 import { digestSecret, newSecret } from '../secrets.js';
 import type { SigningKeys } from '../signing-keys.js';
 import type { RefreshTokenState } from './refresh-decision.js';
 import { scopeString } from './scopes.js';
+
+/** The columns of a refresh token's row as it is issued. */
+const REFRESH_TOKEN_COLUMNS =
+  'id, grant_id, token_hash, scopes, access_token_id, access_token_expires_at, issued_at, expires_at, state';
 
 /** A successful token response (RFC 6749 §5.1, API.md §7). */
 export interface TokenResponse {
@@ -115,6 +119,50 @@ export class Grants {
     grant: Grant,
     scopes: readonly Scope[],
   ): Promise<{ response: TokenResponse; refreshTokenId: string }> {
+    const pair = await this.newPair(grant, scopes);
+    await tx.query(
+      `INSERT INTO auth.refresh_tokens (${REFRESH_TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active')`,
+      pair.row,
+    );
+    return { refreshTokenId: pair.refreshTokenId, response: pair.response };
+  }
+
+  /**
+   * The client-credentials grant in one statement, without a transaction around it: the grant and its
+   * pair are written only while the client is enabled, its row held shared as `lockClient` holds it
+   * for the other grants, so that a disable waits for the statement and then revokes this grant too.
+   * Undefined when the client is disabled. (The access token is signed first and thrown away then.)
+   */
+  async issueToClient(
+    db: Pool,
+    client: { id: string; organizationId: number },
+    scopes: readonly Scope[],
+  ): Promise<TokenResponse | undefined> {
+    const grantId = randomUUID();
+    const pair = await this.newPair(
+      { id: grantId, clientId: client.id, organizationId: client.organizationId },
+      scopes,
+    );
+    const { rowCount } = await db.query(
+      `WITH client AS (
+         SELECT id FROM auth.clients WHERE id = $9 AND disabled_at IS NULL FOR SHARE
+       ), granted AS (
+         INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at)
+         SELECT $2, client.id, $10, $4, NULL, $7 FROM client
+         RETURNING id
+       )
+       INSERT INTO auth.refresh_tokens (${REFRESH_TOKEN_COLUMNS})
+       SELECT $1, granted.id, $3, $4, $5, $6, $7, $8, 'active' FROM granted`,
+      [...pair.row, client.id, client.organizationId],
+    );
+    return rowCount === 1 ? pair.response : undefined;
+  }
+
+  /** A signed access token and a new refresh token under `grant`, with the refresh token's row. */
+  private async newPair(
+    grant: Pick<Grant, 'id' | 'clientId' | 'organizationId'>,
+    scopes: readonly Scope[],
+  ): Promise<{ response: TokenResponse; refreshTokenId: string; row: unknown[] }> {
     const now = this.options.clock();
     const access = await signAccessToken(
       this.options.keys,
@@ -124,11 +172,10 @@ export class Grants {
     );
     const refreshToken = newSecret();
     const refreshTokenId = randomUUID();
-    await tx.query(
-      `INSERT INTO auth.refresh_tokens
-         (id, grant_id, token_hash, scopes, access_token_id, access_token_expires_at, issued_at, expires_at, state)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active')`,
-      [
+    return {
+      refreshTokenId,
+      // In the order of REFRESH_TOKEN_COLUMNS, but for the state.
+      row: [
         refreshTokenId,
         grant.id,
         digestSecret(refreshToken),
@@ -138,9 +185,6 @@ export class Grants {
         now,
         new Date(now.getTime() + this.options.refreshTokenTtlSeconds * 1000),
       ],
-    );
-    return {
-      refreshTokenId,
       response: {
         access_token: access.token,
         token_type: 'bearer',

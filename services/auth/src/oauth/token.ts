@@ -40,7 +40,11 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
         outcome = await whileActive(deps, client, (tx) => refresh(deps, tx, client, form));
         break;
       case 'client_credentials':
-        outcome = await whileActive(deps, client, (tx) => clientCredentials(deps, tx, client, form));
+        // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included here; API.md §7's success
+        // response has one for every grant, and the contract wins.
+        outcome =
+          (await deps.grants.issueToClient(deps.pool, client, narrowed(form, client.scopes))) ??
+          new OAuthError('invalid_client', 'The client is disabled');
         break;
       case undefined:
         throw new OAuthError('invalid_request', 'The grant_type parameter is required');
@@ -200,21 +204,4 @@ async function refresh(
       throw new Error(`unhandled refresh decision ${String(unhandled)}`);
     }
   }
-}
-
-async function clientCredentials(
-  deps: TokenEndpointDeps,
-  tx: PoolClient,
-  client: Client,
-  form: OAuthParams,
-): Promise<Outcome> {
-  const scopes = narrowed(form, client.scopes);
-  const grant = await deps.grants.create(tx, {
-    clientId: client.id,
-    organizationId: client.organizationId,
-    scopes,
-  });
-  // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included here; API.md §7's success response
-  // has one for every grant, and the contract wins.
-  return (await deps.grants.issuePair(tx, grant, scopes)).response;
 }
