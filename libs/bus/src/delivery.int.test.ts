@@ -188,3 +188,53 @@ describe.each(adapters)('$name', (adapter) => {
     expect([...new Set(delivered)]).toEqual(['1', '2', '3', '4']);
   }, 60_000);
 });
+
+describe('Postgres-log bus, a consumer of rare stream types', () => {
+  let db: TestDatabase;
+  let store: EventStore;
+  let subscription: Subscription | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateEventStore(db.pool, testLogger());
+    store = new EventStore(db.pool, { outbox: false });
+  });
+  afterAll(async () => {
+    await subscription?.stop();
+    await db.drop();
+  });
+
+  it('moves its checkpoint past the events of other types, so that it never reads them again', async () => {
+    const group = `g-${randomUUID()}`;
+    const handled: StoredEvent[] = [];
+    const bus = new PgLogBus(db.pool, db.url, store, testLogger(), { batchSize: 2, pollIntervalMs: 200 });
+    subscription = await bus.subscribe({
+      group,
+      streamTypes: ['rare'],
+      handle: async (events) => void handled.push(...events),
+    });
+    let last = 0;
+    for (let n = 0; n < 5; n++) {
+      const appended = await store.append({
+        streamId: `common-${n}`,
+        streamType: 'common',
+        expectedVersion: 0,
+        orgId: 1,
+        events: [{ eventId: randomUUID(), type: 'common.created', data: {} }],
+      });
+      last = appended.position.position;
+    }
+    const checkpoint = async (): Promise<number | undefined> =>
+      (
+        await db.pool.query<{ position: number }>(
+          'SELECT position FROM es.checkpoints WHERE consumer_group = $1',
+          [group],
+        )
+      ).rows[0]?.position;
+    const deadline = Date.now() + 10_000;
+    while ((await checkpoint()) !== last && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await checkpoint()).toBe(last);
+    expect(handled).toEqual([]);
+  });
+});

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import { EventStore, migrateEventStore } from './event-store.js';
 import { WrongExpectedVersion } from './errors.js';
-import { START, comparePositions } from './types.js';
+import { START, comparePositions, type GlobalPosition } from './types.js';
 
 const event = (type = 'thing.happened', data: unknown = {}) => ({ eventId: randomUUID(), type, data });
 
@@ -120,11 +120,11 @@ describe('EventStore', () => {
     });
     // The fast event is committed, but a reader must not pass it while the older transaction is open.
     const before = await store.readAll(START, { limit: 1000, streamTypes: ['e'] });
-    expect(before).toEqual([]);
+    expect(before.events).toEqual([]);
     releaseSlow();
     const slowResult = await slow;
     const after = await store.readAll(START, { limit: 1000, streamTypes: ['e'] });
-    expect(after.map((e) => e.streamId)).toEqual(['e-slow', 'e-fast']);
+    expect(after.events.map((e) => e.streamId)).toEqual(['e-slow', 'e-fast']);
     expect(comparePositions(slowResult.position, fast.position)).toBeLessThan(0);
   });
 
@@ -140,9 +140,39 @@ describe('EventStore', () => {
         [transactionId, randomUUID(), streamId],
       );
     const first = await store.readAll(START, { limit: 1, streamTypes: ['x'] });
-    expect(first.map((e) => e.streamId)).toEqual(['x-earlier']);
-    const rest = await store.readAll(first[0]!.position, { limit: 10, streamTypes: ['x'] });
-    expect(rest.map((e) => e.streamId)).toEqual(['x-later']);
+    expect(first.events.map((e) => e.streamId)).toEqual(['x-earlier']);
+    const rest = await store.readAll(first.through!, { limit: 10, streamTypes: ['x'] });
+    expect(rest.events.map((e) => e.streamId)).toEqual(['x-later']);
+  });
+
+  it('reads past the events of other stream types, so that a reader of rare types never reads them again', async () => {
+    const appended = async (streamType: string): Promise<GlobalPosition> =>
+      (
+        await store.append({
+          streamId: `${streamType}-${randomUUID()}`,
+          streamType,
+          expectedVersion: 0,
+          orgId: 1,
+          events: [event()],
+        })
+      ).position;
+    const start = (await store.readAll(START, { limit: 1_000_000 })).through ?? START;
+    const others = [await appended('other'), await appended('other'), await appended('other')];
+    const rare = await appended('rare');
+    const last = await appended('other');
+
+    // Two of the three others: nothing of the type asked for, and where the next read starts.
+    const page = await store.readAll(start, { limit: 2, streamTypes: ['rare'] });
+    expect(page).toEqual({ events: [], through: others[1] });
+    const next = await store.readAll(page.through!, { limit: 2, streamTypes: ['rare'] });
+    expect(next.events.map((e) => e.position)).toEqual([rare]);
+    expect(next.through).toEqual(rare);
+    const end = await store.readAll(next.through!, { limit: 2, streamTypes: ['rare'] });
+    expect(end).toEqual({ events: [], through: last });
+    expect(await store.readAll(end.through!, { limit: 2, streamTypes: ['rare'] })).toEqual({
+      events: [],
+      through: undefined,
+    });
   });
 
   it('keeps outbox rows until acknowledged', async () => {

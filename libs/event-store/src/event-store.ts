@@ -22,6 +22,14 @@ export interface AppendInput {
   readonly events: readonly NewEvent[];
 }
 
+/** What a read of the global order found (see `EventStore.readAll`). */
+export interface EventPage {
+  /** The events of the stream types asked for, in global order. */
+  readonly events: StoredEvent[];
+  /** The position of the last event read, of any type; undefined when there was none to read. */
+  readonly through: GlobalPosition | undefined;
+}
+
 export interface AppendResult {
   /** The stream's version after the append. */
   readonly version: number;
@@ -240,26 +248,41 @@ export class EventStore {
   }
 
   /**
-   * Events after `after` in global order, of the given stream types (all when omitted). Only events
-   * of transactions older than every transaction still in flight are returned, so a later call never
-   * finds an event that sorts before one this call returned.
+   * The next `limit` events after `after` in global order, and of those the ones of the given stream
+   * types (all when omitted). Only events of transactions older than every transaction still in flight
+   * are read, so a later call never finds an event that sorts before one this call read. `through` is
+   * the last event read, of whatever type: a reader of rare types moves its checkpoint past the others
+   * instead of scanning them again at every call (a million people's events between two orders would
+   * otherwise be read again for every order).
    */
   async readAll(
     after: GlobalPosition,
     options: { limit: number; streamTypes?: readonly string[] },
-  ): Promise<StoredEvent[]> {
-    // ORDER BY names the table's columns: a bare `transaction_id` would be the text output column of
-    // EVENT_COLUMNS, whose order puts "10000" before "9999" and moves a checkpoint past unread events.
-    const { rows } = await this.pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM es.events
-        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
-          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          AND ($3::text[] IS NULL OR stream_type = ANY($3::text[]))
-        ORDER BY es.events.transaction_id, es.events.position
-        LIMIT $4`,
+  ): Promise<EventPage> {
+    // ORDER BY names the xid8 column: the text `transaction_id` of EVENT_COLUMNS would put "10000"
+    // before "9999" and move a checkpoint past unread events. The events of other types are not
+    // returned, but the last one read is (unwanted), for `through`.
+    const { rows } = await this.pool.query<EventRow & { wanted: boolean }>(
+      `WITH scanned AS (
+         SELECT ${EVENT_COLUMNS}, es.events.transaction_id AS xid,
+                ($3::text[] IS NULL OR es.events.stream_type = ANY($3::text[])) AS wanted
+           FROM es.events
+          WHERE (es.events.transaction_id, es.events.position) > ($1::xid8, $2::bigint)
+            AND es.events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY es.events.transaction_id, es.events.position
+          LIMIT $4
+       )
+       SELECT * FROM scanned WHERE wanted
+       UNION ALL
+       (SELECT * FROM scanned WHERE NOT wanted ORDER BY xid DESC, position DESC LIMIT 1)
+       ORDER BY xid, position`,
       [after.transactionId, after.position, options.streamTypes ?? null, options.limit],
     );
-    return rows.map(toStoredEvent);
+    const last = rows[rows.length - 1];
+    return {
+      events: rows.filter((row) => row.wanted).map(toStoredEvent),
+      through: last && { transactionId: last.transaction_id, position: last.position },
+    };
   }
 
   /**

@@ -33,20 +33,26 @@ export async function rebuildReadModel(
   let done = 0;
   progress(done, total);
   for (;;) {
-    const events = await store.readAll(position, { limit: BATCH, streamTypes: PROJECTED_STREAM_TYPES });
-    if (events.length === 0) break;
+    const { events, through } = await store.readAll(position, {
+      limit: BATCH,
+      streamTypes: PROJECTED_STREAM_TYPES,
+    });
+    if (through === undefined) break;
     await inTransaction(pool, (client) => applyEvents(client, NEXT_SCHEMA, events));
-    position = events[events.length - 1]!.position;
+    position = through;
     done += events.length;
     progress(done, Math.max(total, done));
   }
   await inTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(${PROJECTION_LOCK})`);
     for (;;) {
-      const events = await store.readAll(position, { limit: BATCH, streamTypes: PROJECTED_STREAM_TYPES });
-      if (events.length === 0) break;
+      const { events, through } = await store.readAll(position, {
+        limit: BATCH,
+        streamTypes: PROJECTED_STREAM_TYPES,
+      });
+      if (through === undefined) break;
       await applyEvents(client, NEXT_SCHEMA, events);
-      position = events[events.length - 1]!.position;
+      position = through;
       done += events.length;
     }
     await client.query(`ALTER SCHEMA ${READ_SCHEMA} RENAME TO ${REPLACED_SCHEMA}`);
