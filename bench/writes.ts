@@ -2,11 +2,15 @@
 // order, whose inventory commitment the response waits for), next to the same append through `pg`
 // with no wait, in one run; and the latency the derived wait adds (the same fulfillment order with
 // `Prefer: respond-async`). CPU time per write of the platform, its Postgres backends and this process.
+// Then the same person write and raw append with BENCH_STORE_EVENTS (100,000; `--large` adds
+// 5,000,000) events of a type no consumer reads already in the store (issue 17: does a write's cost
+// grow with the store?).
 
 import { randomUUID } from 'node:crypto';
+import { Presets, SingleBar } from 'cli-progress';
 import { Pool as HttpPool } from 'undici';
 import { EventStore } from '@ofp/event-store';
-import { createPool } from '@ofp/runtime';
+import { createPool, type Pool } from '@ofp/runtime';
 import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
 import {
   cpuProfileOptions,
@@ -24,6 +28,12 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 /** Writers at once: an ERP's import threads. */
 const CONCURRENCY = 16;
 const SKUS = 50;
+const STORE_SIZES = [
+  ...(process.env.BENCH_STORE_EVENTS ?? '100000').split(',').map(Number),
+  ...(process.argv.includes('--large') ? [5_000_000] : []),
+].sort((a, b) => a - b);
+/** Events inserted per statement while seeding. */
+const SEED_CHUNK = 50_000;
 
 const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_writes');
@@ -112,10 +122,55 @@ try {
   console.log(
     `the derived wait (the inventory manager, then the projector) adds at half the maximum rate: p50 ${(derived.half.p50Ms - async.half.p50Ms).toFixed(2)} ms, p99 ${(derived.half.p99Ms - async.half.p99Ms).toFixed(2)} ms`,
   );
+
+  const growth: [string, RateProfile][] = [];
+  for (const size of STORE_SIZES) {
+    const stored = await seedEvents(pool, integrator.organizationId, size);
+    await warmUp(WARMUP_SECONDS, CONCURRENCY, person);
+    const label = `${stored.toLocaleString('en')} events`;
+    growth.push([
+      `POST /v2/people, ${label}`,
+      await maxAndHalfRate(participants, SECONDS, CONCURRENCY, person),
+    ]);
+    growth.push([`raw append, ${label}`, await maxAndHalfRate(participants, SECONDS, CONCURRENCY, append)]);
+  }
+  console.log(`\nThe same writes with events already in the store`);
+  console.log(table.header);
+  for (const [name, profile] of growth) console.log(table.row(name, profile));
   await http.close();
 } finally {
   await pool.end();
   await postgres.close?.();
   await platform.stop();
   await database.stop();
+}
+
+/**
+ * Fills the event store up to `size` events with events of a stream type no consumer reads (so that
+ * every consumer has to read past them), in chunks, with a progress bar; then checkpoints, so that
+ * the measurements do not pay for the seeding's writes. Seed streams are named by the store's count,
+ * so a later, larger size adds new ones. @returns the events in the store.
+ */
+async function seedEvents(db: Pool, orgId: number, size: number): Promise<number> {
+  const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM es.events');
+  const from = Number(rows[0]!.n);
+  if (size <= from) return from;
+  const bar = new SingleBar(
+    { format: 'seeding [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
+    Presets.shades_classic,
+  );
+  bar.start(size, from);
+  for (let done = from; done < size; done += SEED_CHUNK) {
+    const count = Math.min(SEED_CHUNK, size - done);
+    await db.query(
+      `INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data)
+       SELECT gen_random_uuid(), 'seed-' || g, 'bench-seed', 1, 'bench.seeded', $1, '{}'::jsonb
+         FROM generate_series($2::bigint, $3::bigint) g`,
+      [orgId, done + 1, done + count],
+    );
+    bar.update(done + count);
+  }
+  bar.stop();
+  await db.query('CHECKPOINT');
+  return size;
 }
