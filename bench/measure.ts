@@ -1,5 +1,6 @@
 // Shared measurement for the benchmarks: a closed loop of `concurrency` workers and an open loop at a fixed
 // rate, latency per operation; and the CPU time each process involved spent, read from /proc.
+import { Presets, SingleBar } from 'cli-progress';
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -366,4 +367,12 @@ export function profileTable(
 export function cpuProfileOptions(): string[] {
   const dir = process.env.BENCH_CPU_PROF_DIR;
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+}
+
+/**
+ * A progress bar for a long step (seeding, a backlog): drawn in place on a terminal, and a line every
+ * 5 s where output is a file or a pipe (CI), so that a long run never looks hung.
+ */
+export function progressBar(format: string): SingleBar {
+  return new SingleBar({ format, noTTYOutput: true, notTTYSchedule: 5_000 }, Presets.shades_classic);
 }

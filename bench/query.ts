@@ -4,7 +4,6 @@
 // sides, the CPU time per request of each process involved, and the api's latency at half its maximum
 // rate; then how each search's Postgres CPU and latency grow with the data (issue 17).
 import pg from 'pg';
-import { SingleBar, Presets } from 'cli-progress';
 import { Pool as HttpPool } from 'undici';
 import { preparedQuery } from '@ofp/api';
 import { compileSearch, parseQuery, people, renderDocuments } from '@ofp/models';
@@ -20,6 +19,7 @@ import {
   warmUp,
   withCpu,
   type Measurement,
+  progressBar,
 } from './measure.js';
 
 const SIZES = [
@@ -215,10 +215,7 @@ function phone(i: number, size: number): string {
  * command side, not searches.
  */
 async function seed(orgId: number, from: number, to: number, work: number, home: number): Promise<void> {
-  const bar = new SingleBar(
-    { format: 'seeding [{bar}] {percentage}% | {value}/{total} people | {duration}s' },
-    Presets.shades_classic,
-  );
+  const bar = progressBar('seeding [{bar}] {percentage}% | {value}/{total} people | {duration}s');
   bar.start(to, from);
   for (let first = from + 1; first <= to; first += CHUNK) {
     const last = Math.min(to, first + CHUNK - 1);

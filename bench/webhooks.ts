@@ -9,7 +9,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Presets, SingleBar } from 'cli-progress';
 import { Agent, request } from 'undici';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
@@ -29,7 +28,7 @@ import {
   createWebhookDispatcher,
   migrateWebhookDispatcher,
 } from '@ofp/webhook-dispatcher';
-import { measure, warmUp } from './measure.js';
+import { measure, progressBar, warmUp } from './measure.js';
 
 const CONCURRENCY = 64;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -202,10 +201,7 @@ async function runBenchmark(): Promise<void> {
     await created.body.dump();
 
     // Seeding: the events are committed before the dispatcher starts, so it works off a backlog.
-    const bar = new SingleBar(
-      { format: 'seeding  [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
-      Presets.shades_classic,
-    );
+    const bar = progressBar('seeding  [{bar}] {percentage}% | {value}/{total} events | {duration}s');
     const backlog = WARMUP_EVENTS + EVENTS;
     bar.start(backlog, 0);
     const records = backlog / VERSIONS;
@@ -226,9 +222,8 @@ async function runBenchmark(): Promise<void> {
 
     const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
     await modules.start();
-    const progress = new SingleBar(
-      { format: 'delivery [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s' },
-      Presets.shades_classic,
+    const progress = progressBar(
+      'delivery [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s',
     );
     progress.start(backlog, 0);
     let measuring:
@@ -262,9 +257,8 @@ async function runBenchmark(): Promise<void> {
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
     const committed = new Map<string, number>();
-    const paced = new SingleBar(
-      { format: 'latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s | {duration}s' },
-      Presets.shades_classic,
+    const paced = progressBar(
+      'latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s | {duration}s',
     );
     paced.start(LATENCY_EVENTS, 0, { rate: LATENCY_RATE_PER_SECOND });
     const pacedStart = performance.now();

@@ -7,7 +7,6 @@
 // grow with the store?).
 
 import { randomUUID } from 'node:crypto';
-import { Presets, SingleBar } from 'cli-progress';
 import { Pool as HttpPool } from 'undici';
 import { EventStore } from '@ofp/event-store';
 import { createPool, type Pool } from '@ofp/runtime';
@@ -21,6 +20,7 @@ import {
   profileTable,
   warmUp,
   type RateProfile,
+  progressBar,
 } from './measure.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -155,10 +155,7 @@ async function seedEvents(db: Pool, orgId: number, size: number): Promise<number
   const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM es.events');
   const from = Number(rows[0]!.n);
   if (size <= from) return from;
-  const bar = new SingleBar(
-    { format: 'seeding [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
-    Presets.shades_classic,
-  );
+  const bar = progressBar('seeding [{bar}] {percentage}% | {value}/{total} events | {duration}s');
   bar.start(size, from);
   for (let done = from; done < size; done += SEED_CHUNK) {
     const count = Math.min(SEED_CHUNK, size - done);
