@@ -142,6 +142,8 @@ describe('the quick start from a folder only its owner may enter, on a path with
     });
     expect(rebuild.code).toBe(0);
     expect(rebuild.stdout).toContain('read model rebuilt and swapped in');
+    // Not a terminal here, as in a Kubernetes Job: the progress still shows, as lines.
+    expect(rebuild.stderr).toMatch(/^rebuild \[.*\] 100% \| (\d+)\/\1 events/m);
   }, 120_000);
 
   it('stops on SIGTERM and starts again on the same data', async () => {

@@ -42,8 +42,13 @@ const logger = createLogger({
 });
 logger.info(`rebuilding the read model of the database of ${settings.databaseUrl.from}`);
 const pool = createPool({ connectionString: databaseUrl, applicationName: 'rebuild-projections' });
+// A line every 5 s where output is not a terminal (a Kubernetes Job's log), so it never looks hung.
 const bar = new SingleBar(
-  { format: 'rebuild [{bar}] {percentage}% | {value}/{total} events | {duration}s' },
+  {
+    format: 'rebuild [{bar}] {percentage}% | {value}/{total} events | {duration}s',
+    noTTYOutput: true,
+    notTTYSchedule: 5_000,
+  },
   Presets.shades_classic,
 );
 let started = false;
