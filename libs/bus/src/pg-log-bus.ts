@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
-import type { Logger, Pool } from '@ofp/runtime';
+import { prepared, type Logger, type Pool } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
 import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from './bus.js';
 
@@ -162,9 +162,11 @@ class PgLogConsumer implements Subscription {
 
   private async writeCheckpoint(position: GlobalPosition): Promise<void> {
     await this.pool.query(
-      `INSERT INTO es.checkpoints (consumer_group, transaction_id, position) VALUES ($1, $2::xid8, $3)
+      prepared(
+        `INSERT INTO es.checkpoints (consumer_group, transaction_id, position) VALUES ($1, $2::xid8, $3)
        ON CONFLICT (consumer_group) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
-      [this.subscription.group, position.transactionId, position.position],
+        [this.subscription.group, position.transactionId, position.position],
+      ),
     );
   }
 }

@@ -1,3 +1,4 @@
+import { prepared } from '@ofp/runtime';
 import type { ModelDefinition } from './fields.js';
 import { DELETED_RECORDS_TABLE, RECORD_COUNTS_TABLE } from './ddl.js';
 import { MODELS } from './registry.js';
@@ -35,15 +36,16 @@ export async function writeRecord(
   const root = tableTree(model);
   const id = positiveInteger(record, 'id');
   const version = positiveInteger(record, 'version');
-  const upsert = await client.query<{ inserted: boolean }>(
-    upsertStatement(root, model, orgId, record, version, options),
-  );
-  const written = upsert.rows[0];
+  const upsert = upsertStatement(root, model, orgId, record, version, options);
+  const { rows: upserted } = await client.query<{ inserted: boolean }>(prepared(upsert.text, upsert.values));
+  const written = upserted[0];
   if (!written) return false;
   // A row just inserted has no children yet. For an updated one, deleting the direct children
   // cascades to theirs (packages → packages' lines).
   for (const child of written.inserted ? [] : root.children) {
-    await client.query(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]);
+    await client.query(
+      prepared(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]),
+    );
   }
   const rows = new Map<TableNode, unknown[][]>();
   collectChildRows(root, [id], record, rows);
@@ -52,8 +54,10 @@ export async function writeRecord(
   }
   if (root.storesDocument)
     await client.query(
-      renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
-      [id],
+      prepared(
+        renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
+        [id],
+      ),
     );
   await refreshReferrers(client, model, orgId, id, options);
   return true;
@@ -163,7 +167,7 @@ async function refreshReferrers(
         ? `${alias}.org_id = $1 AND ${alias}.${quoteIdentifier(column)} = $2`
         : `${alias}.org_id = $1 AND ${alias}.id IN (SELECT record_id FROM ${qualifiedTable(options, node.table)}
     WHERE org_id = $1 AND ${quoteIdentifier(column)} = $2)`;
-    await client.query(renderDocumentsStatement(referrer, options, condition), [orgId, id]);
+    await client.query(prepared(renderDocumentsStatement(referrer, options, condition), [orgId, id]));
   }
 }
 

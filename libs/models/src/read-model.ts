@@ -1,3 +1,4 @@
+import { prepared } from '@ofp/runtime';
 import { readModelDdl } from './ddl.js';
 import type { ModelDefinition } from './fields.js';
 import { READ_SCHEMA, quoteIdentifier, type Queryable } from './sql.js';
@@ -47,9 +48,11 @@ export async function advanceCheckpoint(
 ): Promise<boolean> {
   const table = checkpointTable(schema);
   const advanced = await db.query(
-    `INSERT INTO ${table} (stream_id, version) VALUES ($1, $2)
+    prepared(
+      `INSERT INTO ${table} (stream_id, version) VALUES ($1, $2)
      ON CONFLICT (stream_id) DO UPDATE SET version = EXCLUDED.version WHERE ${table}.version < EXCLUDED.version`,
-    [streamId, version],
+      [streamId, version],
+    ),
   );
   return advanced.rowCount === 1;
 }
@@ -60,8 +63,10 @@ export async function projectedVersions(
   streamIds: readonly string[],
 ): Promise<Map<string, number>> {
   const { rows } = await db.query<{ stream_id: string; version: number }>(
-    `SELECT stream_id, version FROM ${checkpointTable(READ_SCHEMA)} WHERE stream_id = ANY($1::text[])`,
-    [streamIds],
+    prepared(
+      `SELECT stream_id, version FROM ${checkpointTable(READ_SCHEMA)} WHERE stream_id = ANY($1::text[])`,
+      [streamIds],
+    ),
   );
   return new Map(rows.map((row) => [row.stream_id, row.version]));
 }

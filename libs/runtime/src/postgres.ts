@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 export type Pool = pg.Pool;
@@ -26,6 +27,28 @@ export function createPool(options: PoolOptions): Pool {
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
   return pool;
+}
+
+/** The names of the statements {@link prepared} has named, by text. */
+const statementNames = new Map<string, string>();
+/** Texts named at most; a text past them is still prepared, only named again when used. */
+const NAMES_KEPT = 10_000;
+
+/**
+ * A named statement: Postgres parses it once per connection and, after five runs, plans it once
+ * (a generic plan) instead of at every call. For the statements run with every write (appends, the
+ * projector's, the readers'), planning cost Postgres more than running them: 990 µs of planning
+ * against 378 µs of execution per person write (pg_stat_statements). The name is the text's digest,
+ * so one text has one name on every connection; each connection keeps its statements until the
+ * pool retires it (`maxUses`).
+ */
+export function prepared(text: string, values: readonly unknown[]): pg.QueryConfig & { name: string } {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `s_${createHash('sha1').update(text).digest('base64url')}`;
+    if (statementNames.size < NAMES_KEPT) statementNames.set(text, name);
+  }
+  return { name, text, values: [...values] };
 }
 
 /** Runs `work` in one transaction on one connection, committing on success and rolling back on error. */

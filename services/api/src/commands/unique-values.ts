@@ -1,5 +1,5 @@
 import { fieldError } from '@ofp/contracts';
-import type { Pool, PoolClient } from '@ofp/runtime';
+import { prepared, type Pool, type PoolClient } from '@ofp/runtime';
 
 /** A field value that must be unique per organization and model. */
 export interface UniqueValue {
@@ -28,15 +28,19 @@ export class UniqueValues {
   ): Promise<void> {
     if (fields.length > 0) {
       await client.query(
-        'DELETE FROM api.unique_values WHERE model = $1 AND record_id = $2 AND field = ANY($3::text[])',
-        [model, recordId, fields],
+        prepared(
+          'DELETE FROM api.unique_values WHERE model = $1 AND record_id = $2 AND field = ANY($3::text[])',
+          [model, recordId, fields],
+        ),
       );
     }
     for (const { field, value } of values) {
       const inserted = await client.query(
-        `INSERT INTO api.unique_values (org_id, model, field, value, record_id) VALUES ($1, $2, $3, $4, $5)
+        prepared(
+          `INSERT INTO api.unique_values (org_id, model, field, value, record_id) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT DO NOTHING`,
-        [orgId, model, field, value, recordId],
+          [orgId, model, field, value, recordId],
+        ),
       );
       if (inserted.rowCount === 0) throw fieldError('Conflict', field, 'has already been taken');
     }
@@ -53,8 +57,10 @@ export class UniqueValues {
   /** The record holding a value, e.g. a phone number type by name. */
   async lookup(orgId: number, model: string, field: string, value: string): Promise<number | undefined> {
     const { rows } = await this.pool.query<{ record_id: number }>(
-      'SELECT record_id FROM api.unique_values WHERE org_id = $1 AND model = $2 AND field = $3 AND value = $4',
-      [orgId, model, field, value],
+      prepared(
+        'SELECT record_id FROM api.unique_values WHERE org_id = $1 AND model = $2 AND field = $3 AND value = $4',
+        [orgId, model, field, value],
+      ),
     );
     return rows[0]?.record_id;
   }
@@ -68,9 +74,11 @@ export class UniqueValues {
   ): Promise<Map<string, number>> {
     if (values.length === 0) return new Map();
     const { rows } = await this.pool.query<{ value: string; record_id: number }>(
-      `SELECT value, record_id FROM api.unique_values
+      prepared(
+        `SELECT value, record_id FROM api.unique_values
        WHERE org_id = $1 AND model = $2 AND field = $3 AND value = ANY($4::text[])`,
-      [orgId, model, field, values],
+        [orgId, model, field, values],
+      ),
     );
     return new Map(rows.map((row) => [row.value, row.record_id]));
   }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import pg from 'pg';
 import {
   compileGet,
@@ -8,7 +7,7 @@ import {
   type ModelDefinition,
   type SearchRowText,
 } from '@ofp/models';
-import type { Pool } from '@ofp/runtime';
+import { prepared, type Pool } from '@ofp/runtime';
 
 /**
  * A search page as JSON text, straight from Postgres: the read model renders records as JSON, so
@@ -49,17 +48,11 @@ export class RecordQueries {
 }
 
 /**
- * A named (server-side prepared) statement: a search of the same shape, whatever its values, is
- * planned once per connection. Planning these statements costs about as much as running them. The
- * statements a connection keeps are bounded by the pool retiring connections (`maxUses`). JSON comes
- * back as the text Postgres sent.
+ * A named (server-side prepared) statement (see `prepared`): a search of the same shape, whatever its
+ * values, is planned once per connection. JSON comes back as the text Postgres sent.
  */
 export function preparedQuery(query: CompiledQuery): pg.QueryConfig & { name: string } {
-  return {
-    name: `q_${createHash('sha1').update(query.text).digest('base64url')}`,
-    ...query,
-    types: JSON_AS_TEXT,
-  };
+  return { ...prepared(query.text, query.values), types: JSON_AS_TEXT };
 }
 
 /** Postgres's `json` type, whose values these statements take as text. */

@@ -2,7 +2,7 @@ import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { MODELS } from '@ofp/models';
 import { webhooks } from '../models.js';
-import { validTraceparent, type Pool } from '@ofp/runtime';
+import { prepared, validTraceparent, type Pool } from '@ofp/runtime';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
 import { deliveryBody, deliveryEventOf } from './payload.js';
 
@@ -61,12 +61,14 @@ export class EventIntake {
   /** The enabled endpoints of the organizations, with the event types they subscribe to. */
   private async subscriptions(orgIds: readonly number[]): Promise<Map<number, Subscription[]>> {
     const { rows } = await this.pool.query<{ id: number; org_id: number; events: string[] }>(
-      `SELECT w.id, w.org_id, array_remove(array_agg(e.type ORDER BY e.ordinal), NULL) AS events
+      prepared(
+        `SELECT w.id, w.org_id, array_remove(array_agg(e.type ORDER BY e.ordinal), NULL) AS events
          FROM webhooks.webhooks w
          LEFT JOIN webhooks.webhooks__events e ON e.record_id = w.id
         WHERE w.enabled AND w.org_id = ANY($1::bigint[])
         GROUP BY w.id, w.org_id`,
-      [orgIds],
+        [orgIds],
+      ),
     );
     const byOrg = new Map<number, Subscription[]>();
     for (const row of rows) byOrg.set(row.org_id, [...(byOrg.get(row.org_id) ?? []), row]);
