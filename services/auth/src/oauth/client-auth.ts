@@ -1,5 +1,5 @@
 import { admitRequest, type AuthMetrics, type Scope, type TokenBucketLimiter } from '@ofp/auth-tokens';
-import type { Access, Pool } from '@ofp/runtime';
+import { prepared, type Access, type Pool } from '@ofp/runtime';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';
 import { parseForm, type OAuthParams } from './form.js';
@@ -86,9 +86,11 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
     secret_hash: Buffer;
     disabled: boolean;
   }>(
-    `SELECT id, organization_id, redirect_uri, scopes, secret_hash, disabled_at IS NOT NULL AS disabled
+    prepared(
+      `SELECT id, organization_id, redirect_uri, scopes, secret_hash, disabled_at IS NOT NULL AS disabled
        FROM auth.clients WHERE id = $1`,
-    [credentials.clientId],
+      [credentials.clientId],
+    ),
   );
   const row = rows[0];
   const matches = secretMatches(credentials.clientSecret, row?.secret_hash ?? NO_SECRET);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Revocation, Scope } from '@ofp/auth-tokens';
-import type { Pool, PoolClient } from '@ofp/runtime';
+import { prepared, type Pool, type PoolClient } from '@ofp/runtime';
 import { signAccessToken } from '../access-tokens.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../token-lifetime.js';
 import { digestSecret, newSecret } from '../secrets.js';
@@ -144,7 +144,8 @@ export class Grants {
       scopes,
     );
     const { rowCount } = await db.query(
-      `WITH client AS (
+      prepared(
+        `WITH client AS (
          SELECT id FROM auth.clients WHERE id = $9 AND disabled_at IS NULL FOR SHARE
        ), granted AS (
          INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at)
@@ -153,7 +154,8 @@ export class Grants {
        )
        INSERT INTO auth.refresh_tokens (${REFRESH_TOKEN_COLUMNS})
        SELECT $1, granted.id, $3, $4, $5, $6, $7, $8, 'active' FROM granted`,
-      [...pair.row, client.id, client.organizationId],
+        [...pair.row, client.id, client.organizationId],
+      ),
     );
     return rowCount === 1 ? pair.response : undefined;
   }
