@@ -1,5 +1,6 @@
 import type { Queryable } from '@ofp/models';
-import { inTransaction, type Pool } from '@ofp/runtime';
+import { inTransaction, prepared, type Pool } from '@ofp/runtime';
+import type pg from 'pg';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
@@ -107,12 +108,13 @@ export class DeliveryQueue {
     options: { includeDisabled: boolean } = { includeDisabled: false },
   ): Promise<number[]> {
     if (deliveries.length === 0) return [];
-    const { rows } = await this.pool.query<{
+    const { rows } = await named<{
       id: number;
       webhook_id: number;
       stream_id: string | null;
       head: boolean;
     }>(
+      this.pool,
       `WITH given AS (
          SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (org_id bigint, webhook_id bigint, event_id text,
            event_type text, stream_id text, sequence int, payload text, traceparent text)) WITH ORDINALITY
@@ -178,7 +180,8 @@ export class DeliveryQueue {
       await client.query(
         `BEGIN; SET LOCAL enable_bitmapscan = off; SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
       );
-      const { rows } = await client.query<ClaimedRow>(
+      const { rows } = await named<ClaimedRow>(
+        client,
         `WITH due AS (
            SELECT d.id, d.webhook_id, d.next_attempt_at
              FROM webhooks.webhook_deliveries d
@@ -263,7 +266,8 @@ export class DeliveryQueue {
         `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
         [endpoints],
       );
-      return client.query<{ webhook_id: number | null; disable_reason: string | null }>(
+      return named<{ webhook_id: number | null; disable_reason: string | null }>(
+        client,
         `WITH result AS (
          SELECT * FROM json_to_recordset($1::json) AS r(id bigint, claimed_by int, status text,
            next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error_kind text,
@@ -435,7 +439,8 @@ export class DeliveryQueue {
   }
 
   private async passTurnsOnce(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await named(
+      this.pool,
       `WITH pairs AS (
          SELECT DISTINCT webhook_id, stream_id FROM ${
            streams === undefined
@@ -565,6 +570,15 @@ function earlierOpen(alias: string): string {
    WHERE e.webhook_id = ${alias}.webhook_id AND e.stream_id = ${alias}.stream_id AND e.sequence < ${alias}.sequence
      AND e.status IN ('pending', 'sending')
    OFFSET 0`;
+}
+
+/** Runs one of the queue's statements as a named one (see `prepared`): planned once per connection. */
+function named<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  text: string,
+  values: readonly unknown[],
+): Promise<pg.QueryResult<R>> {
+  return db.query<R>(prepared(text, values));
 }
 
 interface ClaimedRow {
