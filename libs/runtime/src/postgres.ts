@@ -12,6 +12,11 @@ export interface PoolOptions {
   connectionString: string;
   max?: number;
   applicationName: string;
+  /**
+   * Plan named statements once, generically (`plan_cache_mode = force_generic_plan`), for a pool whose
+   * statements Postgres would otherwise plan at every call for no better plan (see `prepared`).
+   */
+  genericPlans?: boolean;
 }
 
 export function createPool(options: PoolOptions): Pool {
@@ -26,6 +31,12 @@ export function createPool(options: PoolOptions): Pool {
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
+  if (options.genericPlans) {
+    // Queued on the new connection before any statement of the pool's users.
+    pool.on('connect', (client) => {
+      client.query('SET plan_cache_mode = force_generic_plan').catch(() => {});
+    });
+  }
   return pool;
 }
 
