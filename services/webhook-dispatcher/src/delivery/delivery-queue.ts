@@ -1,6 +1,5 @@
 import type { Queryable } from '@ofp/models';
 import { inTransaction, prepared, type Pool } from '@ofp/runtime';
-import type pg from 'pg';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
@@ -108,14 +107,14 @@ export class DeliveryQueue {
     options: { includeDisabled: boolean } = { includeDisabled: false },
   ): Promise<number[]> {
     if (deliveries.length === 0) return [];
-    const { rows } = await named<{
+    const { rows } = await this.pool.query<{
       id: number;
       webhook_id: number;
       stream_id: string | null;
       head: boolean;
     }>(
-      this.pool,
-      `WITH given AS (
+      prepared(
+        `WITH given AS (
          SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (org_id bigint, webhook_id bigint, event_id text,
            event_type text, stream_id text, sequence int, payload text, traceparent text)) WITH ORDINALITY
            AS g(org_id, webhook_id, event_id, event_type, stream_id, sequence, payload, traceparent, n)
@@ -139,23 +138,24 @@ export class DeliveryQueue {
          ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + EXCLUDED.count
        )
        SELECT id, webhook_id, stream_id, head FROM inserted ORDER BY id`,
-      [
-        // One JSON parameter: cheaper to build and to read than seven Postgres arrays.
-        JSON.stringify(
-          deliveries.map((d) => ({
-            org_id: d.orgId,
-            webhook_id: d.webhookId,
-            event_id: d.eventId,
-            event_type: d.eventType,
-            stream_id: d.streamId,
-            sequence: d.sequence,
-            payload: d.payload,
-            traceparent: d.traceparent ?? null,
-          })),
-        ),
-        now,
-        options.includeDisabled,
-      ],
+        [
+          // One JSON parameter: cheaper to build and to read than seven Postgres arrays.
+          JSON.stringify(
+            deliveries.map((d) => ({
+              org_id: d.orgId,
+              webhook_id: d.webhookId,
+              event_id: d.eventId,
+              event_type: d.eventType,
+              stream_id: d.streamId,
+              sequence: d.sequence,
+              payload: d.payload,
+              traceparent: d.traceparent ?? null,
+            })),
+          ),
+          now,
+          options.includeDisabled,
+        ],
+      ),
     );
     if (rows.length > 0) await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
     // Queued behind an open delivery of their record: if that one finished meanwhile, its turn-passing
@@ -180,9 +180,9 @@ export class DeliveryQueue {
       await client.query(
         `BEGIN; SET LOCAL enable_bitmapscan = off; SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
       );
-      const { rows } = await named<ClaimedRow>(
-        client,
-        `WITH due AS (
+      const { rows } = await client.query<ClaimedRow>(
+        prepared(
+          `WITH due AS (
            SELECT d.id, d.webhook_id, d.next_attempt_at
              FROM webhooks.webhook_deliveries d
             WHERE d.status = 'pending' AND d.head AND d.next_attempt_at <= $1 AND NOT EXISTS (${earlierOpen('d')})
@@ -213,15 +213,16 @@ export class DeliveryQueue {
           WHERE d.id = c.id AND w.id = d.webhook_id AND s.webhook_id = d.webhook_id
          RETURNING d.id, d.org_id, d.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload, d.traceparent, d.round_attempts, w.url,
                    s.secret, CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret`,
-        [
-          now,
-          // Scanning further than the claim lets a saturated endpoint not starve the others behind it.
-          options.limit * 2,
-          options.endpointConcurrency,
-          options.limit,
-          options.worker,
-          new Date(now.getTime() + options.leaseMs),
-        ],
+          [
+            now,
+            // Scanning further than the claim lets a saturated endpoint not starve the others behind it.
+            options.limit * 2,
+            options.endpointConcurrency,
+            options.limit,
+            options.worker,
+            new Date(now.getTime() + options.leaseMs),
+          ],
+        ),
       );
       await client.query('COMMIT');
       return rows.map((row) => ({
@@ -266,9 +267,9 @@ export class DeliveryQueue {
         `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
         [endpoints],
       );
-      return named<{ webhook_id: number | null; disable_reason: string | null }>(
-        client,
-        `WITH result AS (
+      return client.query<{ webhook_id: number | null; disable_reason: string | null }>(
+        prepared(
+          `WITH result AS (
          SELECT * FROM json_to_recordset($1::json) AS r(id bigint, claimed_by int, status text,
            next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error_kind text,
            error text, response_excerpt text, gone boolean)
@@ -311,25 +312,26 @@ export class DeliveryQueue {
        -- Finished deliveries free endpoint slots and their records' next turns: wake every worker.
        SELECT t.webhook_id, t.disable_reason
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake LEFT JOIN touched t ON true`,
-        [
-          JSON.stringify(
-            finished.map(({ delivery, attempt, verdict }) => ({
-              id: delivery.id,
-              claimed_by: delivery.claimedBy,
-              status: verdict.status,
-              next_attempt_at: verdict.status === 'pending' ? verdict.nextAttemptAt : null,
-              started_at: attempt.startedAt,
-              duration_ms: attempt.durationMs,
-              status_code: attempt.statusCode,
-              error_kind: attempt.errorKind,
-              error: attempt.error,
-              response_excerpt: attempt.responseExcerpt,
-              gone: verdict.status === 'failed' && verdict.disableEndpoint,
-            })),
-          ),
-          now,
-          failingPeriodMs,
-        ],
+          [
+            JSON.stringify(
+              finished.map(({ delivery, attempt, verdict }) => ({
+                id: delivery.id,
+                claimed_by: delivery.claimedBy,
+                status: verdict.status,
+                next_attempt_at: verdict.status === 'pending' ? verdict.nextAttemptAt : null,
+                started_at: attempt.startedAt,
+                duration_ms: attempt.durationMs,
+                status_code: attempt.statusCode,
+                error_kind: attempt.errorKind,
+                error: attempt.error,
+                response_excerpt: attempt.responseExcerpt,
+                gone: verdict.status === 'failed' && verdict.disableEndpoint,
+              })),
+            ),
+            now,
+            failingPeriodMs,
+          ],
+        ),
       );
     });
     const finishedStreams = finished.flatMap(({ delivery, verdict }) =>
@@ -439,9 +441,9 @@ export class DeliveryQueue {
   }
 
   private async passTurnsOnce(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
-    const { rowCount } = await named(
-      this.pool,
-      `WITH pairs AS (
+    const { rowCount } = await this.pool.query(
+      prepared(
+        `WITH pairs AS (
          SELECT DISTINCT webhook_id, stream_id FROM ${
            streams === undefined
              ? `webhooks.webhook_deliveries WHERE status = 'pending' AND NOT head`
@@ -461,13 +463,14 @@ export class DeliveryQueue {
            WHERE w.status = 'pending' AND NOT w.head AND NOT EXISTS (${earlierOpen('first')})
            ORDER BY w.id
            FOR UPDATE OF w)`,
-      streams === undefined
-        ? []
-        : [
-            JSON.stringify(
-              streams.map(({ webhookId, streamId }) => ({ webhook_id: webhookId, stream_id: streamId })),
-            ),
-          ],
+        streams === undefined
+          ? []
+          : [
+              JSON.stringify(
+                streams.map(({ webhookId, streamId }) => ({ webhook_id: webhookId, stream_id: streamId })),
+              ),
+            ],
+      ),
     );
     if ((rowCount ?? 0) > 0) await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
     return rowCount ?? 0;
@@ -570,15 +573,6 @@ function earlierOpen(alias: string): string {
    WHERE e.webhook_id = ${alias}.webhook_id AND e.stream_id = ${alias}.stream_id AND e.sequence < ${alias}.sequence
      AND e.status IN ('pending', 'sending')
    OFFSET 0`;
-}
-
-/** Runs one of the queue's statements as a named one (see `prepared`): planned once per connection. */
-function named<R extends pg.QueryResultRow = pg.QueryResultRow>(
-  db: Queryable,
-  text: string,
-  values: readonly unknown[],
-): Promise<pg.QueryResult<R>> {
-  return db.query<R>(prepared(text, values));
 }
 
 interface ClaimedRow {
