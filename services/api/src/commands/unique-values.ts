@@ -56,13 +56,7 @@ export class UniqueValues {
 
   /** The record holding a value, e.g. a phone number type by name. */
   async lookup(orgId: number, model: string, field: string, value: string): Promise<number | undefined> {
-    const { rows } = await this.pool.query<{ record_id: number }>(
-      prepared(
-        'SELECT record_id FROM api.unique_values WHERE org_id = $1 AND model = $2 AND field = $3 AND value = $4',
-        [orgId, model, field, value],
-      ),
-    );
-    return rows[0]?.record_id;
+    return (await this.lookupAll(orgId, model, field, [value])).get(value);
   }
 
   /** The records holding any of `values` of one field, by value, in one statement. */
