@@ -24,7 +24,13 @@ import {
   type Access,
   type Route,
 } from '@ofp/runtime';
-import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
+import {
+  createIntegrator,
+  startPlatform,
+  startScratchDatabase,
+  testLogger,
+  UNLIMITED_RATE,
+} from '@ofp/testing';
 import {
   cpuPerUnit,
   cpuProfileOptions,
@@ -51,10 +57,7 @@ const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_auth');
 const platform = await startPlatform({
   databaseUrl: database.url,
-  env: {
-    RATE_LIMIT_CAPACITY: '100000000',
-    RATE_LIMIT_REFILL_PER_SECOND: '100000000',
-  },
+  env: UNLIMITED_RATE,
   nodeOptions: cpuProfileOptions(),
 });
 const postgres = await postgresBackends(database.url);

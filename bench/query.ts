@@ -7,7 +7,13 @@ import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { preparedQuery } from '@ofp/api';
 import { compileSearch, parseQuery, people, renderDocuments } from '@ofp/models';
-import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
+import {
+  createIntegrator,
+  startPlatform,
+  startScratchDatabase,
+  testLogger,
+  UNLIMITED_RATE,
+} from '@ofp/testing';
 import {
   cpuPerUnit,
   cpuProfileOptions,
@@ -60,10 +66,7 @@ const platform = await startPlatform({
   databaseUrl,
   // The platform's own pool (DATABASE_POOL_SIZE's default): it serves 32 requests in flight with fewer
   // connections than that, as it would in production.
-  env: {
-    RATE_LIMIT_CAPACITY: '100000000',
-    RATE_LIMIT_REFILL_PER_SECOND: '100000000',
-  },
+  env: UNLIMITED_RATE,
   nodeOptions: cpuProfileOptions(),
 });
 const raw = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });

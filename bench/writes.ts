@@ -10,7 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { Pool as HttpPool } from 'undici';
 import { EventStore } from '@ofp/event-store';
 import { createPool, type Pool } from '@ofp/runtime';
-import { createIntegrator, startPlatform, startScratchDatabase, testLogger } from '@ofp/testing';
+import {
+  createIntegrator,
+  startPlatform,
+  startScratchDatabase,
+  testLogger,
+  UNLIMITED_RATE,
+} from '@ofp/testing';
 import {
   cpuProfileOptions,
   loadGenerator,
@@ -39,7 +45,7 @@ const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_writes');
 const platform = await startPlatform({
   databaseUrl: database.url,
-  env: { RATE_LIMIT_CAPACITY: '100000000', RATE_LIMIT_REFILL_PER_SECOND: '100000000' },
+  env: UNLIMITED_RATE,
   nodeOptions: cpuProfileOptions(),
 });
 const postgres = await postgresBackends(database.url);

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clientCredentialsToken } from '@ofp/client';
-import { REPOSITORY_ROOT, runCommand, startStandalone } from '../libs/testing/src/index.js';
+import { REPOSITORY_ROOT, runCommand, startStandalone, UNLIMITED_RATE } from '../libs/testing/src/index.js';
 
 const CACHE = join(REPOSITORY_ROOT, '.cache');
 const SCHEMATHESIS = join(CACHE, 'schemathesis', 'bin', 'schemathesis');
@@ -33,8 +33,7 @@ const instance = await startStandalone({
     DATA_DIR,
     LOG_LEVEL: 'warn',
     // The fuzzer's requests all come from one client: its bucket would answer most of them 429.
-    RATE_LIMIT_CAPACITY: '1000000',
-    RATE_LIMIT_REFILL_PER_SECOND: '1000000',
+    ...UNLIMITED_RATE,
   },
 });
 let code: number;

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createTestDatabase } from './postgres.js';
+import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { freePort } from './ports.js';
 
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
@@ -17,18 +18,52 @@ export interface RunningPlatform {
   /** Base URL of `/v2/webhooks*`, `/v2/webhook_deliveries*` and `/v2/webhook_event_types` (the webhook dispatcher). */
   readonly webhooksUrl: string;
   readonly adminToken: string;
-  /** Every process's base URL by its TARGET (`all` standalone). */
+  /** Every process's own base URL by its name ({@link PlatformProcess.name}; `all` standalone). */
   readonly processes: Readonly<Record<string, string>>;
-  /** Every process's id by its TARGET (benchmarks read their CPU time from `/proc`). */
+  /** Every process's id by its name, as started (benchmarks read their CPU time from `/proc`). */
   readonly pids: Readonly<Record<string, number>>;
+  /** Every process, to signal, kill and restart one (the chaos run). */
+  readonly members: readonly PlatformProcess[];
   /** Sends SIGTERM to every process and waits for them to exit (SIGKILL after 15 s). */
   stop(): Promise<void>;
 }
+
+/** One process of the platform. */
+export interface PlatformProcess {
+  /** Its TARGET, with the replica's number after the first: `api`, `api-2`. */
+  readonly name: string;
+  readonly target: string;
+  /** Its own base URL (not the load balancer's). */
+  readonly url: string;
+  /** The id of the process while it runs. */
+  pid(): number | undefined;
+  running(): boolean;
+  /** Sends a signal: SIGKILL, SIGSTOP, SIGCONT... */
+  signal(name: NodeJS.Signals): void;
+  /** Resolves once the current process has exited. */
+  exited(): Promise<void>;
+  /** Starts it again, on the same port with the same settings, once it has exited; resolves when ready. */
+  restart(): Promise<void>;
+}
+
+/**
+ * Environment that takes the per-client rate limit (API.md §3, 429) out of the way, for runs whose one
+ * client sends more than 100 requests a second on purpose: benchmarks, fuzzing, property tests.
+ */
+export const UNLIMITED_RATE: Readonly<Record<string, string>> = {
+  RATE_LIMIT_CAPACITY: '1000000000',
+  RATE_LIMIT_REFILL_PER_SECOND: '1000000000',
+};
 
 export interface PlatformOptions {
   readonly databaseUrl: string;
   /** With brokers: the distributed shape, one process per service. Without: standalone, one process. */
   readonly kafkaBrokers?: readonly string[];
+  /**
+   * Distributed: processes of every service (default 1). With more than one, each service's URL is a
+   * round-robin load balancer in front of them ({@link startLoadBalancer}), as a Kubernetes Service is.
+   */
+  readonly replicas?: number;
   /** Extra environment for every process (LOG_LEVEL, KAFKA_TOPIC_PREFIX...). */
   readonly env?: Readonly<Record<string, string>>;
   /** Where the processes' output goes (default: discarded unless TEST_LOG_LEVEL is set). */
@@ -39,8 +74,8 @@ export interface PlatformOptions {
 
 /**
  * Runs the platform as real processes over real HTTP: standalone (`TARGET=all`) or distributed
- * (`TARGET=auth`, `api`, `projector`, `webhook-dispatcher` against Kafka). For end-to-end tests, benchmarks and the local
- * distributed run.
+ * (`TARGET=auth`, `api`, `projector`, `webhook-dispatcher` against Kafka, each `replicas` times). For
+ * end-to-end tests, benchmarks, the local distributed run and the chaos run.
  */
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
   const adminToken = randomBytes(24).toString('base64url');
@@ -51,76 +86,160 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     ...options.env,
   };
-  const children: ChildProcess[] = [];
-  const pids: Record<string, number> = {};
-  const launch = (target: string, port: number, env: Record<string, string>): void => {
-    const child = spawnTarget(target, port, env, output, options.nodeOptions ?? []);
-    children.push(child);
-    if (child.pid !== undefined) pids[target] = child.pid;
-  };
+  const members: ManagedProcess[] = [];
+  const balancers: LoadBalancer[] = [];
+  const nodeOptions = options.nodeOptions ?? [];
   const stop = async (): Promise<void> => {
-    await Promise.all(children.map(stopProcess));
+    await Promise.all(balancers.map((balancer) => balancer.close()));
+    await Promise.all(members.map((member) => member.stop()));
   };
+  /** Starts the processes and resolves once all of them are ready. */
+  const launch = async (
+    processes: readonly { name: string; target: string; port: number; env: Record<string, string> }[],
+  ): Promise<void> => {
+    const launched = processes.map(
+      ({ name, target, port, env }) => new ManagedProcess(name, target, port, env, output, nodeOptions),
+    );
+    members.push(...launched);
+    for (const member of launched) member.start();
+    await Promise.all(launched.map((member) => waitReady(member.url, members)));
+  };
+  /** One address for processes: the process's own, or a load balancer's in front of several. */
+  const serve = async (ports: readonly number[]): Promise<string> => {
+    if (ports.length === 1) return `http://localhost:${ports[0]}`;
+    const balancer = await startLoadBalancer(ports.map((port) => `http://localhost:${port}`));
+    balancers.push(balancer);
+    return balancer.url;
+  };
+  const running = (
+    urls: Pick<RunningPlatform, 'authUrl' | 'adminUrl' | 'apiUrl' | 'webhooksUrl'>,
+  ): RunningPlatform => ({
+    ...urls,
+    adminToken,
+    processes: Object.fromEntries(members.map((member) => [member.name, member.url])),
+    pids: Object.fromEntries(
+      members.flatMap((member) => {
+        const pid = member.pid();
+        return pid === undefined ? [] : [[member.name, pid]];
+      }),
+    ),
+    members,
+    stop,
+  });
   try {
     if (!options.kafkaBrokers) {
       const port = await freePort();
-      launch('all', port, common);
+      await launch([{ name: 'all', target: 'all', port, env: common }]);
       const url = `http://localhost:${port}`;
-      await waitReady(url, children);
-      return {
-        authUrl: url,
-        adminUrl: url,
-        apiUrl: url,
-        webhooksUrl: url,
-        adminToken,
-        processes: { all: url },
-        pids,
-        stop,
-      };
+      return running({ authUrl: url, adminUrl: url, apiUrl: url, webhooksUrl: url });
     }
-    const [authPort, adminPort, apiPort, projectorPort, webhooksPort] = [
-      await freePort(),
-      await freePort(),
-      await freePort(),
-      await freePort(),
-      await freePort(),
-    ];
-    const authUrl = `http://localhost:${authPort}`;
+    const replicas = Array.from({ length: options.replicas ?? 1 }, (_, i) => i);
+    const name = (target: string, replica: number): string =>
+      replica === 0 ? target : `${target}-${replica + 1}`;
+    const ports = async (): Promise<number[]> => Promise.all(replicas.map(() => freePort()));
+    const [authPorts, adminPorts] = [await ports(), await ports()];
+    const authUrl = await serve(authPorts);
     const distributed = {
       ...common,
       KAFKA_BROKERS: options.kafkaBrokers.join(','),
       PUBLIC_URL: authUrl,
       AUTH_URL: authUrl,
     };
-    launch('auth', authPort, { ...distributed, ADMIN_PORT: String(adminPort) });
-    await waitReady(authUrl, children);
-    const urls = {
-      api: `http://localhost:${apiPort}`,
-      projector: `http://localhost:${projectorPort}`,
-      webhooks: `http://localhost:${webhooksPort}`,
-    };
-    launch('api', apiPort, distributed);
-    launch('projector', projectorPort, distributed);
-    launch('webhook-dispatcher', webhooksPort, distributed);
-    await Promise.all(Object.values(urls).map((url) => waitReady(url, children)));
-    return {
+    // Auth first: the other services fetch its keys at start.
+    await launch(
+      replicas.map((replica) => ({
+        name: name('auth', replica),
+        target: 'auth',
+        port: authPorts[replica]!,
+        env: { ...distributed, ADMIN_PORT: String(adminPorts[replica]) },
+      })),
+    );
+    const services = await Promise.all(
+      (['api', 'projector', 'webhook-dispatcher'] as const).map(async (target) => {
+        const servicePorts = await ports();
+        return { target, ports: servicePorts, url: await serve(servicePorts) };
+      }),
+    );
+    await launch(
+      services.flatMap(({ target, ports: servicePorts }) =>
+        replicas.map((replica) => ({
+          name: name(target, replica),
+          target,
+          port: servicePorts[replica]!,
+          env: distributed,
+        })),
+      ),
+    );
+    const [api, , webhooks] = services;
+    return running({
       authUrl,
-      adminUrl: `http://localhost:${adminPort}`,
-      apiUrl: urls.api,
-      webhooksUrl: urls.webhooks,
-      adminToken,
-      pids,
-      processes: {
-        auth: authUrl,
-        api: urls.api,
-        projector: urls.projector,
-        'webhook-dispatcher': urls.webhooks,
-      },
-      stop,
-    };
+      adminUrl: await serve(adminPorts),
+      apiUrl: api!.url,
+      webhooksUrl: webhooks!.url,
+    });
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/** A platform process that can be signalled, and started again on its port after it exited. */
+class ManagedProcess implements PlatformProcess {
+  readonly url: string;
+  private child: ChildProcess | undefined;
+  private exit: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    readonly target: string,
+    private readonly port: number,
+    private readonly env: Record<string, string>,
+    private readonly output: 'inherit' | 'ignore',
+    private readonly nodeOptions: readonly string[],
+  ) {
+    this.url = `http://localhost:${port}`;
+  }
+
+  /** Spawns the process (not waiting for it to be ready). */
+  start(): void {
+    const child = spawn(process.execPath, [...this.nodeOptions, PLATFORM_MAIN], {
+      env: { ...environmentWithoutSettings(), ...this.env, TARGET: this.target, PORT: String(this.port) },
+      stdio: ['ignore', this.output, this.output],
+    });
+    this.child = child;
+    this.exit = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  pid(): number | undefined {
+    return this.running() ? this.child?.pid : undefined;
+  }
+
+  running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  signal(name: NodeJS.Signals): void {
+    if (this.running()) this.child!.kill(name);
+  }
+
+  exited(): Promise<void> {
+    return this.exit;
+  }
+
+  async restart(): Promise<void> {
+    await this.exit;
+    this.start();
+    await waitReady(this.url, [this]);
+  }
+
+  /** SIGTERM, SIGKILL after 15 s (a stopped process is continued first, so that it can exit). */
+  async stop(): Promise<void> {
+    if (!this.running()) return;
+    this.child!.kill('SIGCONT');
+    this.child!.kill('SIGTERM');
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), 15_000);
+    await this.exit;
+    clearTimeout(timer);
   }
 }
 
@@ -137,25 +256,11 @@ export function environmentWithoutSettings(): Record<string, string> {
   );
 }
 
-function spawnTarget(
-  target: string,
-  port: number,
-  env: Record<string, string>,
-  output: 'inherit' | 'ignore',
-  nodeOptions: readonly string[],
-): ChildProcess {
-  return spawn(process.execPath, [...nodeOptions, PLATFORM_MAIN], {
-    env: { ...environmentWithoutSettings(), ...env, TARGET: target, PORT: String(port) },
-    stdio: ['ignore', output, output],
-  });
-}
-
-async function waitReady(url: string, children: readonly ChildProcess[], timeoutMs = 60_000): Promise<void> {
+async function waitReady(url: string, members: readonly ManagedProcess[], timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const exited = children.find((child) => child.exitCode !== null);
-    if (exited)
-      throw new Error(`platform process exited with code ${exited.exitCode} before ${url} was ready`);
+    const exited = members.find((member) => !member.running());
+    if (exited) throw new Error(`platform process ${exited.name} exited before ${url} was ready`);
     try {
       const response = await fetch(`${url}/readyz`);
       if (response.ok) return;
@@ -165,15 +270,6 @@ async function waitReady(url: string, children: readonly ChildProcess[], timeout
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} was not ready within ${timeoutMs} ms`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 export type RunMode = 'standalone' | 'distributed';
