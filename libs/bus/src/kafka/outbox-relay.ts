@@ -49,8 +49,15 @@ export class OutboxRelay implements Module {
   }
 
   async start(): Promise<void> {
-    // maxInFlightRequests 1 keeps a partition's messages in order across retries.
-    this.producer = this.kafka.producer({ maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    // maxInFlightRequests 1 keeps a partition's messages in order across retries; idempotence (a
+    // producer id and sequence numbers the broker checks) keeps a retry after a lost acknowledgement,
+    // such as a partition leader dying mid-request, from writing the batch twice. kafkajs then retries
+    // without limit: a cluster that is down holds the relay back, and the events wait in the outbox.
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+    });
     await this.producer.connect();
     this.running = true;
     this.loop = this.run();
