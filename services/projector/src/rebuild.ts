@@ -1,4 +1,4 @@
-import { START, type EventStore } from '@ofp/event-store';
+import { START, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import { inTransaction, type Pool } from '@ofp/runtime';
 import { MODELS, PROJECTION_CHANNEL, PROJECTION_LOCK, READ_SCHEMA, createReadSchema } from '@ofp/models';
 import { PROJECTED_STREAM_TYPES, applyEvents } from './projection.js';
@@ -22,27 +22,8 @@ export async function rebuildReadModel(
   store: EventStore,
   progress: RebuildProgress,
 ): Promise<{ events: number }> {
-  await pool.query(`DROP SCHEMA IF EXISTS ${NEXT_SCHEMA} CASCADE`);
-  await inTransaction(pool, (client) => createReadSchema(client, NEXT_SCHEMA, Object.values(MODELS)));
-  const { rows } = await pool.query<{ total: number }>(
-    'SELECT count(*)::int AS total FROM es.events WHERE stream_type = ANY($1::text[])',
-    [PROJECTED_STREAM_TYPES],
-  );
-  const total = rows[0]?.total ?? 0;
-  let position = START;
-  let done = 0;
-  progress(done, total);
-  for (;;) {
-    const { events, through } = await store.readAll(position, {
-      limit: BATCH,
-      streamTypes: PROJECTED_STREAM_TYPES,
-    });
-    if (through === undefined) break;
-    await inTransaction(pool, (client) => applyEvents(client, NEXT_SCHEMA, events));
-    position = through;
-    done += events.length;
-    progress(done, Math.max(total, done));
-  }
+  const replayed = await replayReadModel(pool, store, NEXT_SCHEMA, progress);
+  let { position, events: done } = replayed;
   await inTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(${PROJECTION_LOCK})`);
     for (;;) {
@@ -59,7 +40,42 @@ export async function rebuildReadModel(
     await client.query(`ALTER SCHEMA ${NEXT_SCHEMA} RENAME TO ${READ_SCHEMA}`);
     await client.query(`SELECT pg_notify('${PROJECTION_CHANNEL}', '')`);
   });
-  progress(done, Math.max(total, done));
+  progress(done, Math.max(replayed.total, done));
   await pool.query(`DROP SCHEMA ${REPLACED_SCHEMA} CASCADE`);
   return { events: done };
+}
+
+/**
+ * Replays the whole event store into fresh read tables in `schema` (dropped first, if it exists),
+ * batch by batch, and resolves with the position it reached. The read model in use is not touched:
+ * the chaos run compares such a replay with it, table by table.
+ */
+export async function replayReadModel(
+  pool: Pool,
+  store: EventStore,
+  schema: string,
+  progress: RebuildProgress,
+): Promise<{ events: number; total: number; position: GlobalPosition }> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await inTransaction(pool, (client) => createReadSchema(client, schema, Object.values(MODELS)));
+  const { rows } = await pool.query<{ total: number }>(
+    'SELECT count(*)::int AS total FROM es.events WHERE stream_type = ANY($1::text[])',
+    [PROJECTED_STREAM_TYPES],
+  );
+  const total = rows[0]?.total ?? 0;
+  let position: GlobalPosition = START;
+  let done = 0;
+  progress(done, total);
+  for (;;) {
+    const { events, through } = await store.readAll(position, {
+      limit: BATCH,
+      streamTypes: PROJECTED_STREAM_TYPES,
+    });
+    if (through === undefined) break;
+    await inTransaction(pool, (client) => applyEvents(client, schema, events));
+    position = through;
+    done += events.length;
+    progress(done, Math.max(total, done));
+  }
+  return { events: done, total, position };
 }
