@@ -1,10 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel } from 'kafkajs';
-import { startKafkaBroker } from './kafka-broker.js';
+import { Kafka, logLevel, type Admin, type PartitionMetadata } from 'kafkajs';
+import { startKafkaBroker, startKafkaCluster } from './kafka-broker.js';
 import { testLogger } from './logger.js';
 import { CACHE_DIR } from './postgres.js';
 
@@ -151,3 +153,99 @@ describe('startKafkaBroker', () => {
     }
   }, 120_000);
 });
+
+describe('startKafkaCluster', () => {
+  const PER_PHASE = 10;
+
+  it('keeps taking writes with acks=all while the leader is killed, and takes the node back with its data', async () => {
+    const cluster = await startKafkaCluster({
+      cacheDir: CACHE_DIR,
+      logger: testLogger('kafka-cluster-test'),
+      nodes: 3,
+    });
+    const pids = cluster.nodes.map((node) => node.pid()!);
+    // The cluster's folder, from a broker's last argument: <folder>/node-<id>/server.properties.
+    const folder = dirname(dirname(readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8').split('\0').at(-2)!));
+    const kafka = new Kafka({
+      clientId: 'kafka-cluster-test',
+      brokers: cluster.brokers,
+      logLevel: logLevel.NOTHING,
+      // A killed leader is replaced once the controller fences it: 9 s without heartbeats, by default.
+      retry: { retries: 20, maxRetryTime: 2_000 },
+    });
+    const topic = `kafka-cluster-test-${randomUUID()}`;
+    const admin = kafka.admin();
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    const consumer = kafka.consumer({ groupId: `kafka-cluster-test-${randomUUID()}` });
+    const sent: string[] = [];
+    const send = async (phase: string) => {
+      for (let i = 0; i < PER_PHASE; i++) {
+        const value = `${phase}-${i}`;
+        await producer.send({ topic, acks: -1, messages: [{ value }] });
+        sent.push(value);
+      }
+    };
+    try {
+      expect({ folder: existsSync(folder), all: cluster.nodes.every((node) => node.running()) }).toEqual({
+        folder: true,
+        all: true,
+      });
+      await admin.connect();
+      await admin.createTopics({
+        topics: [{ topic, numPartitions: 1, replicationFactor: 3 }],
+        waitForLeaders: true,
+      });
+      await producer.connect();
+      await send('before');
+
+      const { leader } = await partition(admin, topic);
+      const victim = cluster.nodes.find((node) => node.id === leader)!;
+      await victim.kill();
+      expect({ running: victim.running(), alive: isAlive(pids[leader - 1]!) }).toEqual({
+        running: false,
+        alive: false,
+      });
+      await send('while-killed');
+      const others = cluster.nodes.filter((node) => node !== victim).map((node) => node.id);
+      expect([...(await partition(admin, topic)).isr].sort()).toEqual(others);
+
+      await victim.restart();
+      pids.push(victim.pid()!);
+      const restarted = Date.now();
+      const deadline = restarted + 60_000;
+      while ((await partition(admin, topic)).isr.length < 3) {
+        if (Date.now() > deadline) throw new Error('the restarted node did not rejoin the ISR within 60 s');
+        await sleep(250);
+      }
+      testLogger('kafka-cluster-test').info({ ms: Date.now() - restarted }, 'the restarted node is in sync');
+      await send('after');
+
+      const received: string[] = [];
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      const allReceived = new Promise<void>((resolve) => {
+        void consumer.run({
+          eachMessage: ({ message }) => {
+            received.push(message.value!.toString());
+            if (received.length === sent.length) resolve();
+            return Promise.resolve();
+          },
+        });
+      });
+      await within(allReceived, 60_000, () => `received ${received.length} of ${sent.length} messages`);
+      // Exactly once: the log holds as many records as were sent, no retried duplicates.
+      const [offsets] = await admin.fetchTopicOffsets(topic);
+      expect({ received, high: offsets?.high }).toEqual({ received: sent, high: String(sent.length) });
+    } finally {
+      await Promise.all([consumer.disconnect(), producer.disconnect()]);
+      await admin.disconnect();
+      await cluster.stop();
+    }
+    expect({ folder: existsSync(folder), alive: pids.filter(isAlive) }).toEqual({ folder: false, alive: [] });
+  }, 180_000);
+});
+
+async function partition(admin: Admin, topic: string): Promise<PartitionMetadata> {
+  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+  return topics[0]!.partitions[0]!;
+}

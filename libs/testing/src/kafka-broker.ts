@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -52,9 +53,41 @@ export interface RunningKafka {
   stop(): Promise<void>;
 }
 
+export interface KafkaClusterOptions {
+  /** Where the broker's jars are kept between runs, in `kafka-<version>/libs`. */
+  cacheDir: string;
+  logger: Logger;
+  /** How many nodes, each a broker and a controller: 3 for a cluster that keeps a majority without one. */
+  nodes: number;
+}
+
+/** One node of a {@link RunningKafkaCluster}, which a chaos test may kill and start again. */
+export interface KafkaNode {
+  /** Its `node.id`, 1 to the number of nodes. */
+  readonly id: number;
+  /** `host:port` of its plaintext listener. */
+  readonly broker: string;
+  /** Its JVM's process id while it runs. */
+  pid(): number | undefined;
+  running(): boolean;
+  /** Kills its JVM with SIGKILL, as a crash would, and resolves once it has exited. Its data is kept. */
+  kill(): Promise<void>;
+  /**
+   * Starts the node again, on the same ports and with the data it had; resolves once it answers and
+   * lists the nodes that were running.
+   */
+  restart(): Promise<void>;
+}
+
+export interface RunningKafkaCluster {
+  /** Bootstrap addresses (`host:port`) for kafkajs: every node's plaintext listener. */
+  brokers: string[];
+  nodes: readonly KafkaNode[];
+  /** Stops every node (SIGTERM, then SIGKILL if one lingers) and deletes the cluster's folder. */
+  stop(): Promise<void>;
+}
+
 const POM = fileURLToPath(new URL('../kafka/pom.xml', import.meta.url));
-// Enough for test traffic; Kafka's own start script defaults to 1 GB.
-const JVM_OPTIONS = ['-Xms128m', '-Xmx512m', '-Djava.awt.headless=true'];
 const STARTUP_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 15_000;
 const OUTPUT_TAIL_LINES = 40;
@@ -64,16 +97,15 @@ const OUTPUT_TAIL_LINES = 40;
  * end-of-file. Node holds the only writing end of that pipe, and the kernel closes it whenever Node
  * exits, however it exits (even SIGKILL, when no handler of ours runs), so the broker never outlives
  * the process that started it. Prints the broker's pid as its only line on stdout (the broker writes
- * to stderr), and removes the broker's folder ($1) once the broker is gone.
+ * to stderr), and exits with the broker. It leaves the broker's data alone: a node killed on purpose is
+ * started again on it ({@link JANITOR} removes the folder).
  *
  * The pipe is passed on as fd 3 because POSIX sh gives background commands /dev/null as stdin before
  * applying their own redirections, so `<&0` would read /dev/null. The broker's output goes to the
  * shell's stderr through fd 4, and the shell's own stderr to /dev/null: once Node is gone, a job
- * status line written to the dead pipe ("Killed") would end the shell by SIGPIPE before it cleans up.
+ * status line written to the dead pipe ("Killed") would end the shell by SIGPIPE.
  */
 const LIFELINE = `
-dir=$1
-shift
 exec 3<&0 4>&2 2>/dev/null
 "$@" </dev/null >&4 2>&4 3<&- 4>&- &
 broker=$!
@@ -90,8 +122,23 @@ exec 3<&- 4>&-
 wait "$broker"
 status=$?
 kill "$lifeline" 2>/dev/null
-rm -rf "$dir"
 exit "$status"
+`;
+
+/**
+ * Removes the cluster's folder ($1) once Node is gone, the same way {@link LIFELINE} learns it: its
+ * stdin reaches end-of-file. Node writes the pid of every broker it starts on that pipe, so that the
+ * folder goes only after them (their lifelines kill them within the grace period). The wait is bounded,
+ * as a pid of a broker killed long ago may have been given to some other process since.
+ */
+const JANITOR = `
+pids=
+while read -r pid; do pids="$pids $pid"; done
+i=0
+for pid in $pids; do
+  while [ "$i" -lt ${(STOP_GRACE_MS + 5_000) / 100} ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+done
+rm -rf "$1"
 `;
 
 // Warnings and errors only: the harness logs them at debug level and quotes the last ones when the
@@ -114,82 +161,248 @@ rootLogger.appenderRef.console.ref = console
  * `cacheDir`. Resolves once the broker answers a kafkajs `describeCluster`.
  */
 export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<RunningKafka> {
+  const kafka = await launchCluster({ ...options, nodes: 1 });
+  const { brokers, secure } = kafka;
+  return { brokers, ...(secure ? { secure } : {}), pid: kafka.nodes[0]!.pid()!, stop: () => kafka.stop() };
+}
+
+/**
+ * Starts a cluster of `nodes` Kafka nodes as {@link startKafkaBroker} starts one, each a broker and a
+ * controller of the same quorum, with replication settings as production clusters have them (three
+ * replicas, two in sync for `acks=all`; fewer where there are fewer nodes). The nodes start together,
+ * as the quorum needs a majority to elect a controller; resolves once every node lists them all.
+ */
+export function startKafkaCluster(options: KafkaClusterOptions): Promise<RunningKafkaCluster> {
+  return launchCluster(options);
+}
+
+/** A node's place in the cluster: its id and loopback ports. */
+interface NodeLayout {
+  id: number;
+  port: number;
+  controllerPort: number;
+  /** With `saslSsl`. */
+  securePort?: number;
+}
+
+/** What a cluster's node is to the cluster itself: a {@link KafkaNode} that it starts and stops. */
+interface ClusterNode extends KafkaNode {
+  /** Starts the node; resolves once it answers and lists the nodes of `expected`. */
+  start(expected: number[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function launchCluster(
+  options: KafkaClusterOptions & Pick<KafkaBrokerOptions, 'saslSsl'>,
+): Promise<RunningKafkaCluster & { secure?: SecureListener }> {
   const { logger } = options;
+  if (!Number.isInteger(options.nodes) || options.nodes < 1)
+    throw new Error(`a Kafka cluster needs 1 or more nodes, not ${options.nodes}`);
   const libs = await fetchKafkaJars(options.cacheDir, logger);
   const classpath = join(libs, '*');
-  const port = await freePort();
-  let controllerPort = await freePort();
-  while (controllerPort === port) controllerPort = await freePort();
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+  const freshPort = distinctFreePorts();
+  const layout: NodeLayout[] = [];
+  for (let id = 1; id <= options.nodes; id++) {
+    const [port, controllerPort] = [await freshPort(), await freshPort()];
+    layout.push({ id, port, controllerPort, ...(options.saslSsl ? { securePort: await freshPort() } : {}) });
+  }
+  const brokers = layout.map((node) => `127.0.0.1:${node.port}`);
   const dir = await mkdtemp(join(tmpdir(), 'ofp-kafka-'));
-  const brokers = [`127.0.0.1:${port}`];
-  const serverProperties = join(dir, 'server.properties');
+  // Detached, as the lifelines are: a Ctrl-C in the terminal goes to Node alone. Unreferenced: the
+  // nodes are what keep Node running, not their janitor.
+  const janitor = spawn('sh', ['-c', JANITOR, 'kafka-janitor', dir], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  janitor.unref();
+  (janitor.stdin as Socket).unref();
+  // Should the janitor be gone, Node removes the folder itself on stop(); a write to it must not throw.
+  janitor.stdin.on('error', () => {});
+
   const log4j = [`-Dlog4j2.configurationFile=${join(dir, 'log4j2.properties')}`];
+  const nodeDir = (node: NodeLayout) => join(dir, `node-${node.id}`);
+  const serverProperties = (node: NodeLayout) => join(nodeDir(node), 'server.properties');
   let secure: SecureListener | undefined;
-  const scram: string[] = [];
+  let nodes: ClusterNode[] = [];
+  let stopping = false;
+  async function stop(): Promise<void> {
+    stopping = true;
+    await Promise.all(nodes.map((node) => node.stop()));
+    await rm(dir, { recursive: true, force: true });
+    janitor.stdin.end();
+  }
+
+  const started = Date.now();
   try {
-    let settings = brokerConfig(port, controllerPort, join(dir, 'data'));
+    await writeFile(join(dir, 'log4j2.properties'), LOG4J2_PROPERTIES);
+    const scram: string[] = [];
     if (options.saslSsl) {
-      let securePort = await freePort();
-      while (securePort === port || securePort === controllerPort) securePort = await freePort();
-      secure = await secureListenerFiles(dir, securePort);
-      settings = { ...settings, ...saslSslConfig(settings, secure, securePort, dir) };
+      secure = await secureListenerFiles(
+        dir,
+        layout.flatMap((node) => node.securePort ?? []),
+      );
       // SCRAM credentials live in the cluster metadata: the storage tool writes them at format time.
       for (const mechanism of ['SCRAM-SHA-512', 'SCRAM-SHA-256'])
         scram.push('--add-scram', `${mechanism}=[name=${secure.username},password=${secure.password}]`);
     }
-    await writeFile(serverProperties, propertiesText(settings));
-    await writeFile(join(dir, 'log4j2.properties'), LOG4J2_PROPERTIES);
-    // `--standalone` must not be given: controller.quorum.voters already names the quorum.
-    const formatted = await run(java, [
-      ...log4j,
-      '-cp',
-      classpath,
-      'kafka.tools.StorageTool',
-      'format',
-      '-t',
-      clusterId(),
-      '-c',
-      serverProperties,
-      ...scram,
-    ]);
-    logger.debug({ kafka: formatted.trim() }, 'formatted Kafka storage');
+    const uuid = clusterId();
+    await Promise.all(
+      layout.map(async (node) => {
+        let settings = brokerConfig(node, layout, join(nodeDir(node), 'data'));
+        if (secure && node.securePort)
+          settings = { ...settings, ...saslSslConfig(settings, secure, node.securePort, dir) };
+        await mkdir(nodeDir(node));
+        await writeFile(serverProperties(node), propertiesText(settings));
+        // `--standalone` must not be given: controller.quorum.voters already names the quorum.
+        const formatted = await run(java, [
+          ...log4j,
+          '-cp',
+          classpath,
+          'kafka.tools.StorageTool',
+          'format',
+          '-t',
+          uuid,
+          '-c',
+          serverProperties(node),
+          ...scram,
+        ]);
+        logger.debug({ kafka: formatted.trim(), kafkaNode: node.id }, 'formatted Kafka storage');
+      }),
+    );
+
+    const jvm = [...jvmOptions(layout.length), ...log4j, '-cp', classpath, 'kafka.Kafka'];
+    nodes = layout.map((node) =>
+      clusterNode({
+        id: node.id,
+        broker: `127.0.0.1:${node.port}`,
+        command: [java, ...jvm, serverProperties(node)],
+        logger,
+        janitor: janitor.stdin,
+        stopping: () => stopping,
+        runningNodes: () => nodes.filter((other) => other.running()).map((other) => other.id),
+      }),
+    );
+    // Settled, not raced: a node still starting when another failed is stopped with the rest.
+    const starts = await Promise.allSettled(nodes.map((node) => node.start(layout.map(({ id }) => id))));
+    const failed = starts.find((start) => start.status === 'rejected');
+    if (failed) throw failed.reason;
   } catch (error) {
-    await rm(dir, { recursive: true, force: true });
+    await stop();
     throw error;
   }
-
-  const started = Date.now();
-  // Detached: a Ctrl-C in the terminal goes to Node alone, which stops the broker through the lifeline.
-  const child = spawn(
-    'sh',
-    [
-      '-c',
-      LIFELINE,
-      'kafka-lifeline',
-      dir,
-      java,
-      ...JVM_OPTIONS,
-      ...log4j,
-      '-cp',
-      classpath,
-      'kafka.Kafka',
-      serverProperties,
-    ],
-    { detached: true, stdio: ['pipe', 'pipe', 'pipe'] },
+  logger.info(
+    {
+      brokers,
+      secure: secure?.brokers,
+      brokerPids: nodes.map((node) => node.pid()),
+      version: KAFKA_VERSION,
+      ms: Date.now() - started,
+    },
+    nodes.length === 1 ? 'Kafka broker started' : 'Kafka cluster started',
   );
+  let stopped: Promise<void> | undefined;
+  return { brokers, ...(secure ? { secure } : {}), nodes, stop: () => (stopped ??= stop()) };
+}
+
+/**
+ * Enough for test traffic; Kafka's own start script defaults to 1 GB. The nodes of a cluster get less:
+ * three of them share a two-core machine with the platform's processes.
+ */
+function jvmOptions(nodes: number): string[] {
+  return ['-Xms128m', nodes === 1 ? '-Xmx512m' : '-Xmx384m', '-Djava.awt.headless=true'];
+}
+
+/** Free ports, none of which it gave before. */
+function distinctFreePorts(): () => Promise<number> {
+  const given = new Set<number>();
+  return async () => {
+    let port = await freePort();
+    while (given.has(port)) port = await freePort();
+    given.add(port);
+    return port;
+  };
+}
+
+interface NodeContext {
+  id: number;
+  broker: string;
+  /** The JVM and its arguments. */
+  command: string[];
+  logger: Logger;
+  /** The janitor's stdin, told every broker's pid. */
+  janitor: NodeJS.WritableStream;
+  stopping(): boolean;
+  /** The ids of the cluster's running nodes. */
+  runningNodes(): number[];
+}
+
+function clusterNode(context: NodeContext): ClusterNode {
+  const { id, broker } = context;
+  let jvm: BrokerProcess | undefined;
+  const running = () => jvm !== undefined && jvm.exit() === undefined;
+  async function stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    await jvm?.stop(signal);
+  }
+
+  async function start(expected: number[]): Promise<void> {
+    if (context.stopping()) throw new Error('the Kafka cluster is stopped');
+    if (running()) throw new Error(`Kafka node ${id} is already running`);
+    const started = await spawnBroker(id, context.command, context.logger);
+    jvm = started;
+    context.janitor.write(`${started.pid}\n`);
+    try {
+      await waitUntilAnswering(id, broker, expected, () => started.exit());
+    } catch (error) {
+      await started.stop('SIGTERM');
+      const output = `Last lines of the broker's output:\n${started.output()}`;
+      throw new Error(`${(error as Error).message}\n${output}`, { cause: error });
+    }
+  }
+
+  return {
+    id,
+    broker,
+    pid: () => (running() ? jvm?.pid : undefined),
+    running,
+    kill: () => stop('SIGKILL'),
+    restart: () => start([...new Set([...context.runningNodes(), id])]),
+    start,
+    stop: () => stop('SIGTERM'),
+  };
+}
+
+interface BrokerProcess {
+  readonly pid: number;
+  /** How the broker exited (`code 1`, `signal SIGKILL`); undefined while it runs. */
+  exit(): string | undefined;
+  /** The last lines of its output, or `(none)`. */
+  output(): string;
+  /** Sends it `signal` (SIGKILL if it lingers), and resolves once it has exited, which is not an error. */
+  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+}
+
+/** Starts a broker under a {@link LIFELINE}; resolves with its pid. */
+async function spawnBroker(id: number, command: string[], logger: Logger): Promise<BrokerProcess> {
+  // Detached: a Ctrl-C in the terminal goes to Node alone, which stops the broker through the lifeline.
+  const child = spawn('sh', ['-c', LIFELINE, 'kafka-lifeline', ...command], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const tail: string[] = [];
   createInterface({ input: child.stderr }).on('line', (line) => {
     tail.push(line);
     if (tail.length > OUTPUT_TAIL_LINES) tail.shift();
-    logger.debug({ kafka: line }, 'kafka broker output');
+    logger.debug({ kafka: line, kafkaNode: id }, 'kafka broker output');
   });
   let exit: string | undefined;
-  let stopping = false;
+  let expected = false;
+  const output = () => (tail.length ? tail.join('\n') : '(none)');
   const exited = new Promise<void>((resolveExit) =>
     child.once('exit', (code, signal) => {
       exit = signal ? `signal ${signal}` : `code ${code}`;
-      if (!stopping) logger.error({ exit, output: tail.join('\n') }, 'the Kafka broker exited on its own');
+      if (!expected)
+        logger.error({ exit, kafkaNode: id, output: output() }, 'the Kafka broker exited on its own');
       resolveExit();
     }),
   );
@@ -199,18 +412,15 @@ export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<Run
     void exited.then(() =>
       reject(new Error(`the Kafka lifeline shell exited (${exit}) before starting the broker`)),
     );
-  }).catch(async (error: unknown) => {
-    await rm(dir, { recursive: true, force: true });
-    throw error;
   });
 
-  async function stop(): Promise<void> {
-    stopping = true;
+  async function stop(signalName: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    expected = true;
     if (exit === undefined) {
-      signal(pid, 'SIGTERM');
+      signal(pid, signalName);
       if (!(await settlesWithin(exited, STOP_GRACE_MS))) {
         logger.warn(
-          { brokerPid: pid },
+          { brokerPid: pid, kafkaNode: id },
           `the Kafka broker did not stop within ${STOP_GRACE_MS} ms; killing it`,
         );
         signal(pid, 'SIGKILL');
@@ -218,24 +428,9 @@ export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<Run
       }
     }
     child.stdin.destroy();
-    await rm(dir, { recursive: true, force: true });
   }
 
-  try {
-    await waitUntilAnswering(brokers, () => exit);
-  } catch (error) {
-    await stop();
-    const output = tail.length ? tail.join('\n') : '(none)';
-    throw new Error(`${(error as Error).message}\nLast lines of the broker's output:\n${output}`, {
-      cause: error,
-    });
-  }
-  logger.info(
-    { brokers, secure: secure?.brokers, brokerPid: pid, version: KAFKA_VERSION, ms: Date.now() - started },
-    'Kafka broker started',
-  );
-  let stopped: Promise<void> | undefined;
-  return { brokers, ...(secure ? { secure } : {}), pid, stop: () => (stopped ??= stop()) };
+  return { pid, exit: () => exit, output, stop };
 }
 
 /**
@@ -287,23 +482,33 @@ async function isMadeFrom(home: string, pom: string): Promise<boolean> {
 
 type BrokerSettings = Record<string, string>;
 
-function brokerConfig(port: number, controllerPort: number, dataDir: string): BrokerSettings {
+/** The settings of `node` in a cluster of `cluster` (in which it is). */
+function brokerConfig(node: NodeLayout, cluster: NodeLayout[], dataDir: string): BrokerSettings {
+  // As production clusters have it: three replicas, of which two must have a write with acks=all. A
+  // smaller cluster cannot have as many; one node has one replica of everything, internal topics too.
+  const replicas = String(Math.min(3, cluster.length));
+  const minInSync = String(Math.min(2, cluster.length));
   return {
     'process.roles': 'broker,controller',
-    'node.id': '1',
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    'node.id': String(node.id),
+    'controller.quorum.voters': cluster
+      .map(({ id, controllerPort }) => `${id}@127.0.0.1:${controllerPort}`)
+      .join(','),
+    listeners: `PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${node.port}`,
     'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
     'log.dirs': dataDir,
-    // One broker: the internal topics cannot have the default three replicas.
-    'offsets.topic.replication.factor': '1',
-    'transaction.state.log.replication.factor': '1',
-    'transaction.state.log.min.isr': '1',
-    'share.coordinator.state.topic.replication.factor': '1',
-    'share.coordinator.state.topic.min.isr': '1',
+    'default.replication.factor': replicas,
+    'min.insync.replicas': minInSync,
+    'offsets.topic.replication.factor': replicas,
+    'transaction.state.log.replication.factor': replicas,
+    'transaction.state.log.min.isr': minInSync,
+    'share.coordinator.state.topic.replication.factor': replicas,
+    'share.coordinator.state.topic.min.isr': minInSync,
+    // A killed leader's partitions wait for it rather than lose what only it had (Kafka's default).
+    'unclean.leader.election.enable': 'false',
     // Tests start consumer groups often; the default 3 s delay before the first rebalance only slows them.
     'group.initial.rebalance.delay.ms': '0',
   };
@@ -315,8 +520,11 @@ function propertiesText(settings: BrokerSettings): string {
     .join('\n');
 }
 
-/** A CA of this broker's own, the broker's certificate and a client's, written as PEM into `dir`. */
-async function secureListenerFiles(dir: string, securePort: number): Promise<SecureListener> {
+/**
+ * A CA of this cluster's own, the brokers' certificate (one for all, as they all are 127.0.0.1) and a
+ * client's, written as PEM into `dir`.
+ */
+async function secureListenerFiles(dir: string, securePorts: number[]): Promise<SecureListener> {
   const ca = createCertificateAuthority('ofp test Kafka CA');
   const [server, client] = [ca.issue('kafka-broker'), ca.issue('ofp-test-client')];
   const files = {
@@ -330,7 +538,7 @@ async function secureListenerFiles(dir: string, securePort: number): Promise<Sec
   // The broker's PEM key store: its key and certificate chain in one file.
   await writeFile(join(dir, 'broker.pem'), `${server.key}\n${server.cert}\n${ca.cert}`, { mode: 0o600 });
   return {
-    brokers: [`127.0.0.1:${securePort}`],
+    brokers: securePorts.map((port) => `127.0.0.1:${port}`),
     ...files,
     username: 'ofp',
     password: randomBytes(12).toString('base64url'),
@@ -375,10 +583,19 @@ function clusterId(): string {
   }
 }
 
-async function waitUntilAnswering(brokers: string[], exit: () => string | undefined): Promise<void> {
+/**
+ * Resolves once the node answers a kafkajs `describeCluster` on `broker` (the metadata of that node
+ * alone) that lists the nodes of `expected`; rejects once it exited, or after {@link STARTUP_TIMEOUT_MS}.
+ */
+async function waitUntilAnswering(
+  id: number,
+  broker: string,
+  expected: number[],
+  exit: () => string | undefined,
+): Promise<void> {
   const kafka = new Kafka({
     clientId: 'kafka-broker-readiness',
-    brokers,
+    brokers: [broker],
     logLevel: logLevel.NOTHING,
     connectionTimeout: 1_000,
     retry: { retries: 0 },
@@ -389,7 +606,10 @@ async function waitUntilAnswering(brokers: string[], exit: () => string | undefi
     const admin = kafka.admin();
     try {
       await admin.connect();
-      if ((await admin.describeCluster()).brokers.length > 0) return;
+      const listed = (await admin.describeCluster()).brokers.map(({ nodeId }) => nodeId);
+      const missing = expected.filter((nodeId) => !listed.includes(nodeId));
+      if (missing.length === 0) return;
+      lastError = `nodes ${missing.join(',')} are not listed yet`;
     } catch (error) {
       lastError = error;
     } finally {
@@ -397,10 +617,12 @@ async function waitUntilAnswering(brokers: string[], exit: () => string | undefi
     }
     const exitStatus = exit();
     if (exitStatus)
-      throw new Error(`the Kafka broker exited (${exitStatus}) before it answered on ${brokers.join(',')}`);
+      throw new Error(
+        `the Kafka broker of node ${id} exited (${exitStatus}) before it answered on ${broker}`,
+      );
     if (Date.now() > deadline) {
       throw new Error(
-        `the Kafka broker did not answer on ${brokers.join(',')} within ${STARTUP_TIMEOUT_MS} ms (last error: ${String(lastError)})`,
+        `the Kafka broker of node ${id} did not answer on ${broker} within ${STARTUP_TIMEOUT_MS} ms (last error: ${String(lastError)})`,
       );
     }
     await sleep(200);
