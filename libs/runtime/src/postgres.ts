@@ -31,12 +31,14 @@ export function createPool(options: PoolOptions): Pool {
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
-  if (options.genericPlans) {
+  pool.on('connect', (client) => {
+    // Nor a checked-out one (pg-pool listens only while a client is idle): a Postgres that crashes
+    // sends every backend's client a FATAL, which arrives between the statements of a transaction as
+    // often as not. The statement in flight or the next one fails; released with it, the client goes.
+    client.on('error', () => {});
     // Queued on the new connection before any statement of the pool's users.
-    pool.on('connect', (client) => {
-      client.query('SET plan_cache_mode = force_generic_plan').catch(() => {});
-    });
-  }
+    if (options.genericPlans) client.query('SET plan_cache_mode = force_generic_plan').catch(() => {});
+  });
   return pool;
 }
 
