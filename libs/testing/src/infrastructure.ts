@@ -12,10 +12,13 @@ export interface Infrastructure {
 /**
  * The one entry point through which tests, benchmarks and scripts get real infrastructure:
  * Postgres (DATABASE_URL, else embedded) and Kafka (KAFKA_BROKERS, else Testcontainers, else a local
- * broker), started side by side.
+ * broker, or a cluster of `kafkaNodes`), started side by side.
  */
-export async function startInfrastructure(logger: Logger): Promise<Infrastructure> {
-  const [postgres, kafka] = await Promise.allSettled([startTestPostgres(logger), startTestKafka(logger)]);
+export async function startInfrastructure(logger: Logger, kafkaNodes = 1): Promise<Infrastructure> {
+  const [postgres, kafka] = await Promise.allSettled([
+    startTestPostgres(logger),
+    startTestKafka(logger, kafkaNodes),
+  ]);
   if (postgres.status === 'fulfilled' && kafka.status === 'fulfilled') {
     return {
       databaseUrl: postgres.value.url,

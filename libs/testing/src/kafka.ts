@@ -1,6 +1,6 @@
 import { request, type RequestOptions } from 'node:http';
 import type { Logger } from '@ofp/runtime';
-import { startKafkaBroker } from './kafka-broker.js';
+import { startKafkaCluster } from './kafka-broker.js';
 import { CACHE_DIR } from './postgres.js';
 
 export interface TestKafka {
@@ -18,9 +18,10 @@ const KAFKA_CONTAINER_PORT = 9093;
 /**
  * The Kafka that tests use (ARCHITECTURE.md, "Real infrastructure in tests and development"):
  * `KAFKA_BROKERS` (comma-separated) when set; else a Testcontainers broker when a Docker engine answers;
- * else a local broker run from the official jars ({@link startKafkaBroker}), cached in `.cache`.
+ * else a local broker run from the official jars ({@link startKafkaCluster}), cached in `.cache`.
+ * With `nodes` above 1, a local cluster of that many brokers (Testcontainers runs one).
  */
-export async function startTestKafka(logger: Logger): Promise<TestKafka> {
+export async function startTestKafka(logger: Logger, nodes = 1): Promise<TestKafka> {
   const given = process.env.KAFKA_BROKERS;
   if (given) {
     const brokers = given
@@ -29,11 +30,11 @@ export async function startTestKafka(logger: Logger): Promise<TestKafka> {
       .filter(Boolean);
     return { brokers, stop: async () => {} };
   }
-  if (await dockerAnswers()) {
+  if (nodes === 1 && (await dockerAnswers())) {
     const container = await startKafkaContainer(logger);
     if (container) return container;
   }
-  return startKafkaBroker({ cacheDir: CACHE_DIR, logger });
+  return startKafkaCluster({ cacheDir: CACHE_DIR, logger, nodes });
 }
 
 async function startKafkaContainer(logger: Logger): Promise<TestKafka | undefined> {
