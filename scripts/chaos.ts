@@ -1,0 +1,281 @@
+/**
+ * The chaos run (issue 18): the distributed shape with replicas of every service behind load
+ * balancers, on a Kafka cluster of three brokers, under a mixed workload, while a scheduler drawn from
+ * a seed kills and restarts replicas, pauses one past the Kafka session timeout, kills a broker and
+ * brings it back, and crashes Postgres. Then, with the platform quiet, it checks that nothing was lost,
+ * duplicated, reordered or left stale, and prints the counts, the recovery times and the largest lag.
+ *
+ *   npm run chaos                                  150 s of faults, a seed drawn at random
+ *   npm run chaos -- --seed 42 --duration 600      the same schedule again, for longer
+ *   npm run chaos -- --replicas 3 --brokers 3 --writers 8
+ *
+ * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
+ * Exits with 1 when a check fails. README, "Chaos run".
+ */
+import { realpath, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { pino } from 'pino';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { createPool, startEmbeddedPostgres } from '@ofp/runtime';
+import {
+  CACHE_DIR,
+  UNLIMITED_RATE,
+  createIntegrator,
+  freePort,
+  startKafkaCluster,
+  startPlatform,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '@ofp/testing';
+import {
+  checkInventory,
+  checkPeople,
+  checkReadModel,
+  checkWebhooks,
+  checkWrites,
+  organizationEvents,
+  type Check,
+} from './chaos/checks.js';
+import { LagSampler, carryOut, scheduleFaults, type FaultOutcome } from './chaos/faults.js';
+import { ChaosClient, Writer, emptyTally } from './chaos/workload.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    duration: { type: 'string', default: '150' },
+    replicas: { type: 'string', default: '2' },
+    brokers: { type: 'string', default: '3' },
+    writers: { type: 'string', default: '6' },
+  },
+});
+const positive = (name: keyof typeof args, value: string | undefined): number => {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) {
+    console.error(`--${name}: must be a positive integer, not ${value}`);
+    process.exit(2);
+  }
+  return number;
+};
+const seed = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : positive('seed', args.seed);
+const durationMs = positive('duration', args.duration) * 1000;
+const replicas = positive('replicas', args.replicas);
+const brokers = positive('brokers', args.brokers);
+const writerCount = positive('writers', args.writers);
+const TOPIC_PREFIX = 'chaos.';
+/** How long the platform may take to be quiet once the faults are over. */
+const QUIET_TIMEOUT_MS = 240_000;
+
+const log = (line: string): void => console.log(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
+log(
+  `seed ${seed}: ${durationMs / 1000} s of faults, ${replicas} replicas of every service, ${brokers} brokers, ${writerCount} writers`,
+);
+const random = xoroshiro128plus(seed);
+const logger = pino({ name: 'chaos', level: process.env.CHAOS_LOG_LEVEL ?? 'warn' });
+const cleanups: (() => Promise<void>)[] = [];
+
+/** The cluster folder, and where it lies as root (README "Quick start"). */
+async function removeCluster(dataDir: string): Promise<void> {
+  const cluster = await realpath(dataDir).catch(() => undefined);
+  if (cluster !== undefined) await rm(cluster, { recursive: true, force: true });
+  await rm(dataDir, { recursive: true, force: true });
+  for (const file of ['.lock', '.password']) await rm(`${dataDir}${file}`, { force: true });
+}
+
+let failed = false;
+try {
+  const dataDir = join(CACHE_DIR, 'chaos-postgres');
+  await removeCluster(dataDir);
+  // Durable, as production's: an ephemeral cluster (synchronous_commit off) loses the last commits
+  // when its postmaster is killed, while Kafka already has their events.
+  const postgres = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger });
+  cleanups.unshift(async () => {
+    await postgres.stop();
+    await removeCluster(dataDir);
+  });
+  const server = new pg.Client({ connectionString: postgres.url });
+  await server.connect();
+  await server.query('CREATE DATABASE chaos');
+  await server.end();
+  const url = new URL(postgres.url);
+  url.pathname = '/chaos';
+  const databaseUrl = url.toString();
+
+  log(`starting ${brokers} Kafka brokers`);
+  const kafka = await startKafkaCluster({ cacheDir: CACHE_DIR, logger, nodes: brokers });
+  cleanups.unshift(() => kafka.stop());
+  log(`Kafka at ${kafka.brokers.join(',')}; starting the platform`);
+  const platform = await startPlatform({
+    databaseUrl,
+    kafkaBrokers: kafka.brokers,
+    replicas,
+    env: {
+      ...UNLIMITED_RATE,
+      KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
+      KAFKA_REPLICATION_FACTOR: String(Math.min(3, brokers)),
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    },
+  });
+  cleanups.unshift(() => platform.stop());
+  log(`platform: ${platform.members.map((member) => member.name).join(', ')}; api at ${platform.apiUrl}`);
+
+  const integrator = await createIntegrator(platform, { name: 'Chaos' });
+  const client = new ChaosClient({ auth: platform.authUrl, api: platform.apiUrl }, integrator);
+  const receivers: WebhookReceiver[] = [];
+  for (let i = 0; i < 2; i++) {
+    let secret = '';
+    const receiver = await startWebhookReceiver({ secrets: () => [secret] });
+    cleanups.unshift(() => receiver.close());
+    const created = await integrator.request<{ secret: string }>('POST', '/v2/webhooks', {
+      body: { url: receiver.url, events: ['*'], description: `chaos receiver ${i + 1}` },
+    });
+    if (created.status !== 201) throw new Error(`creating a webhook: ${created.status} ${created.text}`);
+    secret = created.body.results.secret;
+    receivers.push(receiver);
+  }
+
+  const admin = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  cleanups.unshift(() => admin.disconnect());
+  const started = Date.now();
+  const sampler = new LagSampler(databaseUrl, admin, TOPIC_PREFIX, started);
+  cleanups.unshift(() => sampler.stop());
+  const faults = scheduleFaults(
+    random,
+    durationMs,
+    platform.members.map((member) => member.name),
+    kafka.nodes.map((node) => node.id),
+  );
+  log(
+    `schedule: ${faults.map((f) => `${f.atMs / 1000}s ${f.kind} ${f.target} (${f.holdMs} ms)`).join('; ')}`,
+  );
+
+  const tally = emptyTally();
+  const stopAt = started + durationMs;
+  const writing = Promise.all(
+    Array.from({ length: writerCount }, (_, i) =>
+      new Writer(client, tally, xoroshiro128plus(seed + i + 1)).run(() => Date.now() >= stopAt),
+    ),
+  );
+  const targets = {
+    processes: platform.members,
+    brokers: kafka.nodes,
+    postgresLocation: postgres.location,
+    postgresDown: () => postgres.down(),
+  };
+  const outcomes: FaultOutcome[] = [];
+  for (const fault of faults) {
+    await sleep(Math.max(0, started + fault.atMs - Date.now()));
+    log(`fault: ${fault.kind} ${fault.target} for ${fault.holdMs} ms`);
+    const outcome: FaultOutcome = { ...fault, maxLag: 0 };
+    try {
+      await carryOut(fault, targets);
+      outcome.restoredMs = Date.now() - started;
+    } catch (error) {
+      outcome.error = (error as Error).message;
+      log(`fault ${fault.kind} ${fault.target} failed: ${outcome.error}`);
+    }
+    outcomes.push(outcome);
+  }
+  const progress = setInterval(
+    () =>
+      log(
+        `writes: ${tally.acknowledged.length} acknowledged, ${tally.retries} attempts sent again; webhooks received: ${receivers.map((r) => r.received.length).join(', ')}`,
+      ),
+    10_000,
+  );
+  await writing;
+  clearInterval(progress);
+  log(
+    `workload over: ${tally.acknowledged.length} writes acknowledged; waiting for the platform to be quiet`,
+  );
+
+  // Everything back up: a fault that failed to restore its target is reported, not left behind.
+  for (const member of platform.members) if (!member.running()) await member.restart();
+  for (const node of kafka.nodes) if (!node.running()) await node.restart();
+  const pool = createPool({ connectionString: databaseUrl, applicationName: 'chaos-checks', max: 4 });
+  cleanups.unshift(() => pool.end());
+  const orgId = integrator.organizationId;
+  const quietFrom = Date.now();
+  let events: Awaited<ReturnType<typeof organizationEvents>>;
+  for (;;) {
+    events = await organizationEvents(pool, orgId);
+    const lag = await sampler.lag();
+    const { rows } = await pool.query<{ pending: number }>(
+      `SELECT count(*)::int AS pending FROM webhooks.webhook_deliveries WHERE status <> 'succeeded'`,
+    );
+    const ids = new Set(events.map((event) => event.event_id));
+    const undelivered = receivers.map(
+      (receiver) => ids.size - new Set(receiver.received.filter((d) => ids.has(d.id)).map((d) => d.id)).size,
+    );
+    if (lag === 0 && rows[0]!.pending === 0 && undelivered.every((n) => n === 0)) break;
+    if (Date.now() - quietFrom > QUIET_TIMEOUT_MS) {
+      log(`not quiet after ${QUIET_TIMEOUT_MS / 1000} s; checking as it is`);
+      break;
+    }
+    log(
+      `waiting: lag ${lag ?? 'unknown'}, deliveries not succeeded ${rows[0]!.pending}, events not received ${undelivered.join(', ')}`,
+    );
+    await sleep(2_000);
+  }
+  const quietMs = Date.now() - quietFrom;
+  await sampler.stop();
+  for (const [index, outcome] of outcomes.entries()) {
+    const seen = sampler.since(
+      outcome.atMs,
+      outcome.restoredMs ?? Infinity,
+      outcomes[index + 1]?.atMs ?? Infinity,
+    );
+    outcome.maxLag = seen.maxLag;
+    if (seen.zeroMs !== undefined) outcome.recoveredMs = seen.zeroMs;
+  }
+
+  const checks: Check[] = [
+    checkWrites(tally, events),
+    await checkPeople(client, tally),
+    await checkInventory(client, tally),
+    await checkReadModel(pool),
+    checkWebhooks(receivers, events),
+  ];
+
+  console.log('');
+  console.log(`Faults (seed ${seed}):`);
+  for (const outcome of outcomes) {
+    const restored =
+      outcome.restoredMs === undefined
+        ? 'not restored'
+        : `back after ${outcome.restoredMs - outcome.atMs} ms`;
+    const recovered =
+      outcome.recoveredMs === undefined
+        ? 'lag not at 0 before the next fault'
+        : `lag 0 ${outcome.recoveredMs - (outcome.restoredMs ?? outcome.atMs)} ms after`;
+    console.log(
+      `  ${(outcome.atMs / 1000).toFixed(0).padStart(4)} s  ${outcome.kind.padEnd(16)} ${outcome.target.padEnd(22)} ${restored}, ${recovered}, largest lag ${outcome.maxLag}${outcome.error ? `, FAILED: ${outcome.error}` : ''}`,
+    );
+  }
+  console.log(
+    `  largest lag of the run: ${sampler.largest()} events; quiet ${quietMs} ms after the workload`,
+  );
+  console.log('Checks:');
+  for (const check of checks) {
+    const bad = Object.values(check.failures).some((count) => count > 0);
+    failed ||= bad;
+    const counts = Object.entries({ ...check.failures, ...check.figures })
+      .map(([name, count]) => `${name} ${count}`)
+      .join(', ');
+    console.log(`  ${bad ? 'FAIL' : 'ok  '} ${check.name}: ${counts}`);
+    if (bad) for (const example of check.examples) console.log(`       ${JSON.stringify(example)}`);
+  }
+  failed ||= outcomes.some((outcome) => outcome.error !== undefined);
+  console.log(`chaos seed ${seed}: ${failed ? 'FAILED' : 'passed'}`);
+} catch (error) {
+  failed = true;
+  console.error(`chaos seed ${seed}: could not run:`, error);
+} finally {
+  for (const cleanup of cleanups)
+    await cleanup().catch((error: unknown) => logger.warn({ err: error }, 'cleanup failed'));
+}
+process.exit(failed ? 1 : 0);

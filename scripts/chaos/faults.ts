@@ -1,0 +1,238 @@
+/**
+ * The chaos run's faults (issue 18): a schedule drawn from the seed, carried out one fault at a time,
+ * and the lag (outbox rows not yet on Kafka, plus events the consumer groups have not committed)
+ * sampled throughout, to tell how long each fault took to recover from.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Admin } from 'kafkajs';
+import pg from 'pg';
+import { uniformInt } from 'pure-rand/distribution/uniformInt';
+import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import type { KafkaNode, PlatformProcess } from '@ofp/testing';
+
+export type FaultKind = 'kill-replica' | 'pause-replica' | 'kill-broker' | 'restart-postgres';
+const KINDS: readonly FaultKind[] = ['kill-replica', 'pause-replica', 'kill-broker', 'restart-postgres'];
+
+/** kafkajs's default consumer session timeout: a replica paused longer is taken out of its groups. */
+const SESSION_TIMEOUT_MS = 30_000;
+
+export interface Fault {
+  readonly kind: FaultKind;
+  /** When it starts, from the start of the workload. */
+  readonly atMs: number;
+  /** A process's name, a broker's node id, or `postgres`. */
+  readonly target: string;
+  /** How long the target stays down or paused before it is brought back. */
+  readonly holdMs: number;
+}
+
+/** What happened to a fault when it was carried out. */
+export interface FaultOutcome extends Fault {
+  /** When the target was back (restarted, resumed, answering). */
+  restoredMs?: number;
+  /** When the lag was first seen at zero after that. */
+  recoveredMs?: number;
+  /** The largest lag from the fault's start to its recovery. */
+  maxLag: number;
+  error?: string;
+}
+
+/**
+ * The faults of a run of `durationMs`: every kind once in an order drawn from the seed, then kinds
+ * drawn from it, each after a quiet gap of 5 to 10 s, until the run's end is near.
+ */
+export function scheduleFaults(
+  random: RandomGenerator,
+  durationMs: number,
+  replicas: readonly string[],
+  brokers: readonly number[],
+): Fault[] {
+  const pick = <T>(items: readonly T[]): T => items[uniformInt(random, 0, items.length - 1)]!;
+  const firsts = [...KINDS];
+  for (let i = firsts.length - 1; i > 0; i--) {
+    const j = uniformInt(random, 0, i);
+    [firsts[i], firsts[j]] = [firsts[j]!, firsts[i]!];
+  }
+  const consumers = replicas.filter((name) => /^(projector|webhook-dispatcher)/.test(name));
+  const faults: Fault[] = [];
+  let at = 10_000;
+  for (;;) {
+    const kind = firsts.shift() ?? pick(KINDS);
+    const fault: Fault =
+      kind === 'kill-replica'
+        ? { kind, atMs: at, target: pick(replicas), holdMs: uniformInt(random, 1_000, 5_000) }
+        : kind === 'pause-replica'
+          ? {
+              kind,
+              atMs: at,
+              target: pick(consumers),
+              holdMs: SESSION_TIMEOUT_MS + uniformInt(random, 3_000, 8_000),
+            }
+          : kind === 'kill-broker'
+            ? { kind, atMs: at, target: String(pick(brokers)), holdMs: uniformInt(random, 8_000, 20_000) }
+            : { kind, atMs: at, target: 'postgres', holdMs: 0 };
+    if (
+      fault.atMs + fault.holdMs > durationMs - 5_000 &&
+      firsts.length === 0 &&
+      faults.length >= KINDS.length
+    )
+      return faults;
+    faults.push(fault);
+    at = fault.atMs + fault.holdMs + uniformInt(random, 5_000, 10_000);
+  }
+}
+
+/** What the faults act on. */
+export interface Targets {
+  readonly processes: readonly PlatformProcess[];
+  readonly brokers: readonly KafkaNode[];
+  /** The Postgres cluster's folder (its postmaster.pid names the postmaster). */
+  readonly postgresLocation: string;
+  /** Whether the embedded Postgres's watchdog has it down. */
+  postgresDown(): boolean;
+}
+
+/** Samples the lag every 500 ms; `lagSince` answers with the largest lag and when it was next zero. */
+export class LagSampler {
+  private readonly samples: { atMs: number; lag: number | undefined }[] = [];
+  private running = true;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly admin: Admin,
+    private readonly topicPrefix: string,
+    private readonly started: number,
+  ) {
+    this.loop = this.run();
+  }
+
+  /** The largest lag seen in the whole run. */
+  largest(): number {
+    return Math.max(0, ...this.samples.map((sample) => sample.lag ?? 0));
+  }
+
+  /**
+   * Between `fromMs` and `untilMs` (the next fault): the largest lag, and the first time at or after
+   * `zeroAfterMs` it was zero.
+   */
+  since(fromMs: number, zeroAfterMs: number, untilMs: number): { maxLag: number; zeroMs?: number } {
+    let maxLag = 0;
+    for (const sample of this.samples) {
+      if (sample.atMs < fromMs) continue;
+      if (sample.atMs > untilMs) break;
+      maxLag = Math.max(maxLag, sample.lag ?? 0);
+      if (sample.atMs >= zeroAfterMs && sample.lag === 0) return { maxLag, zeroMs: sample.atMs };
+    }
+    return { maxLag };
+  }
+
+  /** The lag now: outbox rows plus uncommitted events of every durable consumer group. */
+  async lag(): Promise<number | undefined> {
+    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 1_000 });
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ rows: number }>('SELECT count(*)::int AS rows FROM es.outbox');
+      return rows[0]!.rows + (await this.consumerLag());
+    } catch {
+      return undefined;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const lag = await this.lag();
+      this.samples.push({ atMs: Date.now() - this.started, lag });
+      await sleep(500);
+    }
+  }
+
+  /** Transient groups (a subscription's own, `<group>-<uuid>`) come and go: only durable ones count. */
+  private async consumerLag(): Promise<number> {
+    const { groups } = await this.admin.listGroups();
+    const durable = groups
+      .map((group) => group.groupId)
+      .filter((id) => !/-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
+    const heads = new Map<string, Map<number, { high: number; low: number }>>();
+    const head = async (topic: string) => {
+      let partitions = heads.get(topic);
+      if (!partitions) {
+        partitions = new Map(
+          (await this.admin.fetchTopicOffsets(topic)).map((p) => [
+            p.partition,
+            { high: Number(p.high), low: Number(p.low) },
+          ]),
+        );
+        heads.set(topic, partitions);
+      }
+      return partitions;
+    };
+    let lag = 0;
+    for (const groupId of durable) {
+      for (const { topic, partitions } of await this.admin.fetchOffsets({ groupId })) {
+        if (!topic.startsWith(this.topicPrefix)) continue;
+        const highs = await head(topic);
+        for (const { partition, offset } of partitions) {
+          const { high, low } = highs.get(partition) ?? { high: 0, low: 0 };
+          lag += Math.max(0, high - (Number(offset) >= 0 ? Number(offset) : low));
+        }
+      }
+    }
+    return lag;
+  }
+}
+
+/** Carries out one fault: takes the target down, waits `holdMs`, brings it back; resolves once it is back. */
+export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
+  switch (fault.kind) {
+    case 'kill-replica': {
+      const process = processNamed(targets, fault.target);
+      process.signal('SIGKILL');
+      await process.exited();
+      await sleep(fault.holdMs);
+      await process.restart();
+      return;
+    }
+    case 'pause-replica': {
+      const process = processNamed(targets, fault.target);
+      process.signal('SIGSTOP');
+      await sleep(fault.holdMs);
+      process.signal('SIGCONT');
+      return;
+    }
+    case 'kill-broker': {
+      const node = targets.brokers.find((each) => String(each.id) === fault.target)!;
+      await node.kill();
+      await sleep(fault.holdMs);
+      await node.restart();
+      return;
+    }
+    case 'restart-postgres': {
+      // SIGKILL of the postmaster: a crash, from which the watchdog starts it again (crash recovery).
+      const pid = Number(
+        (await readFile(join(targets.postgresLocation, 'postmaster.pid'), 'utf8')).split('\n')[0],
+      );
+      process.kill(pid, 'SIGKILL');
+      const deadline = Date.now() + 120_000;
+      while (!targets.postgresDown() && Date.now() < deadline) await sleep(50);
+      while (targets.postgresDown() && Date.now() < deadline) await sleep(100);
+      if (targets.postgresDown()) throw new Error('Postgres was not back within 120 s');
+      return;
+    }
+  }
+}
+
+function processNamed(targets: Targets, name: string): PlatformProcess {
+  const found = targets.processes.find((each) => each.name === name);
+  if (!found) throw new Error(`no platform process ${name}`);
+  return found;
+}
