@@ -1,12 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
 import { createTestDatabase } from './postgres.js';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { freePort } from './ports.js';
 
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
 const PLATFORM_MAIN = fileURLToPath(new URL('../../../platform/dist/main.js', import.meta.url));
+const OUTPUT_TAIL_LINES = 30;
 
 export interface RunningPlatform {
   /** Base URL of the auth service (`/oauth`, `/.well-known`, `/v2/authenticate`). */
@@ -188,6 +190,8 @@ class ManagedProcess implements PlatformProcess {
   readonly url: string;
   private child: ChildProcess | undefined;
   private exit: Promise<void> = Promise.resolve();
+  /** The last lines the process wrote, quoted when it exits before it is ready. */
+  private readonly tail: string[] = [];
 
   constructor(
     readonly name: string,
@@ -204,8 +208,18 @@ class ManagedProcess implements PlatformProcess {
   start(): void {
     const child = spawn(process.execPath, [...this.nodeOptions, PLATFORM_MAIN], {
       env: { ...environmentWithoutSettings(), ...this.env, TARGET: this.target, PORT: String(this.port) },
-      stdio: ['ignore', this.output, this.output],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    for (const [stream, to] of [
+      [child.stdout, process.stdout],
+      [child.stderr, process.stderr],
+    ] as const) {
+      if (this.output === 'inherit') stream.pipe(to, { end: false });
+      createInterface({ input: stream }).on('line', (line) => {
+        this.tail.push(line);
+        if (this.tail.length > OUTPUT_TAIL_LINES) this.tail.shift();
+      });
+    }
     this.child = child;
     this.exit = new Promise((resolve) => child.once('exit', () => resolve()));
   }
@@ -224,6 +238,12 @@ class ManagedProcess implements PlatformProcess {
 
   exited(): Promise<void> {
     return this.exit;
+  }
+
+  /** How it ended, and the last lines it wrote. */
+  describeExit(): string {
+    const how = this.child?.signalCode ?? `code ${this.child?.exitCode}`;
+    return `${this.name} exited (${how}); its last lines:\n${this.tail.join('\n') || '(none)'}`;
   }
 
   async restart(): Promise<void> {
@@ -260,7 +280,7 @@ async function waitReady(url: string, members: readonly ManagedProcess[], timeou
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const exited = members.find((member) => !member.running());
-    if (exited) throw new Error(`platform process ${exited.name} exited before ${url} was ready`);
+    if (exited) throw new Error(`before ${url} was ready, platform process ${exited.describeExit()}`);
     try {
       const response = await fetch(`${url}/readyz`);
       if (response.ok) return;
