@@ -4,7 +4,7 @@ import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
 import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from '../bus.js';
 import { fromKafkaMessage } from './cloudevents.js';
-import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
+import { ensureTopics, onceTopicsAreKnown, topicOf, type TopicSettings } from './topics.js';
 
 /** How long subscribe waits for the consumer group to be joined before going on anyway. */
 const GROUP_JOIN_TIMEOUT_MS = 30_000;
@@ -44,7 +44,7 @@ export class KafkaBus implements Bus {
     const groupId = options.transient ? `${options.group}-${randomUUID()}` : options.group;
     const consumer = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
     await consumer.connect();
-    await consumer.subscribe({ topics, fromBeginning: true });
+    await onceTopicsAreKnown(() => consumer.subscribe({ topics, fromBeginning: true }));
     const logger = this.logger.child({ group: options.group });
     // Subscribed means assigned partitions: a service is not ready while it could still miss events.
     const joined = new Promise<boolean>((resolve) => {

@@ -64,6 +64,25 @@ export async function ensureTopics(
   }
 }
 
+/**
+ * Runs `attempt` again, every 200 ms for up to {@link LEADERS_TIMEOUT_MS}, while Kafka answers that a
+ * topic or partition is unknown: each broker learns of a new topic from the controller on its own
+ * time, so a consumer's metadata request right after {@link ensureTopics} may reach a broker that
+ * does not know it yet (the chaos run's projector failed its start that way on three brokers).
+ */
+export async function onceTopicsAreKnown<T>(attempt: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LEADERS_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > deadline)
+        throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
 /** Whether a createTopics failure (one error, or kafkajs's aggregate of several) only says "exists". */
 function onlyAlreadyExists(error: unknown): boolean {
   const nested = (error as { errors?: unknown }).errors;
