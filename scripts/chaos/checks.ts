@@ -82,10 +82,19 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       acknowledged: tally.acknowledged.length,
       events: events.length,
       retries: tally.retries,
+      ...writeLatencies(tally),
       replays: tally.replays,
     },
     examples: [...examples, ...tally.refused.slice(0, EXAMPLES)],
   };
+}
+
+/** The acknowledged writes' latencies (ms, retries included): median, 99th percentile, largest. */
+function writeLatencies(tally: WorkloadTally): Record<string, number> {
+  const sorted = tally.acknowledged.map((write) => write.ms).sort((a, b) => a - b);
+  const at = (quantile: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))] ?? 0;
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: sorted[sorted.length - 1] ?? 0 };
 }
 
 /** Searches agree with GETs, and both with what the writers last acknowledged, for every person. */

@@ -20,6 +20,8 @@ const GIVE_UP_MS = 180_000;
 export interface Acknowledged {
   readonly stream: string;
   readonly version: number;
+  /** From the first attempt to the answer, retries included. */
+  readonly ms: number;
 }
 
 /** What the writers did and saw. */
@@ -186,6 +188,7 @@ export class Writer {
     model: string,
   ): Promise<Written | undefined> {
     const request = `${method} ${path} ${JSON.stringify(body)}`;
+    const begun = Date.now();
     const answer = await this.client.send(this.tally, method, path, body, randomUUID());
     if (!answer) {
       this.tally.unanswered.push(request);
@@ -197,7 +200,8 @@ export class Writer {
       return undefined;
     }
     const record = answer.body.results as Written;
-    this.tally.acknowledged.push({ stream: `${model}-${record.id}`, version: record.version });
+    const ms = Date.now() - begun;
+    this.tally.acknowledged.push({ stream: `${model}-${record.id}`, version: record.version, ms });
     return record;
   }
 
