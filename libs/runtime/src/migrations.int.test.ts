@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createLogger } from './logger.js';
-import { migrate } from './migrations.js';
+import { IdempotencyStore } from './idempotency.js';
+import { migrate, schemaTransaction } from './migrations.js';
 import { createPool, type Pool } from './postgres.js';
 
 // A database of its own, made here rather than with @ofp/testing, which builds on this package.
@@ -58,5 +59,20 @@ describe('migrate', () => {
     expect(
       (await db.pool.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'half'")).rowCount,
     ).toBe(0);
+  });
+
+  it('lays out start-up tables once when replicas start at the same moment (schemaTransaction)', async () => {
+    // Without the lock, concurrent CREATE TABLE IF NOT EXISTS fails on pg_type's unique index (the
+    // chaos run's two dispatcher replicas, laying out their idempotency table).
+    await db.pool.query('CREATE SCHEMA starting');
+    const store = new IdempotencyStore(db.pool, 'starting.idempotency_keys');
+    const layOuts = await Promise.allSettled(
+      Array.from({ length: 8 }, () => schemaTransaction(db.pool, (client) => store.layOut(client))),
+    );
+    expect(layOuts.filter((result) => result.status === 'rejected')).toEqual([]);
+    const { rowCount } = await db.pool.query(
+      "SELECT 1 FROM information_schema.tables WHERE table_schema = 'starting' AND table_name = 'idempotency_keys'",
+    );
+    expect(rowCount).toBe(1);
   });
 });

@@ -1,9 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Pool } from './postgres.js';
+import { inTransaction, type Pool, type PoolClient } from './postgres.js';
 import type { Logger } from './logger.js';
 
 const FILE = /^(\d{3,})_[a-z0-9_]+\.sql$/;
+/** The lock that serializes schema changes across processes: migrations, and {@link schemaTransaction}. */
+const SCHEMA_LOCK = "hashtext('ofp:schema_migrations')";
 
 /**
  * Applies versioned plain-SQL migrations (`001_create_events.sql`, ...) from `directory`, each once
@@ -18,7 +20,7 @@ export async function migrate(
   const files = (await readdir(options.directory)).filter((f) => FILE.test(f)).sort();
   const client = await pool.connect();
   try {
-    await client.query("SELECT pg_advisory_lock(hashtext('ofp:schema_migrations'))");
+    await client.query(`SELECT pg_advisory_lock(${SCHEMA_LOCK})`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS public.schema_migrations (
          component text NOT NULL, version text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
@@ -49,7 +51,22 @@ export async function migrate(
       options.logger.info({ component: options.component, migration: file }, 'migration applied');
     }
   } finally {
-    await client.query("SELECT pg_advisory_unlock(hashtext('ofp:schema_migrations'))").catch(() => {});
+    await client.query(`SELECT pg_advisory_unlock(${SCHEMA_LOCK})`).catch(() => {});
     client.release();
   }
+}
+
+/**
+ * Runs schema changes that every start makes (`CREATE TABLE IF NOT EXISTS`, declared columns) in one
+ * transaction that holds the migrations' lock: `IF NOT EXISTS` does not make two such statements at the
+ * same moment safe (the loser fails on `pg_type`'s unique index), and replicas start together.
+ */
+export async function schemaTransaction(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<void>,
+): Promise<void> {
+  await inTransaction(pool, async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
+    await work(client);
+  });
 }

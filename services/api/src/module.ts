@@ -5,8 +5,8 @@ import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
-  inTransaction,
   migrate,
+  schemaTransaction,
   type Logger,
   type Module,
   type Pool,
@@ -58,7 +58,7 @@ const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'api.idempot
 
 export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {
   await migrate(pool, { component: 'api', directory: MIGRATIONS, logger });
-  await inTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
+  await schemaTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
 }
 
 /**

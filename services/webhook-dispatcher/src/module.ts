@@ -5,8 +5,8 @@ import { consumerModule, type Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
-  inTransaction,
   migrate,
+  schemaTransaction,
   type Logger,
   type Module,
   type Pool,
@@ -106,9 +106,9 @@ const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'webhooks.id
  * as columns.
  */
 export async function migrateWebhookDispatcher(pool: Pool, logger: Logger): Promise<void> {
-  await inTransaction(pool, layOutTables);
+  await schemaTransaction(pool, layOutTables);
   await migrate(pool, { component: 'webhook-dispatcher', directory: MIGRATIONS, logger });
-  await inTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
+  await schemaTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
 }
 
 /**
