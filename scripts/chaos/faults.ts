@@ -132,6 +132,8 @@ export class LagSampler {
   /** The lag now: outbox rows plus uncommitted events of every durable consumer group. */
   async lag(): Promise<number | undefined> {
     const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 1_000 });
+    // Postgres crashing mid-sample: the sample is lost (undefined), not the run.
+    client.on('error', () => {});
     try {
       await client.connect();
       const { rows } = await client.query<{ rows: number }>('SELECT count(*)::int AS rows FROM es.outbox');
