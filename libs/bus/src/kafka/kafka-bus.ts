@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchHandler, Kafka } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
 import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from '../bus.js';
@@ -42,51 +42,75 @@ export class KafkaBus implements Bus {
     }
     // A transient subscription is a consumer group of its own, read from the beginning every time.
     const groupId = options.transient ? `${options.group}-${randomUUID()}` : options.group;
-    const consumer = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
-    await consumer.connect();
-    await onceTopicsAreKnown(() => consumer.subscribe({ topics, fromBeginning: true }));
     const logger = this.logger.child({ group: options.group });
-    // Subscribed means assigned partitions: a service is not ready while it could still miss events.
-    const joined = new Promise<boolean>((resolve) => {
-      const remove = consumer.on(consumer.events.GROUP_JOIN, () => {
-        remove();
-        resolve(true);
-      });
-      setTimeout(() => resolve(false), GROUP_JOIN_TIMEOUT_MS).unref();
-    });
     let stopping = false;
     const progress = { topics, progressedAt: Date.now() };
     if (!options.transient) this.durable.set(options.group, progress);
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async (payload) => {
-        const { batch } = payload;
-        for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
-          const messages = batch.messages.slice(start, start + this.options.batchSize);
-          const events: StoredEvent[] = messages.map(fromKafkaMessage);
-          for (let failures = 0; ; failures++) {
-            if (stopping || !payload.isRunning() || payload.isStale()) return;
-            try {
-              await options.handle(events);
-              break;
-            } catch (error) {
-              logger.error(
-                { err: error, topic: batch.topic, partition: batch.partition, failures: failures + 1 },
-                'event handler failed; retrying',
-              );
-              await new Promise((resolve) => setTimeout(resolve, retryDelay(failures + 1)));
-              await payload.heartbeat();
-            }
+    const eachBatch: EachBatchHandler = async (payload) => {
+      const { batch } = payload;
+      for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
+        const messages = batch.messages.slice(start, start + this.options.batchSize);
+        const events: StoredEvent[] = messages.map(fromKafkaMessage);
+        for (let failures = 0; ; failures++) {
+          if (stopping || !payload.isRunning() || payload.isStale()) return;
+          try {
+            await options.handle(events);
+            break;
+          } catch (error) {
+            logger.error(
+              { err: error, topic: batch.topic, partition: batch.partition, failures: failures + 1 },
+              'event handler failed; retrying',
+            );
+            await new Promise((resolve) => setTimeout(resolve, retryDelay(failures + 1)));
+            await payload.heartbeat();
           }
-          const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
-          await commit(consumer, batch.topic, batch.partition, next);
-          progress.progressedAt = Date.now();
-          await payload.heartbeat();
         }
-      },
-    });
-    if (!(await joined))
+        const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
+        await commit(consumer, batch.topic, batch.partition, next);
+        progress.progressedAt = Date.now();
+        await payload.heartbeat();
+      }
+    };
+    let consumer: Consumer;
+    /** Connects a consumer of the group and runs it; resolves once it joined (true) or after the timeout. */
+    const run = async (): Promise<boolean> => {
+      const current = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
+      consumer = current;
+      // kafkajs restarts a consumer that crashed on a retriable error by itself, and leaves one that
+      // crashed on any other stopped for good: its group would sit empty while the process looks
+      // ready (the chaos run found the dispatcher's so after a broker and Postgres went down). That
+      // one is started again here, as a new consumer of the same group.
+      current.on(current.events.CRASH, ({ payload }) => {
+        if (payload.restart || stopping) return;
+        logger.error({ err: payload.error }, 'Kafka consumer stopped by an error; starting it again');
+        void restart();
+      });
+      // Subscribed means assigned partitions: a service is not ready while it could still miss events.
+      const joined = new Promise<boolean>((resolve) => {
+        const remove = current.on(current.events.GROUP_JOIN, () => {
+          remove();
+          resolve(true);
+        });
+        setTimeout(() => resolve(false), GROUP_JOIN_TIMEOUT_MS).unref();
+      });
+      await current.connect();
+      await onceTopicsAreKnown(() => current.subscribe({ topics, fromBeginning: true }));
+      await current.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+      return joined;
+    };
+    const restart = async (): Promise<void> => {
+      for (let failures = 1; !stopping; failures++) {
+        await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
+        try {
+          await consumer.disconnect();
+          if (!stopping) await run();
+          return;
+        } catch (error) {
+          logger.error({ err: error, failures }, 'starting the Kafka consumer again failed; retrying');
+        }
+      }
+    };
+    if (!(await run()))
       logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
     return {
       stop: async () => {
