@@ -56,8 +56,7 @@ const settle = async (check: () => boolean): Promise<void> => {
 describe('KafkaBus', () => {
   const logger = createLogger({ name: 'test', level: 'silent' });
   const topics = { prefix: 'ofp.events.', partitions: 6, replicationFactor: 1, create: true };
-
-  it('starts a consumer again, of the same group, when kafkajs leaves it stopped after a crash', async () => {
+  const subscribed = async () => {
     const { kafka, consumers } = fakeKafka();
     const bus = new KafkaBus(kafka, logger, { topics, batchSize: 10 });
     const subscription = await bus.subscribe({
@@ -65,6 +64,11 @@ describe('KafkaBus', () => {
       streamTypes: ['people'],
       handle: () => Promise.resolve(),
     });
+    return { consumers, subscription };
+  };
+
+  it('starts a consumer again, of the same group, when kafkajs leaves it stopped after a crash', async () => {
+    const { consumers, subscription } = await subscribed();
     consumers[0]!.crash(false);
     await settle(() => consumers.length === 2 && consumers[1]!.ran);
     expect(consumers.map(({ ran, disconnected }) => ({ ran, disconnected }))).toEqual([
@@ -76,13 +80,7 @@ describe('KafkaBus', () => {
   });
 
   it('leaves a consumer that kafkajs restarts itself alone', async () => {
-    const { kafka, consumers } = fakeKafka();
-    const bus = new KafkaBus(kafka, logger, { topics, batchSize: 10 });
-    const subscription = await bus.subscribe({
-      group: 'projector',
-      streamTypes: ['people'],
-      handle: () => Promise.resolve(),
-    });
+    const { consumers, subscription } = await subscribed();
     consumers[0]!.crash(true);
     await new Promise((r) => setTimeout(r, 500));
     expect(consumers).toHaveLength(1);
