@@ -12,7 +12,8 @@
  * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
  * Exits with 1 when a check fails. README, "Chaos run".
  */
-import { realpath, rm } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -107,11 +108,17 @@ try {
   log(`starting ${brokers} Kafka brokers`);
   const kafka = await startKafkaCluster({ cacheDir: CACHE_DIR, logger, nodes: brokers });
   cleanups.unshift(() => kafka.stop());
-  log(`Kafka at ${kafka.brokers.join(',')}; starting the platform`);
+  // The platform's own logs (warnings and errors) for when a check fails: which process said what.
+  await mkdir(join(CACHE_DIR, 'chaos'), { recursive: true });
+  const logFile = join(CACHE_DIR, 'chaos', `seed-${seed}.log`);
+  const output = createWriteStream(logFile);
+  cleanups.push(() => new Promise((resolve) => output.end(resolve)));
+  log(`Kafka at ${kafka.brokers.join(',')}; starting the platform (its logs: ${logFile})`);
   const platform = await startPlatform({
     databaseUrl,
     kafkaBrokers: kafka.brokers,
     replicas,
+    output,
     env: {
       ...UNLIMITED_RATE,
       KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
@@ -120,7 +127,8 @@ try {
     },
   });
   cleanups.unshift(() => platform.stop());
-  log(`platform: ${platform.members.map((member) => member.name).join(', ')}; api at ${platform.apiUrl}`);
+  const names = () => platform.members.map((member) => `${member.name} (pid ${member.pid()})`).join(', ');
+  log(`platform: ${names()}; api at ${platform.apiUrl}`);
 
   const integrator = await createIntegrator(platform, { name: 'Chaos' });
   const client = new ChaosClient({ auth: platform.authUrl, api: platform.apiUrl }, integrator);
@@ -174,6 +182,7 @@ try {
     try {
       await carryOut(fault, targets);
       outcome.restoredMs = Date.now() - started;
+      if (fault.kind === 'kill-replica') log(`platform: ${names()}`);
     } catch (error) {
       outcome.error = (error as Error).message;
       log(`fault ${fault.kind} ${fault.target} failed: ${outcome.error}`);

@@ -57,6 +57,8 @@ export const UNLIMITED_RATE: Readonly<Record<string, string>> = {
   RATE_LIMIT_REFILL_PER_SECOND: '1000000000',
 };
 
+export type PlatformOutput = 'inherit' | 'ignore' | NodeJS.WritableStream;
+
 export interface PlatformOptions {
   readonly databaseUrl: string;
   /** With brokers: the distributed shape, one process per service. Without: standalone, one process. */
@@ -68,8 +70,11 @@ export interface PlatformOptions {
   readonly replicas?: number;
   /** Extra environment for every process (LOG_LEVEL, KAFKA_TOPIC_PREFIX...). */
   readonly env?: Readonly<Record<string, string>>;
-  /** Where the processes' output goes (default: discarded unless TEST_LOG_LEVEL is set). */
-  readonly output?: 'inherit' | 'ignore';
+  /**
+   * Where the processes' output goes: this process's stdout and stderr, nowhere, or one stream (a log
+   * file). Default: nowhere unless TEST_LOG_LEVEL is set.
+   */
+  readonly output?: PlatformOutput;
   /** Options of the node runtime for every process (`--cpu-prof`, which NODE_OPTIONS may not carry). */
   readonly nodeOptions?: readonly string[];
 }
@@ -198,7 +203,7 @@ class ManagedProcess implements PlatformProcess {
     readonly target: string,
     private readonly port: number,
     private readonly env: Record<string, string>,
-    private readonly output: 'inherit' | 'ignore',
+    private readonly output: PlatformOutput,
     private readonly nodeOptions: readonly string[],
   ) {
     this.url = `http://localhost:${port}`;
@@ -215,6 +220,7 @@ class ManagedProcess implements PlatformProcess {
       [child.stderr, process.stderr],
     ] as const) {
       if (this.output === 'inherit') stream.pipe(to, { end: false });
+      else if (this.output !== 'ignore') stream.pipe(this.output, { end: false });
       createInterface({ input: stream }).on('line', (line) => {
         this.tail.push(line);
         if (this.tail.length > OUTPUT_TAIL_LINES) this.tail.shift();
