@@ -178,7 +178,8 @@ try {
   for (const fault of faults) {
     await sleep(Math.max(0, started + fault.atMs - Date.now()));
     log(`fault: ${fault.kind} ${fault.target} for ${fault.holdMs} ms`);
-    const outcome: FaultOutcome = { ...fault, maxLag: 0 };
+    // When it did start: a fault whose target was slow to come back delays the next one.
+    const outcome: FaultOutcome = { ...fault, atMs: Date.now() - started, maxLag: 0 };
     try {
       await carryOut(fault, targets);
       outcome.restoredMs = Date.now() - started;
