@@ -41,7 +41,7 @@ import {
   organizationEvents,
   type Check,
 } from './chaos/checks.js';
-import { LagSampler, carryOut, scheduleFaults, type FaultOutcome } from './chaos/faults.js';
+import { FAULT_KINDS, LagSampler, carryOut, scheduleFaults, type FaultOutcome } from './chaos/faults.js';
 import { ChaosClient, Writer, emptyTally } from './chaos/workload.js';
 
 const { values: args } = parseArgs({
@@ -177,6 +177,8 @@ try {
   const outcomes: FaultOutcome[] = [];
   for (const fault of faults) {
     await sleep(Math.max(0, started + fault.atMs - Date.now()));
+    // Slow restarts push the schedule back: once the workload is over, no fault but the first of each kind.
+    if (Date.now() >= stopAt && outcomes.length >= FAULT_KINDS.length) break;
     log(`fault: ${fault.kind} ${fault.target} for ${fault.holdMs} ms`);
     // When it did start: a fault whose target was slow to come back delays the next one.
     const outcome: FaultOutcome = { ...fault, atMs: Date.now() - started, maxLag: 0 };

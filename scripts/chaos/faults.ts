@@ -13,7 +13,12 @@ import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
 import type { KafkaNode, PlatformProcess } from '@ofp/testing';
 
 export type FaultKind = 'kill-replica' | 'pause-replica' | 'kill-broker' | 'restart-postgres';
-const KINDS: readonly FaultKind[] = ['kill-replica', 'pause-replica', 'kill-broker', 'restart-postgres'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'kill-replica',
+  'pause-replica',
+  'kill-broker',
+  'restart-postgres',
+];
 
 /** kafkajs's default consumer session timeout: a replica paused longer is taken out of its groups. */
 const SESSION_TIMEOUT_MS = 30_000;
@@ -50,7 +55,7 @@ export function scheduleFaults(
   brokers: readonly number[],
 ): Fault[] {
   const pick = <T>(items: readonly T[]): T => items[uniformInt(random, 0, items.length - 1)]!;
-  const firsts = [...KINDS];
+  const firsts = [...FAULT_KINDS];
   for (let i = firsts.length - 1; i > 0; i--) {
     const j = uniformInt(random, 0, i);
     [firsts[i], firsts[j]] = [firsts[j]!, firsts[i]!];
@@ -59,7 +64,7 @@ export function scheduleFaults(
   const faults: Fault[] = [];
   let at = 10_000;
   for (;;) {
-    const kind = firsts.shift() ?? pick(KINDS);
+    const kind = firsts.shift() ?? pick(FAULT_KINDS);
     const fault: Fault =
       kind === 'kill-replica'
         ? { kind, atMs: at, target: pick(replicas), holdMs: uniformInt(random, 1_000, 5_000) }
@@ -76,7 +81,7 @@ export function scheduleFaults(
     if (
       fault.atMs + fault.holdMs > durationMs - 5_000 &&
       firsts.length === 0 &&
-      faults.length >= KINDS.length
+      faults.length >= FAULT_KINDS.length
     )
       return faults;
     faults.push(fault);
