@@ -87,6 +87,17 @@ async function removeCluster(dataDir: string): Promise<void> {
 }
 
 let failed = false;
+// Ctrl-C or a supervisor's SIGTERM: stop everything this run started (the platform's processes would
+// otherwise outlive it), then exit.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping everything`);
+    void (async () => {
+      for (const cleanup of cleanups) await cleanup().catch(() => {});
+      process.exit(130);
+    })();
+  });
+}
 try {
   const dataDir = join(CACHE_DIR, 'chaos-postgres');
   await removeCluster(dataDir);

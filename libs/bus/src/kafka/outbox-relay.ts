@@ -49,14 +49,16 @@ export class OutboxRelay implements Module {
   }
 
   async start(): Promise<void> {
-    // maxInFlightRequests 1 keeps a partition's messages in order across retries; idempotence (a
-    // producer id and sequence numbers the broker checks) keeps a retry after a lost acknowledgement,
-    // such as a partition leader dying mid-request, from writing the batch twice. kafkajs then retries
-    // without limit: a cluster that is down holds the relay back, and the events wait in the outbox.
+    // No retries inside kafkajs: its retry of a batch skips every broker that answered the first
+    // attempt, so the messages of a partition whose leader died and moved to such a broker are never
+    // sent, and the batch still resolves (kafkajs 2.2.4, producer/sendMessages.js; the chaos run lost
+    // an event so when it killed a broker). A failed batch fails here, stays in the outbox and is
+    // sent again whole; consumers deduplicate on ce_id (API.md §9). kafkajs's idempotent producer
+    // needs its own retries, so it is off. One request in flight keeps each partition in order.
     this.producer = this.kafka.producer({
-      idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
+      retry: { retries: 0 },
     });
     await this.producer.connect();
     this.running = true;
