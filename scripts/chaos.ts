@@ -160,7 +160,10 @@ try {
   await admin.connect();
   cleanups.unshift(() => admin.disconnect());
   const started = Date.now();
-  const sampler = new LagSampler(databaseUrl, admin, TOPIC_PREFIX, started);
+  // One pool for the lag samples and the checks: a sample every 500 ms reuses its connection.
+  const pool = createPool({ connectionString: databaseUrl, applicationName: 'chaos-checks', max: 4 });
+  cleanups.unshift(() => pool.end());
+  const sampler = new LagSampler(pool, admin, TOPIC_PREFIX, started);
   cleanups.unshift(() => sampler.stop());
   const faults = scheduleFaults(
     random,
@@ -219,8 +222,6 @@ try {
   // Everything back up: a fault that failed to restore its target is reported, not left behind.
   for (const member of platform.members) if (!member.running()) await member.restart();
   for (const node of kafka.nodes) if (!node.running()) await node.restart();
-  const pool = createPool({ connectionString: databaseUrl, applicationName: 'chaos-checks', max: 4 });
-  cleanups.unshift(() => pool.end());
   const orgId = integrator.organizationId;
   const quietFrom = Date.now();
   let events: Awaited<ReturnType<typeof organizationEvents>>;

@@ -7,9 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin } from 'kafkajs';
-import pg from 'pg';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import type { Pool } from '@ofp/runtime';
 import type { KafkaNode, PlatformProcess } from '@ofp/testing';
 
 export type FaultKind = 'kill-replica' | 'pause-replica' | 'kill-broker' | 'restart-postgres';
@@ -106,7 +106,7 @@ export class LagSampler {
   private readonly loop: Promise<void>;
 
   constructor(
-    private readonly databaseUrl: string,
+    private readonly pool: Pool,
     private readonly admin: Admin,
     private readonly topicPrefix: string,
     private readonly started: number,
@@ -136,17 +136,12 @@ export class LagSampler {
 
   /** The lag now: outbox rows plus uncommitted events of every durable consumer group. */
   async lag(): Promise<number | undefined> {
-    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 1_000 });
-    // Postgres crashing mid-sample: the sample is lost (undefined), not the run.
-    client.on('error', () => {});
     try {
-      await client.connect();
-      const { rows } = await client.query<{ rows: number }>('SELECT count(*)::int AS rows FROM es.outbox');
+      // A sample taken while Postgres or a broker is down is lost (undefined), not the run.
+      const { rows } = await this.pool.query<{ rows: number }>('SELECT count(*)::int AS rows FROM es.outbox');
       return rows[0]!.rows + (await this.consumerLag());
     } catch {
       return undefined;
-    } finally {
-      await client.end().catch(() => {});
     }
   }
 
