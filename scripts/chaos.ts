@@ -117,7 +117,15 @@ try {
   const databaseUrl = url.toString();
 
   log(`starting ${brokers} Kafka brokers`);
-  const kafka = await startKafkaCluster({ cacheDir: CACHE_DIR, logger, nodes: brokers });
+  const kafka = await startKafkaCluster({
+    cacheDir: CACHE_DIR,
+    logger,
+    nodes: brokers,
+    // A restarted broker takes its preferred leaderships back within seconds, not at Kafka's next
+    // five-minute check: the coordination of consumer groups then moves between two live brokers
+    // during the run as well, not only away from a killed one.
+    settings: { 'leader.imbalance.check.interval.seconds': '1' },
+  });
   cleanups.unshift(() => kafka.stop());
   // The platform's own logs (warnings and errors) for when a check fails: which process said what.
   await mkdir(join(CACHE_DIR, 'chaos'), { recursive: true });

@@ -59,6 +59,8 @@ export interface KafkaClusterOptions {
   logger: Logger;
   /** How many nodes, each a broker and a controller: 3 for a cluster that keeps a majority without one. */
   nodes: number;
+  /** server.properties of every node over the harness's own, e.g. how often leadership is rebalanced. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /** One node of a {@link RunningKafkaCluster}, which a chaos test may kill and start again. */
@@ -249,7 +251,7 @@ async function launchCluster(
     const uuid = clusterId();
     await Promise.all(
       layout.map(async (node) => {
-        let settings = brokerConfig(node, layout, join(nodeDir(node), 'data'));
+        let settings = { ...brokerConfig(node, layout, join(nodeDir(node), 'data')), ...options.settings };
         if (secure && node.securePort)
           settings = { ...settings, ...saslSslConfig(settings, secure, node.securePort, dir) };
         await mkdir(nodeDir(node));

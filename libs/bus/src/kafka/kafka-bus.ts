@@ -66,7 +66,15 @@ export class KafkaBus implements Bus {
           }
         }
         const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
-        await commit(consumer, batch.topic, batch.partition, next);
+        // The batch's own commit, not consumer.commitOffsets: that one retries a failed commit five
+        // times to the same broker, and kafkajs keeps the broker that coordinated the group when it
+        // joined. Once the coordination moved (a broker died, or took its partitions back), every
+        // commit went to a broker that answers "not the coordinator", and the consumer's own retries
+        // around those made a group commit nothing for minutes. Failing at once, the error reaches
+        // kafkajs's runner, which joins the group again through its current coordinator.
+        await payload.commitOffsetsIfNecessary({
+          topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
+        });
         progress.progressedAt = Date.now();
         await payload.heartbeat();
       }
@@ -162,8 +170,4 @@ export class KafkaBus implements Bus {
     this.admin = undefined;
     if (admin) await (await admin).disconnect();
   }
-}
-
-async function commit(consumer: Consumer, topic: string, partition: number, offset: string): Promise<void> {
-  await consumer.commitOffsets([{ topic, partition, offset }]);
 }

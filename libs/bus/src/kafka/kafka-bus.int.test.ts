@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { StoredEvent } from '@ofp/event-store';
+import { CACHE_DIR, startKafkaCluster, testLogger, type RunningKafkaCluster } from '@ofp/testing';
+import type { Subscription } from '../bus.js';
+import { toKafkaMessage } from './cloudevents.js';
+import { KafkaBus } from './kafka-bus.js';
+import { topicOf } from './topics.js';
+
+const STREAM_TYPE = 'things';
+const PER_PHASE = 30;
+
+/**
+ * The node that coordinates a consumer group: the leader of its partition of `__consumer_offsets`,
+ * `abs(groupId.hashCode()) % partitions` as the brokers compute it (Java's String.hashCode).
+ */
+async function coordinatorOf(admin: Admin, groupId: string): Promise<number> {
+  let hash = 0;
+  for (let i = 0; i < groupId.length; i++) hash = (Math.imul(hash, 31) + groupId.charCodeAt(i)) | 0;
+  const [offsets] = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics;
+  const partition = (hash === -0x80000000 ? 0 : Math.abs(hash)) % offsets!.partitions.length;
+  return offsets!.partitions.find((each) => each.partitionId === partition)!.leader;
+}
+
+async function until<T>(
+  what: string,
+  timeoutMs: number,
+  state: () => object,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline)
+      throw new Error(`not within ${timeoutMs} ms: ${what} (${JSON.stringify(state())})`);
+    await sleep(250);
+  }
+}
+
+describe('KafkaBus on a three-node cluster', () => {
+  let cluster: RunningKafkaCluster;
+  let bus: KafkaBus;
+  let subscription: Subscription | undefined;
+  afterAll(async () => {
+    await subscription?.stop();
+    await bus?.close();
+    await cluster?.stop();
+  });
+
+  // The chaos run found a consumer group that handled nothing for two minutes after its coordinator
+  // moved: kafkajs kept sending commits to the broker that had been the coordinator ("This is not the
+  // correct coordinator for this group"), retrying each inside its own retries, until the consumer
+  // crashed and started again.
+  it('commits again within seconds when its group coordinator dies and when the coordination moves back', async () => {
+    cluster = await startKafkaCluster({
+      cacheDir: CACHE_DIR,
+      logger: testLogger('kafka-bus-cluster-test'),
+      nodes: 3,
+      // The preferred leaders take their partitions back within a second of being in sync again,
+      // rather than at the next of Kafka's five-minute checks: the coordination moves while the
+      // consumer is connected to both brokers.
+      settings: { 'leader.imbalance.check.interval.seconds': '1' },
+    });
+    const kafka = new Kafka({
+      clientId: 'kafka-bus-test',
+      brokers: cluster.brokers,
+      logLevel: logLevel.NOTHING,
+    });
+    const topics = {
+      prefix: `test.${randomUUID().slice(0, 8)}.`,
+      partitions: 3,
+      replicationFactor: 3,
+      create: true,
+    };
+    const group = `kafka-bus-test-${randomUUID()}`;
+    bus = new KafkaBus(kafka, testLogger('kafka-bus'), { topics, batchSize: 10 });
+    const handled = new Set<string>();
+    subscription = await bus.subscribe({
+      group,
+      streamTypes: [STREAM_TYPE],
+      handle: async (events) => {
+        for (const event of events) handled.add(event.eventId);
+      },
+    });
+    const admin = kafka.admin();
+    const producer = kafka.producer({ retry: { retries: 20, maxRetryTime: 2_000 } });
+    await admin.connect();
+    await producer.connect();
+    const sent: string[] = [];
+    /** Sends a phase's events; resolves with how long the group took to handle and commit them all. */
+    const phase = async (name: string, timeoutMs: number): Promise<number> => {
+      const started = Date.now();
+      for (let i = 0; i < PER_PHASE; i++) {
+        const event: StoredEvent = {
+          eventId: `${name}-${i}`,
+          streamId: `thing-${i % 5}`,
+          streamType: STREAM_TYPE,
+          version: sent.length + 1,
+          type: 'thing.changed',
+          orgId: 1,
+          data: { i },
+          metadata: {},
+          recordedAt: new Date(),
+          position: { transactionId: '1', position: sent.length },
+        };
+        await producer.send({
+          topic: topicOf(topics, STREAM_TYPE),
+          acks: -1,
+          messages: [toKafkaMessage(event)],
+        });
+        sent.push(event.eventId);
+      }
+      let state = {};
+      await until(
+        `${name}: every event handled and committed`,
+        timeoutMs,
+        () => state,
+        async () => {
+          const [lag] = await bus.lag();
+          state = { unhandled: sent.filter((id) => !handled.has(id)).length, lag: lag?.events };
+          return sent.every((id) => handled.has(id)) && lag?.events === 0 ? true : undefined;
+        },
+      );
+      return Date.now() - started;
+    };
+    try {
+      await phase('before', 30_000);
+      const id = await coordinatorOf(admin, group);
+      const victim = cluster.nodes.find((node) => node.id === id)!;
+      await victim.kill();
+      const afterKill = await phase('coordinator killed', 60_000);
+      await victim.restart();
+      // Back in sync, the node leads its partitions again, the coordination of the group with them.
+      await until(
+        'the coordination back on the restarted node',
+        60_000,
+        () => ({}),
+        async () => ((await coordinatorOf(admin, group)) === id ? true : undefined),
+      );
+      const afterMove = await phase('coordination moved back', 20_000);
+      process.stdout.write(`caught up ${afterKill} ms after the kill, ${afterMove} ms after the move\n`);
+    } finally {
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  }, 300_000);
+});
