@@ -8,6 +8,7 @@
  *   npm run chaos                                  150 s of faults, a seed drawn at random
  *   npm run chaos -- --seed 42 --duration 600      the same schedule again, for longer
  *   npm run chaos -- --replicas 3 --brokers 3 --writers 8
+ *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
  *
  * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
  * Exits with 1 when a check fails. README, "Chaos run".
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     replicas: { type: 'string', default: '2' },
     brokers: { type: 'string', default: '3' },
     writers: { type: 'string', default: '6' },
+    'session-timeout': { type: 'string', default: '30' },
   },
 });
 const positive = (name: keyof typeof args, value: string | undefined): number => {
@@ -66,13 +68,15 @@ const durationMs = positive('duration', args.duration) * 1000;
 const replicas = positive('replicas', args.replicas);
 const brokers = positive('brokers', args.brokers);
 const writerCount = positive('writers', args.writers);
+/** The consumers' KAFKA_SESSION_TIMEOUT_MS; a pause outlasts it. */
+const sessionTimeoutMs = positive('session-timeout', args['session-timeout']) * 1000;
 const TOPIC_PREFIX = 'chaos.';
 /** How long the platform may take to be quiet once the faults are over. */
 const QUIET_TIMEOUT_MS = 240_000;
 
 const log = (line: string): void => console.log(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
 log(
-  `seed ${seed}: ${durationMs / 1000} s of faults, ${replicas} replicas of every service, ${brokers} brokers, ${writerCount} writers`,
+  `seed ${seed}: ${durationMs / 1000} s of faults, ${replicas} replicas of every service, ${brokers} brokers, ${writerCount} writers, session timeout ${sessionTimeoutMs / 1000} s`,
 );
 const random = xoroshiro128plus(seed);
 const logger = pino({ name: 'chaos', level: process.env.CHAOS_LOG_LEVEL ?? 'warn' });
@@ -143,6 +147,7 @@ try {
       KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
       KAFKA_REPLICATION_FACTOR: String(Math.min(3, brokers)),
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      KAFKA_SESSION_TIMEOUT_MS: String(sessionTimeoutMs),
     },
   });
   cleanups.unshift(() => platform.stop());
@@ -178,6 +183,7 @@ try {
     durationMs,
     platform.members.map((member) => member.name),
     kafka.nodes.map((node) => node.id),
+    sessionTimeoutMs,
   );
   log(
     `schedule: ${faults.map((f) => `${f.atMs / 1000}s ${f.kind} ${f.target} (${f.holdMs} ms)`).join('; ')}`,

@@ -150,7 +150,11 @@ export async function runPlatform(
   let readers: Pool | undefined;
   let bus: Bus;
   if (kafka) {
-    bus = new KafkaBus(kafka, logger, { topics: topicsOf(config), batchSize: 500 });
+    bus = new KafkaBus(kafka, logger, {
+      topics: topicsOf(config),
+      batchSize: 500,
+      sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+    });
   } else {
     readers = createPool({
       connectionString: database.url,

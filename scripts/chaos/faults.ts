@@ -20,9 +20,6 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'restart-postgres',
 ];
 
-/** kafkajs's default consumer session timeout: a replica paused longer is taken out of its groups. */
-const SESSION_TIMEOUT_MS = 30_000;
-
 export interface Fault {
   readonly kind: FaultKind;
   /** When it starts, from the start of the workload. */
@@ -46,13 +43,15 @@ export interface FaultOutcome extends Fault {
 
 /**
  * The faults of a run of `durationMs`: every kind once in an order drawn from the seed, then kinds
- * drawn from it, each after a quiet gap of 5 to 10 s, until the run's end is near.
+ * drawn from it, each after a quiet gap of 5 to 10 s, until the run's end is near. A pause outlasts the
+ * consumers' session timeout by 3 to 8 s, so that their groups take the paused replica out.
  */
 export function scheduleFaults(
   random: RandomGenerator,
   durationMs: number,
   replicas: readonly string[],
   brokers: readonly number[],
+  sessionTimeoutMs: number,
 ): Fault[] {
   const pick = <T>(items: readonly T[]): T => items[uniformInt(random, 0, items.length - 1)]!;
   const firsts = [...FAULT_KINDS];
@@ -73,7 +72,7 @@ export function scheduleFaults(
               kind,
               atMs: at,
               target: pick(consumers),
-              holdMs: SESSION_TIMEOUT_MS + uniformInt(random, 3_000, 8_000),
+              holdMs: sessionTimeoutMs + uniformInt(random, 3_000, 8_000),
             }
           : kind === 'kill-broker'
             ? { kind, atMs: at, target: String(pick(brokers)), holdMs: uniformInt(random, 8_000, 20_000) }

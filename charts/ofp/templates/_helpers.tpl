@@ -229,6 +229,7 @@ KAFKA_TOPIC_PREFIX: {{ .Values.kafka.topicPrefix | quote }}
 KAFKA_TOPIC_PARTITIONS: {{ .Values.kafka.topicPartitions | toString | quote }}
 KAFKA_REPLICATION_FACTOR: {{ .Values.kafka.replicationFactor | toString | quote }}
 KAFKA_CREATE_TOPICS: {{ and .Values.kafka.createTopics (not .Values.strimzi.kafkaTopics.enabled) | toString | quote }}
+KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
 DATABASE_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
 READ_YOUR_WRITES_TIMEOUT_MS: {{ .Values.readYourWritesTimeoutMs | toString | quote }}
 WEBHOOK_ALLOW_PRIVATE_TARGETS: {{ .Values.webhookAllowPrivateTargets | toString | quote }}

@@ -20,6 +20,12 @@ export const kafkaConfigShape = {
   KAFKA_REPLICATION_FACTOR: env.positiveInt(1),
   /** false: the topics must exist (CREATE on the cluster is rarely granted); checked at start. */
   KAFKA_CREATE_TOPICS: env.boolean(true),
+  /**
+   * How long a consumer may go without a heartbeat before its group hands its partitions to the other
+   * replicas: how long a dead or frozen replica's share of the events waits. kafkajs heartbeats between
+   * batches, so it must be longer than the slowest batch. The brokers' bounds by default: 6 s to 30 min.
+   */
+  KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).max(1_800_000).default(30_000),
   KAFKA_SSL: env.boolean(false),
   /** PEM file of the CA(s) that signed the brokers' certificates; unset: the system's CAs. */
   KAFKA_SSL_CA_FILE: z.string().min(1).optional(),

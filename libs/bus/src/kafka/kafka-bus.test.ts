@@ -8,7 +8,12 @@ import { KafkaBus } from './kafka-bus.js';
  * restarts one whose error is retriable and leaves any other stopped.
  */
 function fakeKafka() {
-  const consumers: { crash: (restart: boolean) => void; ran: boolean; disconnected: boolean }[] = [];
+  const consumers: {
+    config: unknown;
+    crash: (restart: boolean) => void;
+    ran: boolean;
+    disconnected: boolean;
+  }[] = [];
   const kafka = {
     admin: () => ({
       connect: () => Promise.resolve(),
@@ -17,9 +22,10 @@ function fakeKafka() {
       fetchTopicMetadata: () =>
         Promise.resolve({ topics: [{ name: 'ofp.events.people', partitions: [{ leader: 1 }] }] }),
     }),
-    consumer: () => {
+    consumer: (config: unknown) => {
       const listeners = new Map<string, (event: unknown) => void>();
       const state = {
+        config,
         ran: false,
         disconnected: false,
         crash: (restart: boolean) =>
@@ -56,9 +62,13 @@ const settle = async (check: () => boolean): Promise<void> => {
 describe('KafkaBus', () => {
   const logger = createLogger({ name: 'test', level: 'silent' });
   const topics = { prefix: 'ofp.events.', partitions: 6, replicationFactor: 1, create: true };
-  const subscribed = async () => {
+  const subscribed = async (sessionTimeoutMs?: number) => {
     const { kafka, consumers } = fakeKafka();
-    const bus = new KafkaBus(kafka, logger, { topics, batchSize: 10 });
+    const bus = new KafkaBus(kafka, logger, {
+      topics,
+      batchSize: 10,
+      ...(sessionTimeoutMs ? { sessionTimeoutMs } : {}),
+    });
     const subscription = await bus.subscribe({
       group: 'projector',
       streamTypes: ['people'],
@@ -84,6 +94,18 @@ describe('KafkaBus', () => {
     consumers[0]!.crash(true);
     await new Promise((r) => setTimeout(r, 500));
     expect(consumers).toHaveLength(1);
+    await subscription.stop();
+  });
+
+  it('gives its consumers the session timeout, heartbeating ten times per session', async () => {
+    const { consumers, subscription } = await subscribed(10_000);
+    expect(consumers[0]!.config).toEqual({
+      groupId: 'projector',
+      allowAutoTopicCreation: false,
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1_000,
+      rebalanceTimeout: 60_000,
+    });
     await subscription.stop();
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, Consumer, EachBatchHandler, Kafka } from 'kafkajs';
+import type { Admin, Consumer, ConsumerConfig, EachBatchHandler, Kafka } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
 import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from '../bus.js';
@@ -13,6 +13,8 @@ export interface KafkaBusOptions {
   readonly topics: TopicSettings;
   /** Most events handed to a handler at once. */
   readonly batchSize: number;
+  /** KAFKA_SESSION_TIMEOUT_MS; kafkajs's default, 30 s, when not given. */
+  readonly sessionTimeoutMs?: number;
 }
 
 /**
@@ -24,12 +26,25 @@ export class KafkaBus implements Bus {
   /** Durable groups of this process: their topics, and when they last handled a batch. */
   private readonly durable = new Map<string, { topics: string[]; progressedAt: number }>();
   private admin: Promise<Admin> | undefined;
+  /** The consumers' session: heartbeats ten times per timeout, as kafkajs's defaults (30 s, 3 s) do. */
+  private readonly membership: Pick<
+    ConsumerConfig,
+    'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout'
+  >;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly logger: Logger,
     private readonly options: KafkaBusOptions,
-  ) {}
+  ) {
+    const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
+    this.membership = {
+      sessionTimeout,
+      heartbeatInterval: Math.round(sessionTimeout / 10),
+      // How long a rebalance waits for the members to join again: never less than a session.
+      rebalanceTimeout: Math.max(60_000, sessionTimeout),
+    };
+  }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     const topics = options.streamTypes.map((t) => topicOf(this.options.topics, t));
@@ -82,7 +97,7 @@ export class KafkaBus implements Bus {
     let consumer: Consumer;
     /** Connects a consumer of the group and runs it; resolves once it joined (true) or after the timeout. */
     const run = async (): Promise<boolean> => {
-      const current = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
+      const current = this.kafka.consumer({ groupId, allowAutoTopicCreation: false, ...this.membership });
       consumer = current;
       // kafkajs restarts a consumer that crashed on a retriable error by itself, and leaves one that
       // crashed on any other stopped for good: its group would sit empty while the process looks
