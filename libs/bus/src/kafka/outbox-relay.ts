@@ -49,20 +49,28 @@ export class OutboxRelay implements Module {
   }
 
   async start(): Promise<void> {
-    // No retries inside kafkajs: its retry of a batch skips every broker that answered the first
-    // attempt, so the messages of a partition whose leader died and moved to such a broker are never
-    // sent, and the batch still resolves (kafkajs 2.2.4, producer/sendMessages.js; the chaos run lost
-    // an event so when it killed a broker). A failed batch fails here, stays in the outbox and is
-    // sent again whole; consumers deduplicate on ce_id (API.md §9). kafkajs's idempotent producer
-    // needs its own retries, so it is off. One request in flight keeps each partition in order.
-    this.producer = this.kafka.producer({
+    this.producer = await this.connectedProducer();
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /**
+   * No retries inside kafkajs: its retry of a batch skips every broker that answered the first
+   * attempt, so the messages of a partition whose leader died and moved to such a broker are never
+   * sent, and the batch still resolves (kafkajs 2.2.4, producer/sendMessages.js; the chaos run lost
+   * an event so when it killed a broker). A failed batch fails here, stays in the outbox and is sent
+   * again whole, by a new producer (see run()); consumers deduplicate on ce_id (API.md §9). kafkajs's
+   * idempotent producer needs its own retries, so it is off. One request in flight keeps each
+   * partition in order.
+   */
+  private async connectedProducer(): Promise<Producer> {
+    const producer = this.kafka.producer({
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
       retry: { retries: 0 },
     });
-    await this.producer.connect();
-    this.running = true;
-    this.loop = this.run();
+    await producer.connect();
+    return producer;
   }
 
   /** Connected and relaying, or standing by for the lock. */
@@ -90,12 +98,20 @@ export class OutboxRelay implements Module {
           }
           this.logger.info('outbox relay is the leader');
         }
+        this.producer ??= await this.connectedProducer();
         const published = await this.publishBatch();
         failures = 0;
         if (published === 0) await this.wakeup.wait(this.options.pollIntervalMs);
       } catch (error) {
         failures++;
         this.logger.error({ err: error, failures }, 'outbox relay failed; retrying');
+        // The next attempt with a new producer: kafkajs reloads the cluster's metadata after some
+        // failed sends only. After a request that timed out (a broker that hangs rather than refusing
+        // connections) it went on sending the partition to that broker, though another led it, until
+        // its metadata aged out (5 minutes).
+        const failed = this.producer;
+        this.producer = undefined;
+        await failed?.disconnect().catch(() => {});
         await this.releaseLock();
         await this.wakeup.wait(retryDelay(failures));
       }
