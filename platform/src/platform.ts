@@ -154,6 +154,7 @@ export async function runPlatform(
       topics: topicsOf(config),
       batchSize: 500,
       sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+      onRequestTimeout: (broker) => kafkaClient.timedOut(broker),
     });
   } else {
     readers = createPool({

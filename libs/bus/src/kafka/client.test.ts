@@ -1,14 +1,28 @@
+import { jest } from '@jest/globals';
 import { Kafka } from 'kafkajs';
 import { z } from 'zod';
 import { StartupError } from '@ofp/runtime';
-import { kafkaConfigShape, kafkaSettingsIssues, kafkaStartupError, type KafkaClient } from './client.js';
+import {
+  createKafkaClient,
+  kafkaConfigShape,
+  kafkaSettingsIssues,
+  kafkaStartupError,
+  SUSPECT_MS,
+  type KafkaClient,
+} from './client.js';
 
 const parse = (env: Record<string, string>) => z.object(kafkaConfigShape).parse(env);
 
 function client(env: Record<string, string>): KafkaClient {
   const settings = parse({ KAFKA_BROKERS: 'kafka-0:9093,kafka-1:9093', ...env });
   const config = { brokers: ['kafka-0:9093'] };
-  return { kafka: new Kafka(config), config, settings, brokers: settings.KAFKA_BROKERS ?? [] };
+  return {
+    kafka: new Kafka(config),
+    config,
+    settings,
+    brokers: settings.KAFKA_BROKERS ?? [],
+    timedOut: () => {},
+  };
 }
 
 describe('Kafka settings', () => {
@@ -116,5 +130,25 @@ describe('a failed Kafka connection at start', () => {
       'KAFKA_BROKERS=kafka-0:9093,kafka-1:9093: cannot use the Kafka cluster: ECONNREFUSED 10.0.0.1:9093; if its listener uses TLS, set KAFKA_SSL=true',
     );
     expect(error.message).not.toContain('\n');
+  });
+});
+
+describe('the bootstrap list', () => {
+  it('puts a broker that left a request unanswered last, and only for a while', async () => {
+    const { config, timedOut } = await createKafkaClient(
+      parse({ KAFKA_BROKERS: 'kafka-0:9092,kafka-1:9092,kafka-2:9092' }),
+      'test',
+    );
+    const bootstrap = config.brokers as () => string[];
+    expect(bootstrap()).toEqual(['kafka-0:9092', 'kafka-1:9092', 'kafka-2:9092']);
+    jest.useFakeTimers({ now: Date.now() });
+    try {
+      timedOut('kafka-0:9092');
+      expect(bootstrap()).toEqual(['kafka-1:9092', 'kafka-2:9092', 'kafka-0:9092']);
+      jest.advanceTimersByTime(SUSPECT_MS);
+      expect(bootstrap()).toEqual(['kafka-0:9092', 'kafka-1:9092', 'kafka-2:9092']);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

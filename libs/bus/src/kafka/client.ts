@@ -79,7 +79,15 @@ export interface KafkaClient {
   readonly config: KafkaConfig;
   readonly settings: KafkaSettings;
   readonly brokers: readonly string[];
+  /**
+   * Reports a broker that left a request unanswered (kafkajs's REQUEST_TIMEOUT): new connections of
+   * this client bootstrap from the other brokers first for {@link SUSPECT_MS}.
+   */
+  timedOut(broker: string): void;
 }
+
+/** How long a broker that left a request unanswered goes last in the bootstrap list. */
+export const SUSPECT_MS = 120_000;
 
 /**
  * The kafkajs client of a process, its TLS material and SASL password read from their files now:
@@ -88,7 +96,13 @@ export interface KafkaClient {
  */
 export async function createKafkaClient(settings: KafkaSettings, clientId: string): Promise<KafkaClient> {
   const brokers = settings.KAFKA_BROKERS ?? [];
-  const config: KafkaConfig = { clientId, brokers, logLevel: logLevel.WARN };
+  // kafkajs bootstraps every new consumer, producer and admin from the first broker of the list. A
+  // broker that hangs (its connections open, its answers never coming) there would make each of them
+  // wait out a request timeout before trying the next one.
+  const timedOutAt = new Map<string, number>();
+  const suspect = (broker: string) => Date.now() - (timedOutAt.get(broker) ?? -Infinity) < SUSPECT_MS;
+  const bootstrap = () => [...brokers.filter((b) => !suspect(b)), ...brokers.filter(suspect)];
+  const config: KafkaConfig = { clientId, brokers: bootstrap, logLevel: logLevel.WARN };
   if (settings.KAFKA_SSL) config.ssl = await tlsMaterial(settings);
   if (settings.KAFKA_SASL_MECHANISM) {
     const password =
@@ -104,7 +118,13 @@ export async function createKafkaClient(settings: KafkaSettings, clientId: strin
       password,
     } as SASLOptions;
   }
-  return { kafka: new Kafka(config), config, settings, brokers };
+  return {
+    kafka: new Kafka(config),
+    config,
+    settings,
+    brokers,
+    timedOut: (broker) => void timedOutAt.set(broker, Date.now()),
+  };
 }
 
 async function readSetting(setting: string, path: string): Promise<string> {

@@ -4,6 +4,8 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import { CACHE_DIR, startKafkaCluster, testLogger, type RunningKafkaCluster } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
+import { z } from 'zod';
+import { createKafkaClient, kafkaConfigShape } from './client.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
 import { topicOf } from './topics.js';
@@ -21,6 +23,21 @@ async function coordinatorOf(admin: Admin, groupId: string): Promise<number> {
   const [offsets] = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics;
   const partition = (hash === -0x80000000 ? 0 : Math.abs(hash)) % offsets!.partitions.length;
   return offsets!.partitions.find((each) => each.partitionId === partition)!.leader;
+}
+
+function eventOf(eventId: string, index: number): StoredEvent {
+  return {
+    eventId,
+    streamId: `thing-${index % 5}`,
+    streamType: STREAM_TYPE,
+    version: index + 1,
+    type: 'thing.changed',
+    orgId: 1,
+    data: { index },
+    metadata: {},
+    recordedAt: new Date(),
+    position: { transactionId: '1', position: index },
+  };
 }
 
 async function until<T>(
@@ -93,18 +110,7 @@ describe('KafkaBus on a three-node cluster', () => {
     const phase = async (name: string, timeoutMs: number): Promise<number> => {
       const started = Date.now();
       for (let i = 0; i < PER_PHASE; i++) {
-        const event: StoredEvent = {
-          eventId: `${name}-${i}`,
-          streamId: `thing-${i % 5}`,
-          streamType: STREAM_TYPE,
-          version: sent.length + 1,
-          type: 'thing.changed',
-          orgId: 1,
-          data: { i },
-          metadata: {},
-          recordedAt: new Date(),
-          position: { transactionId: '1', position: sent.length },
-        };
+        const event = eventOf(`${name}-${i}`, sent.length);
         await producer.send({
           topic: topicOf(topics, STREAM_TYPE),
           acks: -1,
@@ -144,6 +150,127 @@ describe('KafkaBus on a three-node cluster', () => {
     } finally {
       await producer.disconnect();
       await admin.disconnect();
+    }
+  }, 300_000);
+});
+
+// A broker that hangs (a long GC pause, a host cut off) rather than dies: its connections stay open
+// and every request to it waits out the request timeout. kafkajs's runner retried the fetch-and-commit
+// against the frozen coordinator five times, each waiting 30 s, before it restarted the consumer.
+describe('KafkaBus when the broker coordinating its group hangs', () => {
+  let cluster: RunningKafkaCluster;
+  let bus: KafkaBus;
+  let subscription: Subscription | undefined;
+  afterAll(async () => {
+    await subscription?.stop();
+    await bus?.close();
+    await cluster?.stop();
+  });
+
+  it('starts its consumer again after a request times out, and handles new events within a minute and a half', async () => {
+    cluster = await startKafkaCluster({
+      cacheDir: CACHE_DIR,
+      logger: testLogger('kafka-bus-hang-test'),
+      nodes: 3,
+    });
+    // The platform's client (createKafkaClient), quiet: its bootstrap list is what a restarted consumer
+    // connects through.
+    const client = await createKafkaClient(
+      z.object(kafkaConfigShape).parse({ KAFKA_BROKERS: cluster.brokers.join(',') }),
+      'kafka-bus-hang-test',
+    );
+    const kafka = new Kafka({ ...client.config, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    // Asking for a group's offsets creates __consumer_offsets, whose leaders say which node
+    // coordinates which group.
+    await admin.fetchOffsets({ groupId: 'create-the-offsets-topic', topics: [] }).catch(() => {});
+    await until(
+      '__consumer_offsets',
+      30_000,
+      () => ({}),
+      () => coordinatorOf(admin, 'any'),
+    );
+    // A group coordinated by the first broker of the bootstrap list, where kafkajs connects a new
+    // consumer first: the hung broker a restarted consumer must not wait on.
+    const frozen = cluster.nodes[0]!.id;
+    let group = `kafka-bus-hang-test-${randomUUID()}`;
+    while ((await coordinatorOf(admin, group)) !== frozen) group = `kafka-bus-hang-test-${randomUUID()}`;
+    const others = cluster.nodes.map((node) => node.id).filter((id) => id !== frozen);
+    // The topic's replicas on the two other nodes: writes and fetches go on while the coordinator hangs.
+    const topics = {
+      prefix: `test.${randomUUID().slice(0, 8)}.`,
+      partitions: 2,
+      replicationFactor: 2,
+      create: true,
+    };
+    await admin.createTopics({
+      waitForLeaders: false,
+      topics: [
+        {
+          topic: topicOf(topics, STREAM_TYPE),
+          replicaAssignment: [
+            { partition: 0, replicas: others },
+            { partition: 1, replicas: [...others].reverse() },
+          ],
+        },
+      ],
+    });
+    // Polled rather than kafkajs's waitForLeaders, whose metadata request may reach a broker that does
+    // not know the topic yet.
+    await until(
+      'the topic has its leaders',
+      30_000,
+      () => ({}),
+      async () => {
+        const [topic] = (await admin.fetchTopicMetadata({ topics: [topicOf(topics, STREAM_TYPE)] })).topics;
+        return topic?.partitions.length === 2 && topic.partitions.every((p) => p.leader >= 0)
+          ? true
+          : undefined;
+      },
+    );
+    await admin.disconnect();
+    bus = new KafkaBus(kafka, testLogger('kafka-bus'), {
+      topics,
+      batchSize: 10,
+      onRequestTimeout: client.timedOut,
+    });
+    const handled = new Set<string>();
+    subscription = await bus.subscribe({
+      group,
+      streamTypes: [STREAM_TYPE],
+      handle: async (events) => {
+        for (const event of events) handled.add(event.eventId);
+      },
+    });
+    const producer = kafka.producer();
+    await producer.connect();
+    let sent = 0;
+    const phase = async (name: string, timeoutMs: number): Promise<number> => {
+      const ids = Array.from({ length: PER_PHASE }, (_, i) => `${name}-${i}`);
+      await producer.send({
+        topic: topicOf(topics, STREAM_TYPE),
+        acks: -1,
+        messages: ids.map((id) => toKafkaMessage(eventOf(id, sent++))),
+      });
+      const started = Date.now();
+      await until(
+        `${name}: every event handled`,
+        timeoutMs,
+        () => ({ unhandled: ids.filter((id) => !handled.has(id)).length }),
+        async () => (ids.every((id) => handled.has(id)) ? true : undefined),
+      );
+      return Date.now() - started;
+    };
+    const node = cluster.nodes.find((each) => each.id === frozen)!;
+    try {
+      await phase('before', 30_000);
+      process.kill(node.pid()!, 'SIGSTOP');
+      const whileFrozen = await phase('coordinator frozen', 90_000);
+      process.stdout.write(`handled ${whileFrozen} ms after being sent, the coordinator frozen\n`);
+    } finally {
+      process.kill(node.pid()!, 'SIGCONT');
+      await producer.disconnect();
     }
   }, 300_000);
 });

@@ -8,6 +8,8 @@ import { ensureTopics, onceTopicsAreKnown, topicOf, type TopicSettings } from '.
 
 /** How long subscribe waits for the consumer group to be joined before going on anyway. */
 const GROUP_JOIN_TIMEOUT_MS = 30_000;
+/** How long a consumer being replaced may take to leave before its successor starts anyway. */
+const REPLACED_LEAVE_MS = 5_000;
 
 export interface KafkaBusOptions {
   readonly topics: TopicSettings;
@@ -15,6 +17,8 @@ export interface KafkaBusOptions {
   readonly batchSize: number;
   /** KAFKA_SESSION_TIMEOUT_MS; kafkajs's default, 30 s, when not given. */
   readonly sessionTimeoutMs?: number;
+  /** Told of a broker that left a consumer's request unanswered (the client's `timedOut`). */
+  readonly onRequestTimeout?: (broker: string) => void;
 }
 
 /**
@@ -108,6 +112,21 @@ export class KafkaBus implements Bus {
         logger.error({ err: payload.error }, 'Kafka consumer stopped by an error; starting it again');
         void restart();
       });
+      // A request that timed out means a broker that hangs rather than refusing connections (a long
+      // pause, a host cut off). kafkajs neither reloads its metadata nor looks for the group's
+      // coordinator again after one: its runner retried against a frozen coordinator five times, each
+      // waiting out the request timeout, and the group handled nothing for minutes. A new consumer
+      // starts from fresh metadata and finds the current coordinator; bootstrapping from the other
+      // brokers first (onRequestTimeout), it does not wait on the hung one.
+      current.on(current.events.REQUEST_TIMEOUT, ({ payload }) => {
+        this.options.onRequestTimeout?.(payload.broker);
+        if (stopping || consumer !== current) return;
+        logger.warn(
+          { broker: payload.broker, request: payload.apiName },
+          'a Kafka request timed out; starting the consumer again',
+        );
+        void restart();
+      });
       // Subscribed means assigned partitions: a service is not ready while it could still miss events.
       const joined = new Promise<boolean>((resolve) => {
         const remove = current.on(current.events.GROUP_JOIN, () => {
@@ -121,16 +140,27 @@ export class KafkaBus implements Bus {
       await current.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
       return joined;
     };
+    let restarting = false;
     const restart = async (): Promise<void> => {
-      for (let failures = 1; !stopping; failures++) {
-        await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
-        try {
-          await consumer.disconnect();
-          if (!stopping) await run();
-          return;
-        } catch (error) {
-          logger.error({ err: error, failures }, 'starting the Kafka consumer again failed; retrying');
+      if (restarting) return;
+      restarting = true;
+      try {
+        for (let failures = 1; !stopping; failures++) {
+          await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
+          try {
+            // Stopped at once (no batch is handled after this), but leaving the group can wait on
+            // the hung broker: the successor does not.
+            const leaving = consumer.disconnect();
+            leaving.catch(() => {});
+            await Promise.race([leaving, new Promise((resolve) => setTimeout(resolve, REPLACED_LEAVE_MS))]);
+            if (!stopping) await run();
+            return;
+          } catch (error) {
+            logger.error({ err: error, failures }, 'starting the Kafka consumer again failed; retrying');
+          }
         }
+      } finally {
+        restarting = false;
       }
     };
     if (!(await run()))
