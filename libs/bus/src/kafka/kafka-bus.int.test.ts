@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import { CACHE_DIR, startKafkaCluster, testLogger, type RunningKafkaCluster } from '@ofp/testing';
-import type { Subscription } from '../bus.js';
 import { z } from 'zod';
+import type { Subscription } from '../bus.js';
 import { createKafkaClient, kafkaConfigShape } from './client.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
@@ -43,8 +43,8 @@ function eventOf(eventId: string, index: number): StoredEvent {
 async function until<T>(
   what: string,
   timeoutMs: number,
-  state: () => object,
   check: () => Promise<T | undefined>,
+  state: () => object = () => ({}),
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -57,14 +57,28 @@ async function until<T>(
 }
 
 describe('KafkaBus on a three-node cluster', () => {
-  let cluster: RunningKafkaCluster;
-  let bus: KafkaBus;
+  // Each test starts a cluster of its own.
+  let cluster: RunningKafkaCluster | undefined;
+  let bus: KafkaBus | undefined;
   let subscription: Subscription | undefined;
-  afterAll(async () => {
+  afterEach(async () => {
     await subscription?.stop();
     await bus?.close();
     await cluster?.stop();
+    [cluster, bus, subscription] = [undefined, undefined, undefined];
   });
+  /** Subscribes `bus` as `group` to the things; resolves with the ids of the events it handled. */
+  const subscribe = async (group: string): Promise<Set<string>> => {
+    const handled = new Set<string>();
+    subscription = await bus!.subscribe({
+      group,
+      streamTypes: [STREAM_TYPE],
+      handle: async (events) => {
+        for (const event of events) handled.add(event.eventId);
+      },
+    });
+    return handled;
+  };
 
   // The chaos run found a consumer group that handled nothing for two minutes after its coordinator
   // moved: kafkajs kept sending commits to the broker that had been the coordinator ("This is not the
@@ -93,14 +107,7 @@ describe('KafkaBus on a three-node cluster', () => {
     };
     const group = `kafka-bus-test-${randomUUID()}`;
     bus = new KafkaBus(kafka, testLogger('kafka-bus'), { topics, batchSize: 10 });
-    const handled = new Set<string>();
-    subscription = await bus.subscribe({
-      group,
-      streamTypes: [STREAM_TYPE],
-      handle: async (events) => {
-        for (const event of events) handled.add(event.eventId);
-      },
-    });
+    const handled = await subscribe(group);
     const admin = kafka.admin();
     const producer = kafka.producer({ retry: { retries: 20, maxRetryTime: 2_000 } });
     await admin.connect();
@@ -122,12 +129,12 @@ describe('KafkaBus on a three-node cluster', () => {
       await until(
         `${name}: every event handled and committed`,
         timeoutMs,
-        () => state,
         async () => {
-          const [lag] = await bus.lag();
+          const [lag] = await bus!.lag();
           state = { unhandled: sent.filter((id) => !handled.has(id)).length, lag: lag?.events };
           return sent.every((id) => handled.has(id)) && lag?.events === 0 ? true : undefined;
         },
+        () => state,
       );
       return Date.now() - started;
     };
@@ -139,11 +146,8 @@ describe('KafkaBus on a three-node cluster', () => {
       const afterKill = await phase('coordinator killed', 60_000);
       await victim.restart();
       // Back in sync, the node leads its partitions again, the coordination of the group with them.
-      await until(
-        'the coordination back on the restarted node',
-        60_000,
-        () => ({}),
-        async () => ((await coordinatorOf(admin, group)) === id ? true : undefined),
+      await until('the coordination back on the restarted node', 60_000, async () =>
+        (await coordinatorOf(admin, group)) === id ? true : undefined,
       );
       const afterMove = await phase('coordination moved back', 20_000);
       process.stdout.write(`caught up ${afterKill} ms after the kill, ${afterMove} ms after the move\n`);
@@ -152,21 +156,11 @@ describe('KafkaBus on a three-node cluster', () => {
       await admin.disconnect();
     }
   }, 300_000);
-});
 
-// A broker that hangs (a long GC pause, a host cut off) rather than dies: its connections stay open
-// and every request to it waits out the request timeout. kafkajs's runner retried the fetch-and-commit
-// against the frozen coordinator five times, each waiting 30 s, before it restarted the consumer.
-describe('KafkaBus when the broker coordinating its group hangs', () => {
-  let cluster: RunningKafkaCluster;
-  let bus: KafkaBus;
-  let subscription: Subscription | undefined;
-  afterAll(async () => {
-    await subscription?.stop();
-    await bus?.close();
-    await cluster?.stop();
-  });
-
+  // A broker that hangs (a long GC pause, a host cut off) rather than dies: its connections stay open
+  // and every request to it waits out the request timeout. kafkajs's runner retried the
+  // fetch-and-commit against the frozen coordinator five times, each waiting 30 s, before it restarted
+  // the consumer.
   it('starts its consumer again after a request times out, and handles new events within a minute and a half', async () => {
     cluster = await startKafkaCluster({
       cacheDir: CACHE_DIR,
@@ -185,12 +179,7 @@ describe('KafkaBus when the broker coordinating its group hangs', () => {
     // Asking for a group's offsets creates __consumer_offsets, whose leaders say which node
     // coordinates which group.
     await admin.fetchOffsets({ groupId: 'create-the-offsets-topic', topics: [] }).catch(() => {});
-    await until(
-      '__consumer_offsets',
-      30_000,
-      () => ({}),
-      () => coordinatorOf(admin, 'any'),
-    );
+    await until('__consumer_offsets', 30_000, () => coordinatorOf(admin, 'any'));
     // A group coordinated by the first broker of the bootstrap list, where kafkajs connects a new
     // consumer first: the hung broker a restarted consumer must not wait on.
     const frozen = cluster.nodes[0]!.id;
@@ -218,31 +207,19 @@ describe('KafkaBus when the broker coordinating its group hangs', () => {
     });
     // Polled rather than kafkajs's waitForLeaders, whose metadata request may reach a broker that does
     // not know the topic yet.
-    await until(
-      'the topic has its leaders',
-      30_000,
-      () => ({}),
-      async () => {
-        const [topic] = (await admin.fetchTopicMetadata({ topics: [topicOf(topics, STREAM_TYPE)] })).topics;
-        return topic?.partitions.length === 2 && topic.partitions.every((p) => p.leader >= 0)
-          ? true
-          : undefined;
-      },
-    );
+    await until('the topic has its leaders', 30_000, async () => {
+      const [topic] = (await admin.fetchTopicMetadata({ topics: [topicOf(topics, STREAM_TYPE)] })).topics;
+      return topic?.partitions.length === 2 && topic.partitions.every((p) => p.leader >= 0)
+        ? true
+        : undefined;
+    });
     await admin.disconnect();
     bus = new KafkaBus(kafka, testLogger('kafka-bus'), {
       topics,
       batchSize: 10,
       onRequestTimeout: client.timedOut,
     });
-    const handled = new Set<string>();
-    subscription = await bus.subscribe({
-      group,
-      streamTypes: [STREAM_TYPE],
-      handle: async (events) => {
-        for (const event of events) handled.add(event.eventId);
-      },
-    });
+    const handled = await subscribe(group);
     const producer = kafka.producer();
     await producer.connect();
     let sent = 0;
@@ -257,8 +234,8 @@ describe('KafkaBus when the broker coordinating its group hangs', () => {
       await until(
         `${name}: every event handled`,
         timeoutMs,
-        () => ({ unhandled: ids.filter((id) => !handled.has(id)).length }),
         async () => (ids.every((id) => handled.has(id)) ? true : undefined),
+        () => ({ unhandled: ids.filter((id) => !handled.has(id)).length }),
       );
       return Date.now() - started;
     };

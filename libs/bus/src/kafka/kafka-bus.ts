@@ -152,7 +152,10 @@ export class KafkaBus implements Bus {
             // the hung broker: the successor does not.
             const leaving = consumer.disconnect();
             leaving.catch(() => {});
-            await Promise.race([leaving, new Promise((resolve) => setTimeout(resolve, REPLACED_LEAVE_MS))]);
+            await Promise.race([
+              leaving,
+              new Promise((resolve) => setTimeout(resolve, REPLACED_LEAVE_MS).unref()),
+            ]);
             if (!stopping) await run();
             return;
           } catch (error) {

@@ -16,6 +16,19 @@ import { KafkaBus } from './kafka-bus.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { topicOf } from './topics.js';
 
+/** Polls `done` every 5 ms for up to 60 s; a timeout names what was awaited and `state()`. */
+async function waitFor(
+  what: string,
+  done: () => boolean | Promise<boolean>,
+  state: () => string = () => '',
+): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${state()}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const FIXTURE = fileURLToPath(new URL('./relay-process.fixture.ts', import.meta.url));
 const TOTAL = 3000;
 
@@ -78,17 +91,12 @@ describe('OutboxRelay killed mid-batch', () => {
         received.push(...events);
       },
     });
-    const waitFor = async (predicate: () => boolean, what: string): Promise<void> => {
-      const deadline = Date.now() + 60_000;
-      while (!predicate()) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out waiting for ${what}; received ${received.length}`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    };
-
     const first = startRelay();
-    await waitFor(() => received.length >= 300, 'the first relay to publish');
+    await waitFor(
+      'the first relay to publish',
+      () => received.length >= 300,
+      () => `received ${received.length}`,
+    );
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     const publishedBeforeKill = received.length;
@@ -96,8 +104,9 @@ describe('OutboxRelay killed mid-batch', () => {
 
     startRelay();
     await waitFor(
-      () => new Set(received.map((e) => e.eventId)).size >= TOTAL,
       'every event after the restart',
+      () => new Set(received.map((e) => e.eventId)).size >= TOTAL,
+      () => `received ${received.length}`,
     );
 
     const unique = new Map(received.map((e) => [e.eventId, e]));
@@ -195,13 +204,8 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
       await store.appendToStreams(inputs);
       appended.push(...inputs.map((input) => input.events[0]!.eventId));
     };
-    const outboxEmpty = async (what: string) => {
-      const deadline = Date.now() + 60_000;
-      while ((await store.readOutbox(1)).length > 0) {
-        if (Date.now() > deadline) throw new Error(`the outbox not empty within 60 s: ${what}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    const outboxEmpty = (when: string) =>
+      waitFor(`an empty outbox ${when}`, async () => (await store.readOutbox(1)).length === 0);
     await appendRound(0);
     await outboxEmpty('before the kill');
 
@@ -225,9 +229,11 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
         for (const event of events) received.add(event.eventId);
       },
     });
-    const deadline = Date.now() + 60_000;
-    while (!appended.every((id) => received.has(id)) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
-    expect(appended.filter((id) => !received.has(id))).toEqual([]);
+    const missing = () => appended.filter((id) => !received.has(id));
+    await waitFor(
+      'every event on the topic',
+      () => missing().length === 0,
+      () => `missing ${JSON.stringify(missing())}`,
+    );
   }, 240_000);
 });
