@@ -1,11 +1,13 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import { sharedReading } from '@ofp/runtime';
 
 /**
  * The process-wide metrics of the event flow (issue 15): how far behind each consumer group of this
- * process is (`bus_consumer_lag_events`, `bus_consumer_lag_seconds`), and, where the outbox relay
+ * process is (`bus_consumer_lag_events`, `bus_consumer_lag_seconds`), how many events each was handed
+ * and handled (`bus_consumer_events_fetched_total`, `bus_consumer_events_handled_total`: a group that
+ * reads its events again and again shows there, not in its lag), and, where the outbox relay
  * runs, what waits in the outbox (`outbox_events`, `outbox_oldest_event_age_seconds`). Read at scrape
  * time; the two lag gauges share one reading.
  */
@@ -31,6 +33,24 @@ export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: Event
       for (const { group, seconds } of await lag()) this.set({ group }, seconds);
     },
   });
+  for (const [stage, help] of [
+    [
+      'fetched',
+      'Events the bus handed to a consumer group of this process (again after a retry or a re-read)',
+    ],
+    ['handled', 'Events a consumer group of this process finished handling'],
+  ] as const) {
+    new Counter({
+      name: `bus_consumer_events_${stage}_total`,
+      help,
+      labelNames: ['group'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const counts of bus.throughput()) this.inc({ group: counts.group }, counts[stage]);
+      },
+    });
+  }
   if (!outbox) return;
   const read = sharedReading(() => outbox.outboxBacklog());
   new Gauge({

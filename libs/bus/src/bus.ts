@@ -39,11 +39,48 @@ export interface ConsumerLag {
   readonly seconds: number;
 }
 
+/**
+ * How many events a consumer group of this process was handed by the bus (`fetched`) and how many its
+ * handler finished (`handled`), since the process started. In a healthy group the two grow together:
+ * fetched far ahead of handled means events are read again and again (a failing handler retried, or a
+ * consumer whose position does not move), which the lag, counted from committed offsets, does not show.
+ */
+export interface ConsumerThroughput {
+  readonly group: string;
+  readonly fetched: number;
+  readonly handled: number;
+}
+
+/** The counters behind {@link Bus.throughput}, kept per group by each bus. */
+export class ThroughputCounter {
+  private readonly groups = new Map<string, { fetched: number; handled: number }>();
+
+  private of(group: string): { fetched: number; handled: number } {
+    let counts = this.groups.get(group);
+    if (!counts) this.groups.set(group, (counts = { fetched: 0, handled: 0 }));
+    return counts;
+  }
+
+  fetched(group: string, events: number): void {
+    this.of(group).fetched += events;
+  }
+
+  handled(group: string, events: number): void {
+    this.of(group).handled += events;
+  }
+
+  read(): ConsumerThroughput[] {
+    return [...this.groups].map(([group, counts]) => ({ group, ...counts }));
+  }
+}
+
 /** How events travel from the event store to the services that react to them. */
 export interface Bus {
   subscribe(options: SubscribeOptions): Promise<Subscription>;
   /** The lag of every durable consumer group this process subscribed (transient ones keep no progress). */
   lag(): Promise<ConsumerLag[]>;
+  /** Events fetched and handled per consumer group of this process, transient ones included. */
+  throughput(): readonly ConsumerThroughput[];
   /** Releases what the bus itself holds (subscriptions are stopped by their owners). */
   close(): Promise<void>;
 }

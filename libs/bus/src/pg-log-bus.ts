@@ -2,7 +2,15 @@ import pg from 'pg';
 import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import { prepared, type Logger, type Pool } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
-import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from './bus.js';
+import {
+  ThroughputCounter,
+  retryDelay,
+  type Bus,
+  type ConsumerLag,
+  type ConsumerThroughput,
+  type SubscribeOptions,
+  type Subscription,
+} from './bus.js';
 
 /** Lag is counted up to this many events: past it, the figure says "at least". */
 const LAG_COUNT_LIMIT = 1_000_000;
@@ -23,6 +31,7 @@ export interface PgLogBusOptions {
  */
 export class PgLogBus implements Bus {
   private readonly durable = new Map<string, readonly string[]>();
+  private readonly counts = new ThroughputCounter();
 
   constructor(
     private readonly pool: Pool,
@@ -40,6 +49,7 @@ export class PgLogBus implements Bus {
       this.logger.child({ group: options.group }),
       this.options,
       options,
+      this.counts,
     );
     await consumer.start();
     if (!options.transient) this.durable.set(options.group, options.streamTypes);
@@ -53,6 +63,10 @@ export class PgLogBus implements Bus {
 
   close(): Promise<void> {
     return Promise.resolve();
+  }
+
+  throughput(): readonly ConsumerThroughput[] {
+    return this.counts.read();
   }
 
   /** Events of the group's types after its checkpoint, and how long ago the first was recorded. */
@@ -90,6 +104,7 @@ class PgLogConsumer implements Subscription {
     private readonly logger: Logger,
     private readonly options: PgLogBusOptions,
     private readonly subscription: SubscribeOptions,
+    private readonly counts: ThroughputCounter,
   ) {}
 
   async start(): Promise<void> {
@@ -119,7 +134,11 @@ class PgLogConsumer implements Subscription {
             await this.wakeup.wait(this.options.pollIntervalMs);
             continue;
           }
-          if (events.length > 0) await this.subscription.handle(events);
+          if (events.length > 0) {
+            this.counts.fetched(this.subscription.group, events.length);
+            await this.subscription.handle(events);
+            this.counts.handled(this.subscription.group, events.length);
+          }
           // Past the events of other types too: they are never read again.
           checkpoint = through;
           if (!transient) await this.writeCheckpoint(checkpoint);

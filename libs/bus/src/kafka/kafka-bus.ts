@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, ConsumerConfig, EachBatchHandler, Kafka } from 'kafkajs';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
-import { retryDelay, type Bus, type ConsumerLag, type SubscribeOptions, type Subscription } from '../bus.js';
+import {
+  ThroughputCounter,
+  retryDelay,
+  type Bus,
+  type ConsumerLag,
+  type ConsumerThroughput,
+  type SubscribeOptions,
+  type Subscription,
+} from '../bus.js';
 import { fromKafkaMessage } from './cloudevents.js';
 import { ensureTopics, onceTopicsAreKnown, topicOf, type TopicSettings } from './topics.js';
 
@@ -30,6 +38,7 @@ export class KafkaBus implements Bus {
   /** Durable groups of this process: their topics, and when they last handled a batch. */
   private readonly durable = new Map<string, { topics: string[]; progressedAt: number }>();
   private admin: Promise<Admin> | undefined;
+  private readonly counts = new ThroughputCounter();
   /** The consumers' session: heartbeats ten times per timeout, as kafkajs's defaults (30 s, 3 s) do. */
   private readonly membership: Pick<
     ConsumerConfig,
@@ -70,6 +79,7 @@ export class KafkaBus implements Bus {
       for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
         const messages = batch.messages.slice(start, start + this.options.batchSize);
         const events: StoredEvent[] = messages.map(fromKafkaMessage);
+        this.counts.fetched(options.group, events.length);
         for (let failures = 0; ; failures++) {
           if (stopping || !payload.isRunning() || payload.isStale()) return;
           try {
@@ -84,7 +94,13 @@ export class KafkaBus implements Bus {
             await payload.heartbeat();
           }
         }
-        const next = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
+        this.counts.handled(options.group, events.length);
+        const last = messages[messages.length - 1]!.offset;
+        // With eachBatchAutoResolve off, kafkajs fetches next from the offset resolved here, not from
+        // the one committed: left unresolved, every fetch handed the same messages again, dozens of
+        // times a second, while the commits (and so the lag) moved on as if all were well.
+        payload.resolveOffset(last);
+        const next = (BigInt(last) + 1n).toString();
         // The batch's own commit, not consumer.commitOffsets: that one retries a failed commit five
         // times to the same broker, and kafkajs keeps the broker that coordinated the group when it
         // joined. Once the coordination moved (a broker died, or took its partitions back), every
@@ -210,6 +226,10 @@ export class KafkaBus implements Bus {
         return { group, events, seconds: events > 0 ? (Date.now() - progressedAt) / 1000 : 0 };
       }),
     );
+  }
+
+  throughput(): readonly ConsumerThroughput[] {
+    return this.counts.read();
   }
 
   /** Releases the admin connection {@link lag} opened. */
