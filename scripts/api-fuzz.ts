@@ -19,7 +19,7 @@ const CACHE = join(REPOSITORY_ROOT, '.cache');
 const SCHEMATHESIS = join(CACHE, 'schemathesis', 'bin', 'schemathesis');
 const DATA_DIR = join(CACHE, 'api-fuzz-instance');
 
-/** DATA_DIR and the cluster it links to (as root the cluster lies in /var/lib/ofp, README "Quick start"). */
+/** DATA_DIR and the cluster it links to (as root the cluster lies in /var/lib/ofp, docs/operations.md, "Starting"). */
 async function removeInstanceData(): Promise<void> {
   const cluster = await realpath(join(DATA_DIR, 'postgres')).catch(() => undefined);
   if (cluster !== undefined) await rm(cluster, { recursive: true, force: true });

@@ -11,7 +11,7 @@
  *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
  *
  * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
- * Exits with 1 when a check fails. README, "Chaos run".
+ * Exits with 1 when a check fails. docs/chaos.md.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, realpath, rm } from 'node:fs/promises';
@@ -82,7 +82,7 @@ const random = xoroshiro128plus(seed);
 const logger = pino({ name: 'chaos', level: process.env.CHAOS_LOG_LEVEL ?? 'warn' });
 const cleanups: (() => Promise<void>)[] = [];
 
-/** The cluster folder, and where it lies as root (README "Quick start"). */
+/** The cluster folder, and where it lies as root (docs/operations.md, "Starting"). */
 async function removeCluster(dataDir: string): Promise<void> {
   const cluster = await realpath(dataDir).catch(() => undefined);
   if (cluster !== undefined) await rm(cluster, { recursive: true, force: true });

@@ -8,7 +8,7 @@
  *                                                            on a three-broker KRaft cluster
  *
  * Uses DATABASE_URL and KAFKA_BROKERS when set; otherwise starts the same embedded Postgres and local
- * Kafka broker as the tests (see README, "How tests find Postgres and Kafka").
+ * Kafka broker as the tests (see docs/testing.md, "How tests find Postgres and Kafka").
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';

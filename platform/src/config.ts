@@ -8,7 +8,7 @@ export const TARGETS = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher',
 export type Target = (typeof TARGETS)[number];
 
 /**
- * Every setting of the platform process (README "Configuration"). Standalone mode (TARGET=all, no
+ * Every setting of the platform process (docs/configuration.md). Standalone mode (TARGET=all, no
  * KAFKA_BROKERS) needs none of them; the distributed mode needs DATABASE_URL and KAFKA_BROKERS.
  */
 export const platformConfigSchema = z

@@ -36,7 +36,7 @@ async function livePostmaster(
 }
 
 /**
- * README "Standalone: when the embedded Postgres dies": the instance starts it again, with every
+ * docs/operations.md, "Standalone: when the embedded Postgres dies": the instance starts it again, with every
  * committed write (crash recovery), and readiness says 503 meanwhile; when it keeps dying (a sixth
  * time within 10 minutes) the process exits 1, for its supervisor to start it anew.
  */

@@ -16,9 +16,9 @@ import { checkKafka, type KafkaClient } from '@ofp/bus';
 import type { PlatformConfig } from './config.js';
 
 /**
- * What a person can get wrong in the settings, found before anything is created (README
- * "Configuration"): a second standalone instance on the same DATA_DIR, a DATA_DIR this user cannot
- * write, a PORT taken, a DATABASE_URL that does not answer, a Kafka cluster that refuses the
+ * What a person can get wrong in the settings, found before anything is created
+ * (docs/configuration.md): a second standalone instance on the same DATA_DIR, a DATA_DIR this user
+ * cannot write, a PORT taken, a DATABASE_URL that does not answer, a Kafka cluster that refuses the
  * credentials or whose certificate is not trusted, topics missing when they may not be created. Each
  * is a one-line StartupError. The
  * embedded Postgres checks its own port and cluster when it starts. A standalone process then takes

@@ -76,7 +76,7 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       unanswered: tally.unanswered.length,
     },
     figures: {
-      // Read-your-writes waits at most READ_YOUR_WRITES_TIMEOUT_MS (README): a write answered while a
+      // Read-your-writes waits at most READ_YOUR_WRITES_TIMEOUT_MS (docs/configuration.md): a write answered while a
       // projector was down or paused may be, by design; the checks below show it caught up since.
       staleReads: tally.staleReads.length,
       acknowledged: tally.acknowledged.length,

@@ -8,7 +8,7 @@ import { StartupError, describeError, env } from '@ofp/runtime';
 export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 
 /**
- * How a process reaches Kafka (README "Configuration"): the bootstrap servers, TLS with a CA and a
+ * How a process reaches Kafka (docs/configuration.md): the bootstrap servers, TLS with a CA and a
  * client certificate read from files (so that a chart mounts Secrets), SASL PLAIN or SCRAM, and whether
  * the topics are created at run time or must have been provisioned (KafkaTopic resources, Terraform).
  */

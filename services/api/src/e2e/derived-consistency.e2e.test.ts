@@ -16,7 +16,7 @@ import {
 // inventory of every (sku, warehouse) the write touched and the status of every record it moved
 // equal what this file computes from the rules of API.md §6 alone.
 
-/** Sequences per run mode; `DERIVED_SEQUENCES=2000` is the nightly size (README "Tests"). */
+/** Sequences per run mode; `DERIVED_SEQUENCES=2000` is the nightly size (docs/testing.md). */
 const SEQUENCES = Number(process.env.DERIVED_SEQUENCES ?? 200);
 const SKUS = ['A', 'B'];
 const WAREHOUSES = ['EAST', 'WEST'];

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { AddressGuard, HostResolver } from '../delivery/address-guard.js';
 
-/** The settings that let a deployment send webhooks to non-public targets (README, Configuration). */
+/** The settings that let a deployment send webhooks to non-public targets (docs/configuration.md). */
 const ALLOW_PRIVATE = 'WEBHOOK_ALLOW_PRIVATE_TARGETS=true';
 const ALLOWING = `a deployment allows such targets with ${ALLOW_PRIVATE}, or WEBHOOK_ALLOWED_NETWORKS for given CIDR blocks`;
 
