@@ -13,31 +13,68 @@ export type Target = (typeof TARGETS)[number];
  */
 export const platformConfigSchema = z
   .object({
-    TARGET: z.enum(TARGETS).default('all'),
-    PORT: env.port(8080),
-    HOST: z.string().default('0.0.0.0'),
-    /** TARGET=auth: where the admin API listens, apart from the public port (API.md §10). */
-    ADMIN_PORT: env.port(8081),
-    DATA_DIR: z.string().default('./.data'),
-    DATABASE_URL: env.url().optional(),
-    /** Port of the embedded Postgres (standalone without DATABASE_URL). */
-    EMBEDDED_POSTGRES_PORT: env.port(5433),
-    /** Where api and webhook-dispatcher fetch the auth service's JWKS; default this process (TARGET=all). */
-    AUTH_URL: env.url().optional(),
-    /** Per-client token bucket of the public API (API.md §3 429). */
-    RATE_LIMIT_CAPACITY: env.positiveInt(600),
-    RATE_LIMIT_REFILL_PER_SECOND: z.coerce.number().positive().default(100),
-    /** How long an unused refresh token stays usable. */
-    REFRESH_TOKEN_TTL_SECONDS: env.positiveInt(30 * 24 * 3600),
-    PUBLIC_URL: env.url().optional(),
-    ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    TARGET: z
+      .enum(TARGETS)
+      .default('all')
+      .meta({ description: TARGETS.map((t) => `\`${t}\``).join(', ') }),
+    PORT: env.port(8080).meta({ description: 'where the process listens' }),
+    HOST: z.string().default('0.0.0.0').meta({ description: 'the address the process listens on' }),
+    ADMIN_PORT: env.port(8081).meta({
+      description:
+        '`TARGET=auth`: where the admin API (`/admin`, API.md §10) listens, apart from `PORT`, which does not serve it; the chart exposes it inside the cluster only. Standalone serves it on `PORT`',
+    }),
+    DATA_DIR: z.string().default('./.data').meta({
+      description:
+        'standalone: the embedded Postgres cluster (or, as root, the link to it, see [operations](operations.md), "Starting") and its password, the generated admin token, and `instance.json`, which tells that an instance runs there and where (for `orderctl`, `rebuild-projections` and a second start)',
+    }),
+    DATABASE_URL: env.url().optional().meta({
+      description: 'Postgres to use instead of the embedded one (required unless `TARGET=all`)',
+    }),
+    EMBEDDED_POSTGRES_PORT: env.port(5433).meta({ description: 'loopback port of the embedded Postgres' }),
+    AUTH_URL: env.url().optional().meta({
+      description:
+        "where api and webhook-dispatcher fetch the auth service's JWKS (required with those targets)",
+      whenUnset: 'this process',
+    }),
+    RATE_LIMIT_CAPACITY: env.positiveInt(600).meta({
+      description:
+        "per-client token bucket of the public API (API.md §3, 429), per process: its size (the chart divides the deployment's rate by the replicas: [scaling](scaling.md))",
+    }),
+    RATE_LIMIT_REFILL_PER_SECOND: z.coerce
+      .number()
+      .positive()
+      .default(100)
+      .meta({ description: 'per-client token bucket: tokens added per second' }),
+    REFRESH_TOKEN_TTL_SECONDS: env
+      .positiveInt(30 * 24 * 3600)
+      .meta({ description: "an unused refresh token's lifetime" }),
+    PUBLIC_URL: env.url().optional().meta({
+      description: 'the public base URL; the OAuth issuer',
+      whenUnset: '`http://localhost:<PORT>`',
+    }),
+    ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional().meta({
+      description: 'bearer token of the admin API, at least 16 characters (required with `TARGET=auth`)',
+      whenUnset: 'generated (standalone)',
+    }),
     ...kafkaConfigShape,
-    DATABASE_POOL_SIZE: env.positiveInt(10),
-    /** Longest a write's response waits for the read model (read-your-writes). */
-    READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000),
+    DATABASE_POOL_SIZE: env.positiveInt(10).meta({
+      description:
+        "connections per process (more than a few per Postgres core only adds contention); standalone, the bus's readers have 4 more of their own",
+    }),
+    READ_YOUR_WRITES_TIMEOUT_MS: env
+      .positiveInt(5000)
+      .meta({ description: "longest a write's response waits for the read model" }),
     ...webhookDispatcherConfigShape,
-    LOG_LEVEL: env.logLevel(),
-    LOG_FORMAT: env.logFormat(),
+    LOG_LEVEL: env
+      .logLevel()
+      .meta({ description: 'pino level; `warn` leaves out the access log (one line per request at `info`)' }),
+    LOG_FORMAT: env.logFormat().meta({
+      description: '`pretty`: lines for a person (pino-pretty); `json`: one JSON object per line',
+      whenUnset: '`pretty` on a terminal, else `json`',
+    }),
+    OTEL_EXPORTER_OTLP_ENDPOINT: env.url().optional().meta({
+      description: 'when set, traces go to this OTLP endpoint (OpenTelemetry NodeSDK)',
+    }),
   })
   .superRefine((config, ctx) => {
     for (const { setting, message } of kafkaSettingsIssues(config))

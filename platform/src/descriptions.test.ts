@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Parser } from '@asyncapi/parser';
 import { DESCRIPTION_FILES, repositoryDescriptions } from './descriptions.js';
+import { SETTINGS_PAGE, withSettingsTable } from './settings-table.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -22,6 +23,14 @@ describe('the descriptions the repository keeps', () => {
       }
     },
   );
+});
+
+describe('the settings table', () => {
+  it(`in ${SETTINGS_PAGE} is what platformConfigSchema generates`, async () => {
+    const committed = await readFile(`${ROOT}${SETTINGS_PAGE}`, 'utf8');
+    if (committed !== withSettingsTable(committed))
+      throw new Error(`${SETTINGS_PAGE} is stale: run \`npm run describe\` and commit it`);
+  });
 });
 
 describe('the AsyncAPI document', () => {

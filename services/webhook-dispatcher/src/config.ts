@@ -41,14 +41,27 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
  * - `WEBHOOK_DELIVERY_RETENTION_DAYS` (30, at least 14): how long finished deliveries are kept.
  */
 export const webhookDispatcherConfigShape = {
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false),
-  WEBHOOK_ALLOWED_NETWORKS: env.list().optional(),
-  WEBHOOK_WORKER_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.concurrency),
-  WEBHOOK_ENDPOINT_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.endpointConcurrency),
-  WEBHOOK_POLL_INTERVAL_MS: env.positiveInt(DEFAULT_LIMITS.pollIntervalMs),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false).meta({
+    description: 'allow webhook URLs on private/loopback addresses and plain `http` (local runs, tests)',
+  }),
+  WEBHOOK_ALLOWED_NETWORKS: env.list().optional().meta({
+    description: 'comma-separated CIDR blocks allowed as webhook targets although not public',
+  }),
+  WEBHOOK_WORKER_CONCURRENCY: env
+    .positiveInt(DEFAULT_LIMITS.concurrency)
+    .meta({ description: 'deliveries in flight per process' }),
+  WEBHOOK_ENDPOINT_CONCURRENCY: env
+    .positiveInt(DEFAULT_LIMITS.endpointConcurrency)
+    .meta({ description: 'deliveries of one endpoint claimed at once, across processes' }),
+  WEBHOOK_POLL_INTERVAL_MS: env
+    .positiveInt(DEFAULT_LIMITS.pollIntervalMs)
+    .meta({ description: 'how often idle delivery workers look for retries that fell due' }),
   WEBHOOK_DELIVERY_RETENTION_DAYS: env
     .positiveInt(DEFAULT_LIMITS.retentionDays)
-    .pipe(z.number().min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} (recover’s reach)`)),
+    .pipe(z.number().min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} (recover’s reach)`))
+    .meta({
+      description: `days a finished delivery and its attempts are kept (at least ${MIN_RETENTION_DAYS}, what \`recover\` reaches); purged hourly`,
+    }),
 };
 
 type WebhookDispatcherConfig = z.infer<z.ZodObject<typeof webhookDispatcherConfigShape>>;

@@ -13,30 +13,54 @@ export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as co
  * the topics are created at run time or must have been provisioned (KafkaTopic resources, Terraform).
  */
 export const kafkaConfigShape = {
-  KAFKA_BROKERS: env.list().optional(),
-  KAFKA_CLIENT_ID: z.string().default('ofp'),
-  KAFKA_TOPIC_PREFIX: z.string().default('ofp.events.'),
-  KAFKA_TOPIC_PARTITIONS: env.positiveInt(6),
-  KAFKA_REPLICATION_FACTOR: env.positiveInt(1),
-  /** false: the topics must exist (CREATE on the cluster is rarely granted); checked at start. */
-  KAFKA_CREATE_TOPICS: env.boolean(true),
+  KAFKA_BROKERS: env.list().optional().meta({
+    description:
+      'comma-separated bootstrap servers; selects the Kafka bus (required for api, projector, webhook-dispatcher)',
+  }),
+  KAFKA_CLIENT_ID: z.string().default('ofp').meta({ description: 'the Kafka client id' }),
+  KAFKA_TOPIC_PREFIX: z.string().default('ofp.events.').meta({
+    description: 'topics are `<prefix><stream type>` (`ofp.events.people`), created when missing',
+  }),
+  KAFKA_TOPIC_PARTITIONS: env.positiveInt(6).meta({ description: 'partitions of the topics it creates' }),
+  KAFKA_REPLICATION_FACTOR: env
+    .positiveInt(1)
+    .meta({ description: 'replication factor of the topics it creates' }),
+  KAFKA_CREATE_TOPICS: env.boolean(true).meta({
+    description:
+      "`false`: the topics were provisioned (the chart's `KafkaTopic` resources, Terraform) and the process needs no CREATE ACL; it checks at start that every topic exists and stops with one line naming the missing ones",
+  }),
   /**
-   * How long a consumer may go without a heartbeat before its group hands its partitions to the other
-   * replicas: how long a dead or frozen replica's share of the events waits. kafkajs heartbeats between
-   * batches, so it must be longer than the slowest batch. The brokers' bounds by default: 6 s to 30 min.
+   * kafkajs heartbeats between batches, so the session must be longer than the slowest batch. The
+   * brokers' bounds by default: 6 s to 30 min.
    */
-  KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).max(1_800_000).default(30_000),
-  KAFKA_SSL: env.boolean(false),
-  /** PEM file of the CA(s) that signed the brokers' certificates; unset: the system's CAs. */
-  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
-  /** PEM files of a client certificate and its key, for brokers that authenticate clients by TLS. */
-  KAFKA_SSL_CERT_FILE: z.string().min(1).optional(),
-  KAFKA_SSL_KEY_FILE: z.string().min(1).optional(),
-  KAFKA_SASL_MECHANISM: z.enum(SASL_MECHANISMS).optional(),
-  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
-  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
-  /** The password in a file (a mounted Secret), instead of KAFKA_SASL_PASSWORD. */
-  KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
+  KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).max(1_800_000).default(30_000).meta({
+    description:
+      'how long a consumer may miss heartbeats before its group gives its partitions to the other replicas: the wait after a replica dies or freezes ([chaos](chaos.md)). Longer than the slowest batch (heartbeats come between batches); 6000 to 1800000',
+  }),
+  KAFKA_SSL: env.boolean(false).meta({ description: 'connect with TLS' }),
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional().meta({
+    description: "PEM file of the CA that signed the brokers' certificates",
+    whenUnset: "the system's CAs",
+  }),
+  KAFKA_SSL_CERT_FILE: z.string().min(1).optional().meta({
+    description:
+      'PEM client certificate, for listeners that authenticate clients by TLS (Strimzi `tls` users: `user.crt`)',
+  }),
+  KAFKA_SSL_KEY_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "the client certificate's PEM key (Strimzi: `user.key`)" }),
+  KAFKA_SASL_MECHANISM: z
+    .enum(SASL_MECHANISMS)
+    .optional()
+    .meta({ description: SASL_MECHANISMS.map((m) => `\`${m}\``).join(', ') }),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional().meta({ description: 'SASL user name' }),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional().meta({ description: 'SASL password' }),
+  KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional().meta({
+    description:
+      'the SASL password from a file instead (a mounted Secret; one trailing line break is ignored)',
+  }),
 };
 
 export type KafkaSettings = Readonly<z.infer<z.ZodObject<typeof kafkaConfigShape>>>;
