@@ -15,7 +15,8 @@
 #   7. the monitoring: the PrometheusRule's rules pass `promtool check rules` and the unit tests of
 #      charts/ofp/tests/alerts.test.yaml (`promtool test rules`), and every PromQL expression of the
 #      Grafana dashboard parses (promtool, as recording rules)
-#   8. helm package
+#   8. skaffold.yaml's setValueTemplates render into values the chart takes
+#   9. helm package
 # Tools come from the registries only and are cached in .cache/ (git-ignored): helm is built with
 # `go install` (about 3 minutes on 2 cores the first time), kubernetes-validate from PyPI into a venv,
 # the Bitnami readme generator from npm, promtool with `go install` (about 4 minutes the first time).
@@ -162,11 +163,12 @@ for values in "${CASES[@]}"; do
       cat "$WORK/validate.out" >&2
       die "$name does not validate against Kubernetes $kube"
     fi
-    # The Prometheus Operator's and Strimzi's CRDs have no schema in the package; steps 4 and 7 check them.
+    # The Prometheus Operator's, Strimzi's and KEDA's CRDs have no schema in the package; steps 4 and 7 check them.
     if grep -v -e "kind ServiceMonitor with api version monitoring.coreos.com/v1" \
       -e "kind PrometheusRule with api version monitoring.coreos.com/v1" \
       -e "kind KafkaTopic with api version kafka.strimzi.io/v1beta2" \
-      -e "kind KafkaUser with api version kafka.strimzi.io/v1beta2" "$WORK/validate.out" | grep -q .; then
+      -e "kind KafkaUser with api version kafka.strimzi.io/v1beta2" \
+      -e "kind ScaledObject with api version keda.sh/v1alpha1" "$WORK/validate.out" | grep -q .; then
       cat "$WORK/validate.out" >&2
       die "$name: unexpected kubernetes-validate output (a kind without a schema?)"
     fi
@@ -355,6 +357,53 @@ for pdb in by_kind("PodDisruptionBudget"):
     sel = pdb["spec"]["selector"]["matchLabels"]
     if len([d for d in deployments if matches(sel, d["spec"]["template"]["metadata"]["labels"])]) != 1:
         problems.append(f"{name_of(pdb)}: does not select exactly one Deployment")
+
+# Production defaults (issue 27): every Deployment survives a node drain and a rollout without dropping
+# requests: a PDB, spread across nodes and zones, and a preStop wait inside its termination grace.
+for d in deployments:
+    component = d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+    svc = values[[k for k, c in services_enabled.items() if c == component][0]]
+    pod = d["spec"]["template"]["spec"]
+    labels = d["spec"]["template"]["metadata"]["labels"]
+    if svc["pdb"]["create"] and not [p for p in by_kind("PodDisruptionBudget") if matches(p["spec"]["selector"]["matchLabels"], labels)]:
+        problems.append(f"{name_of(d)}: no PodDisruptionBudget selects it")
+    spread = pod.get("topologySpreadConstraints") or []
+    if (svc["topologySpreadConstraints"] or values["defaultTopologySpread"]) and not all(
+            matches(c["labelSelector"]["matchLabels"], labels) for c in spread) or (values["defaultTopologySpread"] and not spread):
+        problems.append(f"{name_of(d)}: topologySpreadConstraints {spread} do not spread its own pods")
+    anti = (pod.get("affinity") or {}).get("podAntiAffinity")
+    if not svc["affinity"] and svc["podAntiAffinityPreset"] != "none" and not anti:
+        problems.append(f"{name_of(d)}: no pod anti-affinity (preset {svc['podAntiAffinityPreset']})")
+    pre_stop = ((pod["containers"][0].get("lifecycle") or {}).get("preStop") or {}).get("exec", {}).get("command")
+    if svc["preStopSleepSeconds"] and not (pre_stop and pre_stop[0] == "node"):
+        problems.append(f"{name_of(d)}: no preStop wait (preStopSleepSeconds {svc['preStopSleepSeconds']})")
+    if pod["terminationGracePeriodSeconds"] < svc["preStopSleepSeconds"] + 15:
+        problems.append(f"{name_of(d)}: terminationGracePeriodSeconds shorter than the preStop wait and the drain")
+for hpa in by_kind("HorizontalPodAutoscaler"):
+    if "behavior" not in hpa["spec"]:
+        problems.append(f"{name_of(hpa)}: no scaling behavior")
+for so in by_kind("ScaledObject"):
+    spec = so["spec"]
+    if set(spec) - {"scaleTargetRef", "minReplicaCount", "maxReplicaCount", "pollingInterval", "cooldownPeriod", "advanced", "triggers"}:
+        problems.append(f"{name_of(so)}: unknown spec fields")
+    target = spec["scaleTargetRef"]["name"]
+    if target not in {d["metadata"]["name"] for d in deployments}:
+        problems.append(f"{name_of(so)}: scales {target}, not rendered")
+    if target in {h["spec"]["scaleTargetRef"]["name"] for h in by_kind("HorizontalPodAutoscaler")}:
+        problems.append(f"{name_of(so)}: {target} is also scaled by the chart's HPA")
+    component = next((d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+                      for d in deployments if d["metadata"]["name"] == target), None)
+    for t in spec["triggers"]:
+        if t["type"] != "prometheus" or f'group="{component}"' not in t["metadata"]["query"] or "bus_consumer_lag_events" not in t["metadata"]["query"]:
+            problems.append(f"{name_of(so)}: trigger {t} is not its group's consumer lag")
+if values["networkPolicy"]["enabled"] and not by_kind("NetworkPolicy"):
+    problems.append("networkPolicy.enabled but no NetworkPolicy rendered")
+if values["metrics"]["serviceMonitor"]["enabled"]:
+    for np in by_kind("NetworkPolicy"):
+        http_from = [p for r in np["spec"].get("ingress") or [] if any(x.get("port") == "http" for x in r.get("ports") or []) for p in r.get("from") or []]
+        scraper = {k: v for k, v in values["networkPolicy"]["metrics"].items() if v}
+        if scraper not in http_from:
+            problems.append(f"{name_of(np)}: the metrics scraper {scraper} cannot reach the http port")
 
 for sm in by_kind("ServiceMonitor"):
     spec = sm["spec"]
@@ -552,6 +601,13 @@ expect_chart_failure "Strimzi resources without a cluster" "set strimzi.clusterN
 expect_chart_failure "SASL without its Secret" "kafka.sasl.passwordSecret" --set kafka.sasl.mechanism=scram-sha-512
 expect_chart_failure "tls KafkaUsers without TLS" "needs kafka.tls.enabled" \
   --set strimzi.clusterName=events --set strimzi.kafkaUsers.enabled=true --set strimzi.kafkaUsers.authentication=tls
+expect_chart_failure "a ServiceMonitor the NetworkPolicy would block" "the NetworkPolicy would block every scrape" \
+  --set metrics.serviceMonitor.enabled=true --set networkPolicy.metrics.namespaceSelector=null
+expect_chart_failure "a preStop wait longer than the grace period allows" "must be at least api.preStopSleepSeconds + 15" \
+  --set api.preStopSleepSeconds=20
+expect_chart_failure "KEDA and the HPA on one Deployment" "turn one off" \
+  --set projector.keda.enabled=true --set projector.keda.prometheusServerAddress=http://prometheus:9090 --set projector.autoscaling.enabled=true
+expect_schema_failure "KEDA for a service that consumes no lag" --set api.keda.enabled=true
 if "$HELM" template ofp "$CHART" >"$WORK/out" 2>&1; then
   die "a render without database.url and kafka.brokers succeeded"
 fi
@@ -604,7 +660,45 @@ ok "$(grep -c '^  - name:' "$CHART/tests/alerts.test.yaml") alert unit tests pas
 "$PROMTOOL" check rules "$WORK/dashboard-rules.yaml" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out" >&2; die "a dashboard expression does not parse"; }
 ok "every dashboard expression parses"
 
-# --- 8. package ------------------------------------------------------------------------------------
+# --- 8. skaffold --------------------------------------------------------------------------------------
+
+# skaffold.yaml's setValueTemplates become `helm --set key=value` once skaffold renders them (Go's
+# text/template; no skaffold binary here): render them with Go's text/template and an example
+# environment, then the chart with those values. A comma-separated KAFKA_BROKERS given to
+# kafka.brokers[0] once failed here (helm splits --set values on commas).
+step "skaffold.yaml's chart values render"
+mkdir -p "$WORK/skaffold-render"
+cat >"$WORK/skaffold-render/main.go" <<'GO'
+package main
+
+import (
+	"os"
+	"text/template"
+)
+
+// Renders each argument as a Go template over the environment, one result per line.
+func main() {
+	env := map[string]string{}
+	for _, name := range []string{"IMAGE_REPO_ofp", "IMAGE_TAG_ofp", "DATABASE_URL", "KAFKA_BROKERS"} {
+		env[name] = os.Getenv(name)
+	}
+	for _, text := range os.Args[1:] {
+		template.Must(template.New("value").Parse(text)).Execute(os.Stdout, env)
+		os.Stdout.WriteString("\n")
+	}
+}
+GO
+mapfile -t keys < <("$PYTHON" -c 'import sys, yaml; print("\n".join(yaml.safe_load(open(sys.argv[1]))["deploy"]["helm"]["releases"][0]["setValueTemplates"]))' "$ROOT/skaffold.yaml")
+mapfile -t templates < <("$PYTHON" -c 'import sys, yaml; print("\n".join(yaml.safe_load(open(sys.argv[1]))["deploy"]["helm"]["releases"][0]["setValueTemplates"].values()))' "$ROOT/skaffold.yaml")
+mapfile -t rendered < <(cd "$WORK/skaffold-render" && IMAGE_REPO_ofp=registry.local/ofp IMAGE_TAG_ofp=dev \
+  DATABASE_URL=postgres://ofp:ofp@postgres:5432/ofp KAFKA_BROKERS=kafka-0:9092,kafka-1:9092 go run main.go "${templates[@]}")
+sets=()
+for i in "${!keys[@]}"; do sets+=(--set "${keys[$i]}=${rendered[$i]}"); done
+"$HELM" template ofp "$CHART" "${sets[@]}" >"$WORK/skaffold.yaml.out" 2>&1 || { cat "$WORK/skaffold.yaml.out" >&2; die "the chart does not render with skaffold.yaml's values"; }
+grep -q 'KAFKA_BROKERS: "kafka-0:9092,kafka-1:9092"' "$WORK/skaffold.yaml.out" || die "skaffold.yaml's KAFKA_BROKERS does not reach the services whole"
+ok "setValueTemplates render, and a comma-separated KAFKA_BROKERS becomes the broker list"
+
+# --- 9. package ------------------------------------------------------------------------------------
 
 step "helm package"
 "$HELM" package "$CHART" --destination "$WORK" >/dev/null || die "helm package"

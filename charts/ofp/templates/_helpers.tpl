@@ -395,6 +395,51 @@ Secret mounted as files (never read into an env var). Call with (dict "root" $ "
 {{- end -}}
 
 {{/*
+Scheduling of a service's pods: its affinity, or the anti-affinity preset (soft: prefer nodes that run
+no pod of the same component; hard: require them), and its topology spread constraints, or the chart's
+default spread across zones and nodes where possible. Call with (dict "root" $ "component" ... "svc" ...).
+*/}}
+{{- define "ofp.scheduling" -}}
+{{- $selector := include "ofp.componentSelectorLabels" . | fromYaml -}}
+{{- if .svc.affinity }}
+affinity:
+  {{- toYaml .svc.affinity | nindent 2 }}
+{{- else if eq .svc.podAntiAffinityPreset "soft" }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- toYaml $selector | nindent 14 }}
+{{- else if eq .svc.podAntiAffinityPreset "hard" }}
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- toYaml $selector | nindent 12 }}
+{{- end }}
+{{- if .svc.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml .svc.topologySpreadConstraints | nindent 2 }}
+{{- else if .root.Values.defaultTopologySpread }}
+topologySpreadConstraints:
+  {{- range $key := list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+  - maxSkew: 1
+    topologyKey: {{ $key }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- toYaml $selector | nindent 8 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
 Checks that need more than the schema; fails the render with every problem at once.
 */}}
 {{- define "ofp.validateValues" -}}
@@ -413,6 +458,22 @@ Checks that need more than the schema; fails the render with every problem at on
 {{- end -}}
 {{- if and .Values.strimzi.kafkaUsers.enabled (eq .Values.strimzi.kafkaUsers.authentication "tls") (not .Values.kafka.tls.enabled) -}}
 {{- $messages = append $messages "ofp: strimzi.kafkaUsers.authentication=tls needs kafka.tls.enabled (a TLS listener)." -}}
+{{- end -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if and $np.enabled .Values.metrics.serviceMonitor.enabled (not $np.metrics.namespaceSelector) (not $np.metrics.podSelector) -}}
+{{- $messages = append $messages "ofp: metrics.serviceMonitor.enabled with networkPolicy.enabled needs networkPolicy.metrics.namespaceSelector or podSelector (your Prometheus): the NetworkPolicy would block every scrape." -}}
+{{- end -}}
+{{- range $key := splitList " " (include "ofp.serviceKeys" $) -}}
+{{- $svc := index $.Values $key -}}
+{{- if and $svc.enabled (lt (int $svc.terminationGracePeriodSeconds) (add (int $svc.preStopSleepSeconds) 15 | int)) -}}
+{{- $messages = append $messages (printf "ofp: %s.terminationGracePeriodSeconds (%v) must be at least %s.preStopSleepSeconds + 15 (%v): the process drains for up to 15 s after SIGTERM, which comes once the preStop sleep ends." $key $svc.terminationGracePeriodSeconds $key (add (int $svc.preStopSleepSeconds) 15)) -}}
+{{- end -}}
+{{- if and $svc.enabled $svc.keda $svc.keda.enabled $svc.autoscaling.enabled -}}
+{{- $messages = append $messages (printf "ofp: %s.keda.enabled and %s.autoscaling.enabled both scale the Deployment; turn one off (KEDA makes an HPA of its own)." $key $key) -}}
+{{- end -}}
+{{- if and $svc.enabled $svc.keda $svc.keda.enabled (not $svc.keda.prometheusServerAddress) -}}
+{{- $messages = append $messages (printf "ofp: %s.keda.enabled needs %s.keda.prometheusServerAddress (the Prometheus that scrapes the release's metrics)." $key $key) -}}
+{{- end -}}
 {{- end -}}
 {{- if $messages -}}
 {{- printf "\nVALUES VALIDATION:\n%s" (join "\n" $messages) | fail -}}
