@@ -128,7 +128,7 @@ async function runBenchmark(): Promise<void> {
       await response.body.dump();
     };
     await warmUp(WARMUP_SECONDS, CONCURRENCY, post);
-    const raw = await measure(LOOP_REQUESTS, CONCURRENCY, post);
+    const raw = await withProcessCpu(() => measure(LOOP_REQUESTS, CONCURRENCY, post));
     await rawAgent.close();
 
     // The dispatcher's send path alone, without the queue: the same signed POSTs through the same sender
@@ -150,7 +150,7 @@ async function runBenchmark(): Promise<void> {
       if (attempt.statusCode !== 204) throw new Error(`send path: ${attempt.error ?? attempt.statusCode}`);
     };
     await warmUp(WARMUP_SECONDS, CONCURRENCY, send);
-    const sendOnly = await measure(LOOP_REQUESTS, CONCURRENCY, send);
+    const sendOnly = await withProcessCpu(() => measure(LOOP_REQUESTS, CONCURRENCY, send));
     await sender.close();
 
     await migrateEventStore(pool, logger);
@@ -301,6 +301,7 @@ async function runBenchmark(): Promise<void> {
       `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
       `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
       `  the send path alone (signed POSTs through the dispatcher's sender, no queue): ${sendOnly.perSecond.toFixed(0)} requests/s, ${((100 * sendOnly.perSecond) / raw.perSecond).toFixed(0)}% of the raw rate`,
+      `  this process's CPU per request: raw loop ${((raw.cpuSeconds * 1e6) / LOOP_REQUESTS).toFixed(0)} us, send path ${((sendOnly.cpuSeconds * 1e6) / LOOP_REQUESTS).toFixed(0)} us (signing, SSRF guard, deadline)`,
       `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / measured).toFixed(0)} us per delivery`,
       postgresSeconds === undefined
         ? '  Postgres CPU: not measured (its backends are not processes of this machine)'
@@ -316,6 +317,14 @@ async function runBenchmark(): Promise<void> {
     await pool.end();
     await database.stop();
   }
+}
+
+/** Runs `work` and adds the CPU seconds this process used meanwhile to its result. */
+async function withProcessCpu<T extends object>(work: () => Promise<T>): Promise<T & { cpuSeconds: number }> {
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  return { ...result, cpuSeconds: (used.user + used.system) / 1e6 };
 }
 
 /**

@@ -5,7 +5,7 @@ import { Agent } from 'undici';
 import { currentTraceparent, inTracesOf } from '@ofp/runtime';
 import type { AttemptErrorKind, AttemptRecord } from './attempt.js';
 import { BlockedTargetError, guardedLookup, type AddressGuard, type HostResolver } from './address-guard.js';
-import { signatureHeaders } from './signing.js';
+import { DeliverySigner } from './signing.js';
 
 /** Sent with every delivery, so subscribers can tell our requests apart in their logs. */
 const USER_AGENT = 'ofp-webhook-dispatcher/0.1';
@@ -44,6 +44,7 @@ export interface HttpSenderOptions {
 export class HttpSender {
   private readonly agent: Agent;
   private readonly deadline: SharedDeadline;
+  private readonly signer = new DeliverySigner();
 
   constructor(private readonly options: HttpSenderOptions) {
     this.agent = new Agent({
@@ -65,7 +66,7 @@ export class HttpSender {
       const headers = {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
-        ...signatureHeaders(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
+        ...this.signer.headers(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
         ...(own === undefined ? {} : { traceparent: own }),
       };
       return this.post(delivery.url, headers, delivery.payload);

@@ -1,5 +1,6 @@
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { generateSecret, sign, signatureHeaders } from './signing.js';
+import { DeliverySigner, generateSecret } from './signing.js';
 
 // The Standard Webhooks specification's published test vector (spec "Signature scheme" examples).
 const VECTOR = {
@@ -21,16 +22,48 @@ function verifyAt(secret: string, body: string, headers: Record<string, string>,
   }
 }
 
+/** The signature as the specification defines it, computed with node:crypto. */
+function specSignature(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
+}
+
 describe('Standard Webhooks signing', () => {
+  const signer = new DeliverySigner();
+
   it('reproduces the specification test vector', () => {
-    expect(sign(VECTOR.secret, VECTOR.id, VECTOR.timestamp, VECTOR.body)).toBe(VECTOR.signature);
+    const headers = signer.headers(
+      [VECTOR.secret],
+      VECTOR.id,
+      new Date(VECTOR.timestamp * 1000),
+      VECTOR.body,
+    );
+    expect(headers).toEqual({
+      'webhook-id': VECTOR.id,
+      'webhook-timestamp': String(VECTOR.timestamp),
+      'webhook-signature': VECTOR.signature,
+    });
+  });
+
+  it('signs byte for byte as the specification computes it, whatever the body and the millisecond', () => {
+    for (let n = 0; n < 200; n++) {
+      const secret = generateSecret();
+      const id = randomUUID();
+      const at = new Date(1_800_000_000_000 + Math.floor(Math.random() * 1e9));
+      // Any text: multi-byte characters, escapes, the empty body.
+      const body =
+        n === 0 ? '' : JSON.stringify({ n, text: `été ✓ 🚚 ${randomBytes(n).toString('latin1')}` });
+      expect(signer.headers([secret], id, at, body)['webhook-signature']).toBe(
+        specSignature(secret, id, Math.floor(at.getTime() / 1000), body),
+      );
+    }
   });
 
   it('signs headers that the standardwebhooks library verifies', () => {
     const at = new Date('2026-11-21T07:30:00.000Z');
     const secret = generateSecret();
     const body = JSON.stringify({ id: 'e-1', type: 'person.created', data: { id: 1 } });
-    const headers = signatureHeaders([secret], 'e-1', at, body);
+    const headers = signer.headers([secret], 'e-1', at, body);
     expect(headers['webhook-timestamp']).toBe(String(at.getTime() / 1000));
     expect(verifyAt(secret, body, headers, at)).toEqual(JSON.parse(body));
   });
@@ -38,7 +71,7 @@ describe('Standard Webhooks signing', () => {
   it('during a rotation carries both signatures, so either secret verifies', () => {
     const at = new Date();
     const [current, previous] = [generateSecret(), generateSecret()];
-    const headers = signatureHeaders([current, previous], 'e-2', at, '{}');
+    const headers = signer.headers([current, previous], 'e-2', at, '{}');
     expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
     expect(() => verifyAt(current, '{}', headers, at)).not.toThrow();
     expect(() => verifyAt(previous, '{}', headers, at)).not.toThrow();
