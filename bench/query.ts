@@ -1,8 +1,12 @@
-// `npm run bench:query [-- --large]`: searches of the api against the same SQL sent straight through pg,
-// in one run, at growing sizes of the read model (20,000 and 200,000 people with two phone numbers each;
-// 2,000,000 as well with --large). For each size and search: the maximum rate at concurrency 32 on both
-// sides, the CPU time per request of each process involved, and the api's latency at half its maximum
-// rate; then how each search's Postgres CPU and latency grow with the data (issue 17).
+// `npm run bench:query [-- --large]`: searches of the api against a lean server doing the same work (issue
+// 25: `bench/lean/search.ts`, node:http + pg running the same compiled SQL and writing the same bytes),
+// driven by the same load generator in the same run, and against the same SQL sent straight through pg
+// from the load generator (a second line: its client's CPU is the load generator's). At growing sizes of
+// the read model: 20,000 and 200,000 people with two phone numbers each, 2,000,000 as well with --large.
+// For each size and search: the maximum rate at concurrency 32 of each side, the CPU time per request of
+// each process involved, the platform's CPU against the lean server's, and the api's latency at half its
+// maximum rate; then how each search's Postgres CPU and latency grow with the data.
+import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { preparedQuery } from '@ofp/api';
@@ -14,6 +18,7 @@ import {
   testLogger,
   UNLIMITED_RATE,
 } from '@ofp/testing';
+import { startLean } from './lean.js';
 import {
   cpuPerUnit,
   cpuProfileOptions,
@@ -24,6 +29,8 @@ import {
   processes,
   warmUp,
   withCpu,
+  type CpuParticipant,
+  type CpuUsed,
   type Measurement,
   progressBar,
 } from './measure.js';
@@ -36,7 +43,18 @@ const SIZES = [
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 /** Seconds of each search on each side before measuring it (see `warmUp`). */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/** Only the searches whose names contain this (`BENCH_SEARCH=dotted`), for a profile of one. */
+const ONLY = process.env.BENCH_SEARCH;
 const CONCURRENCY = 32;
+/**
+ * Connections of the platform's pool and the lean server's: the platform's default (DATABASE_POOL_SIZE),
+ * which serves 32 requests in flight with fewer connections, as it would in production.
+ */
+const POOL_SIZE = 10;
+/** Issue 25: the platform's CPU per search at most this many times the lean server's. */
+const LEAN_RATIO_GOAL = 1.15;
+/** Issue 25: a search's Postgres CPU per request grows at most this much from the smallest size to the largest. */
+const GROWTH_GOAL = 1.5;
 const CHUNK = 10_000;
 /**
  * People per last name, at every size: a filter matches as many records at 2,000,000 people as at
@@ -64,9 +82,7 @@ const databaseUrl = database.url;
 
 const platform = await startPlatform({
   databaseUrl,
-  // The platform's own pool (DATABASE_POOL_SIZE's default): it serves 32 requests in flight with fewer
-  // connections than that, as it would in production.
-  env: UNLIMITED_RATE,
+  env: { ...UNLIMITED_RATE, DATABASE_POOL_SIZE: String(POOL_SIZE) },
   nodeOptions: cpuProfileOptions(),
 });
 const raw = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });
@@ -74,29 +90,32 @@ const postgres = await postgresBackends(databaseUrl);
 const platformProcesses = processes('platform', Object.values(platform.pids));
 const generator = loadGenerator();
 
-interface SearchResult {
-  readonly api: Measurement;
-  readonly raw: Measurement;
-  readonly halfRate: Measurement;
-  /** µs of CPU per request at the maximum rate. */
-  readonly platformUs: number | undefined;
-  readonly postgresUs: number | undefined;
-  readonly generatorUs: number | undefined;
-  readonly rawPostgresUs: number | undefined;
-  readonly rawGeneratorUs: number | undefined;
-  /** µs of Postgres CPU per request at half the api's maximum rate. */
-  readonly halfRatePostgresUs: number | undefined;
+const HEADER = [
+  `${''.padEnd(24)} ${'maximum rate'.padEnd(15)} | ${'CPU µs per request'.padEnd(47)} | api at half its maximum rate`,
+  `${'search'.padEnd(24)} ${'api/s'.padStart(7)} ${'lean/s'.padStart(7)} | ${'platform'.padStart(8)} ${'lean'.padStart(6)} ${'ratio'.padStart(6)} ${'pg api'.padStart(7)} ${'pg lean'.padStart(7)} ${'loadgen'.padStart(8)} | ${'rate'.padStart(6)} ${'p50'.padStart(6)} ${'p90'.padStart(6)} ${'p99'.padStart(6)} ms`,
+].join('\n');
+
+/** One side's run at its maximum rate: the rate, and the CPU time of each process involved. */
+interface Side {
+  readonly run: Measurement;
+  readonly cpu: CpuUsed;
 }
 
-try {
-  const integrator = await createIntegrator(platform, { name: 'Bench' });
-  const orgId = integrator.organizationId;
-  // The organization's phone number types exist once it made a request.
-  const types = await integrator.request<{ id: number; name: string }[]>('GET', '/v2/phone_number_types');
-  const work = types.body.results.find((t) => t.name === 'Work')!.id;
-  const home = types.body.results.find((t) => t.name === 'Home')!.id;
+interface SearchResult {
+  readonly api: Side;
+  readonly lean: Side;
+  readonly raw: Side;
+  /** The api at half its maximum rate. */
+  readonly half: Side;
+}
 
-  const searches: [string, (i: number, size: number) => unknown][] = [
+/** µs of `participant`'s CPU per request of a side. */
+function usOf(side: Side, participant: CpuParticipant): number | undefined {
+  return cpuPerUnit(side.cpu, participant.name, side.run.operations);
+}
+
+const searches: [string, (i: number, size: number) => unknown][] = (
+  [
     [
       'plain filter',
       (i, size) => ({ filters: [{ operand: 'last_name', operator: '=', value: lastName(i, size) }] }),
@@ -131,9 +150,29 @@ try {
       }),
     ],
     ['offset 10,000', () => ({ limit: 50, offset: 10_000 })],
-  ];
+  ] satisfies [string, (i: number, size: number) => unknown][]
+).filter(([name]) => ONLY === undefined || name.includes(ONLY));
+/** Searches whose cost grows with the data by nature (README "What grows with the data"). */
+const GROWS_BY_NATURE = ['offset 10,000'];
 
-  const http = new HttpPool(platform.apiUrl, { connections: CONCURRENCY, pipelining: 1 });
+let lean: Awaited<ReturnType<typeof startLean>> | undefined;
+try {
+  console.log(`load before: ${uptime()}`);
+  const integrator = await createIntegrator(platform, { name: 'Bench' });
+  const orgId = integrator.organizationId;
+  // The organization's phone number types exist once it made a request.
+  const types = await integrator.request<{ id: number; name: string }[]>('GET', '/v2/phone_number_types');
+  const work = types.body.results.find((t) => t.name === 'Work')!.id;
+  const home = types.body.results.find((t) => t.name === 'Home')!.id;
+  lean = await startLean('search', {
+    DATABASE_URL: databaseUrl,
+    POOL_SIZE: String(POOL_SIZE),
+    ORG_ID: String(orgId),
+  });
+  const leanCpu = lean.cpu;
+
+  const apiHttp = new HttpPool(platform.apiUrl, { connections: CONCURRENCY, pipelining: 1 });
+  const leanHttp = new HttpPool(lean.url!, { connections: CONCURRENCY, pipelining: 1 });
   const token = integrator.accessToken;
   const results = new Map<number, Map<string, SearchResult>>();
   let seeded = 0;
@@ -143,24 +182,24 @@ try {
     console.log(
       `\n${size.toLocaleString('en')} people x 2 phone numbers; each search ${SECONDS} s at concurrency ${CONCURRENCY} on each side, then ${SECONDS} s at half the api's maximum rate`,
     );
-    console.log(
-      `${''.padEnd(24)} ${'maximum rate'.padEnd(24)} | ${'CPU µs per request: api side'.padEnd(30)} | ${'raw side'.padEnd(15)} | at half the api's maximum rate`,
-    );
-    console.log(
-      `${'search'.padEnd(24)} ${'api/s'.padStart(7)} ${'raw/s'.padStart(7)} ${'ratio'.padStart(7)} | ${'platform'.padStart(8)} ${'postgres'.padStart(8)} ${'loadgen'.padStart(8)}   | ${'postgres'.padStart(8)} ${'loadgen'.padStart(7)} | ${'rate'.padStart(6)} ${'p50'.padStart(6)} ${'p90'.padStart(6)} ${'p99'.padStart(6)} ms`,
-    );
+    console.log(HEADER);
     const bySearch = new Map<string, SearchResult>();
     results.set(size, bySearch);
     for (const [name, q] of searches) {
-      const api = async (i: number): Promise<void> => {
+      const path = (i: number): string => `/v2/people?q=${encodeURIComponent(JSON.stringify(q(i, size)))}`;
+      /** A search through `http`, its body as text. */
+      const get = async (http: HttpPool, i: number): Promise<string> => {
         const response = await http.request({
           method: 'GET',
-          path: `/v2/people?q=${encodeURIComponent(JSON.stringify(q(i, size)))}`,
+          path: path(i),
           headers: { authorization: `Bearer ${token}` },
         });
         const body = await response.body.text();
         if (response.statusCode !== 200) throw new Error(`${name}: ${response.statusCode} ${body}`);
+        return body;
       };
+      const api = async (i: number): Promise<void> => void (await get(apiHttp, i));
+      const leanSearch = async (i: number): Promise<void> => void (await get(leanHttp, i));
       // The same statement as the api sends, prepared the same way (one plan per statement shape), its
       // page of JSON received as text as the api receives it.
       const sql = async (i: number): Promise<void> => {
@@ -168,38 +207,54 @@ try {
           preparedQuery(compileSearch(people, orgId, parseQuery(people, JSON.stringify(q(i, size))))),
         );
       };
+      // The baseline does the same work: the same bytes for the same search.
+      for (const i of [0, 1, 2]) {
+        if ((await get(apiHttp, i)) !== (await get(leanHttp, i)))
+          throw new Error(`${name}: the lean server's body differs from the api's`);
+      }
       await warmUp(WARMUP_SECONDS, CONCURRENCY, api);
+      await warmUp(WARMUP_SECONDS, CONCURRENCY, leanSearch);
       await warmUp(WARMUP_SECONDS, CONCURRENCY, sql);
-      const apiSide = [platformProcesses, postgres, generator];
-      const maxApi = await withCpu(apiSide, () => measureFor(SECONDS, CONCURRENCY, api));
-      const maxRaw = await withCpu([postgres, generator], () => measureFor(SECONDS, CONCURRENCY, sql));
-      const half = await withCpu(apiSide, () => measureAtRate(maxApi.result.perSecond / 2, SECONDS, api));
+      const side = async (
+        participants: readonly CpuParticipant[],
+        work: () => Promise<Measurement>,
+      ): Promise<Side> => {
+        const { result, cpu } = await withCpu(participants, work);
+        return { run: result, cpu };
+      };
+      const apiSide = await side([platformProcesses, postgres, generator], () =>
+        measureFor(SECONDS, CONCURRENCY, api),
+      );
       const result: SearchResult = {
-        api: maxApi.result,
-        raw: maxRaw.result,
-        halfRate: half.result,
-        platformUs: cpuPerUnit(maxApi.cpu, platformProcesses.name, maxApi.result.operations),
-        postgresUs: cpuPerUnit(maxApi.cpu, postgres.name, maxApi.result.operations),
-        generatorUs: cpuPerUnit(maxApi.cpu, generator.name, maxApi.result.operations),
-        rawPostgresUs: cpuPerUnit(maxRaw.cpu, postgres.name, maxRaw.result.operations),
-        rawGeneratorUs: cpuPerUnit(maxRaw.cpu, generator.name, maxRaw.result.operations),
-        halfRatePostgresUs: cpuPerUnit(half.cpu, postgres.name, half.result.operations),
+        api: apiSide,
+        lean: await side([leanCpu, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, leanSearch)),
+        raw: await side([postgres, generator], () => measureFor(SECONDS, CONCURRENCY, sql)),
+        half: await side([platformProcesses, postgres, generator], () =>
+          measureAtRate(apiSide.run.perSecond / 2, SECONDS, api),
+        ),
       };
       bySearch.set(name, result);
       console.log(formatSearch(name, result));
     }
     printGoals(bySearch);
   }
-  await http.close();
+  await apiHttp.close();
+  await leanHttp.close();
   printGrowth(
     results,
     searches.map(([name]) => name),
   );
+  console.log(`\nload after: ${uptime()}`);
 } finally {
+  await lean?.stop();
   await postgres.close?.();
   await raw.end();
   await platform.stop();
   await database.stop();
+}
+
+function uptime(): string {
+  return execFileSync('uptime', { encoding: 'utf8' }).trim();
 }
 
 /** A last name that people have at this size. */
@@ -260,28 +315,35 @@ function us(value: number | undefined, width: number): string {
   return (value === undefined ? 'n/a' : value.toFixed(0)).padStart(width);
 }
 
+/**
+ * Two lines: the api against the lean server (rates; CPU per request of the platform and of the lean
+ * server, their ratio, Postgres's on each side, the load generator's on the api side; the api's latency
+ * at half its maximum rate), then the raw pg side.
+ */
 function formatSearch(name: string, r: SearchResult): string {
-  const ratio = `${((100 * r.api.perSecond) / r.raw.perSecond).toFixed(0)}%`;
   const ms = (value: number): string => value.toFixed(2).padStart(6);
-  return `${name.padEnd(24)} ${r.api.perSecond.toFixed(0).padStart(7)} ${r.raw.perSecond.toFixed(0).padStart(7)} ${ratio.padStart(7)} | ${us(r.platformUs, 8)} ${us(r.postgresUs, 8)} ${us(r.generatorUs, 8)}   | ${us(r.rawPostgresUs, 8)} ${us(r.rawGeneratorUs, 7)} | ${r.halfRate.perSecond.toFixed(0).padStart(6)} ${ms(r.halfRate.p50Ms)} ${ms(r.halfRate.p90Ms)} ${ms(r.halfRate.p99Ms)}`;
+  const platformUs = usOf(r.api, platformProcesses);
+  const leanUs = cpuPerUnit(r.lean.cpu, 'lean', r.lean.run.operations);
+  const ratio =
+    platformUs === undefined || leanUs === undefined ? 'n/a' : `${(platformUs / leanUs).toFixed(2)}x`;
+  const main = `${name.padEnd(24)} ${r.api.run.perSecond.toFixed(0).padStart(7)} ${r.lean.run.perSecond.toFixed(0).padStart(7)} | ${us(platformUs, 8)} ${us(leanUs, 6)} ${ratio.padStart(6)} ${us(usOf(r.api, postgres), 7)} ${us(usOf(r.lean, postgres), 7)} ${us(usOf(r.api, generator), 8)} | ${r.half.run.perSecond.toFixed(0).padStart(6)} ${ms(r.half.run.p50Ms)} ${ms(r.half.run.p90Ms)} ${ms(r.half.run.p99Ms)}`;
+  const second = `${'  raw pg, in the loadgen'.padEnd(24)} ${r.raw.run.perSecond.toFixed(0).padStart(7)}/s: postgres ${us(usOf(r.raw, postgres), 0)} µs, loadgen ${us(usOf(r.raw, generator), 0)} µs per query (lean side's loadgen ${us(usOf(r.lean, generator), 0)} µs)`;
+  return `${main}\n${second}`;
 }
 
-/** Issue 17's goals for the request path: what the platform spends on a search, beside Postgres. */
+/** Issue 25's goal for the request path: the platform's CPU per search near the lean server's. */
 function printGoals(bySearch: ReadonlyMap<string, SearchResult>): void {
   const missed: string[] = [];
   for (const [name, r] of bySearch) {
-    const cheap = ['plain filter', 'dotted filter', 'chained dotted filter'].includes(name);
-    if (cheap && r.platformUs !== undefined && r.platformUs > 80)
-      missed.push(`${name}: platform CPU ${r.platformUs.toFixed(0)} µs per request (goal <= 80 µs)`);
-    if (r.api.perSecond < 0.7 * r.raw.perSecond)
+    const platformUs = usOf(r.api, platformProcesses);
+    const leanUs = cpuPerUnit(r.lean.cpu, 'lean', r.lean.run.operations);
+    if (platformUs !== undefined && leanUs !== undefined && platformUs > LEAN_RATIO_GOAL * leanUs)
       missed.push(
-        `${name}: ${((100 * r.api.perSecond) / r.raw.perSecond).toFixed(0)}% of raw throughput (goal >= 70%)`,
+        `${name}: platform CPU ${platformUs.toFixed(0)} µs per request, ${(platformUs / leanUs).toFixed(2)}x the lean server's ${leanUs.toFixed(0)} µs (goal <= ${LEAN_RATIO_GOAL}x)`,
       );
-    if (r.halfRate.p99Ms > 10)
-      missed.push(`${name}: p99 ${r.halfRate.p99Ms.toFixed(1)} ms at half the maximum rate (goal <= 10 ms)`);
   }
   console.log(
-    missed.length === 0 ? 'all searches within the goals' : `missed goals:\n  ${missed.join('\n  ')}`,
+    missed.length === 0 ? 'all searches within the goal' : `missed goal:\n  ${missed.join('\n  ')}`,
   );
 }
 
@@ -301,17 +363,25 @@ function printGrowth(
   console.log(
     `${'search'.padEnd(24)} ${sizes.map((size) => `${size.toLocaleString('en')} people`.padStart(cell)).join('')}   growth (CPU, p50)`,
   );
+  const missed: string[] = [];
   for (const name of names) {
     const row = sizes.map((size) => results.get(size)!.get(name)!);
-    const cells = row.map((r) =>
-      `${us(r.halfRatePostgresUs, 7)} µs ${r.halfRate.p50Ms.toFixed(2).padStart(6)} ms`.padStart(cell),
+    const postgresUs = row.map((r) => usOf(r.half, postgres));
+    const cells = row.map((r, k) =>
+      `${us(postgresUs[k], 7)} µs ${r.half.run.p50Ms.toFixed(2).padStart(6)} ms`.padStart(cell),
     );
-    const first = row[0]!;
-    const last = row[row.length - 1]!;
-    const factor = (a: number | undefined, b: number | undefined): string =>
-      a === undefined || b === undefined ? 'n/a' : `x${(b / a).toFixed(1)}`;
+    const first = postgresUs[0];
+    const last = postgresUs[postgresUs.length - 1];
+    const growth = first === undefined || last === undefined ? undefined : last / first;
+    const p50Growth = row[row.length - 1]!.half.run.p50Ms / row[0]!.half.run.p50Ms;
+    const byNature = GROWS_BY_NATURE.includes(name) ? ' (grows by nature)' : '';
     console.log(
-      `${name.padEnd(24)} ${cells.join('')}   ${factor(first.halfRatePostgresUs, last.halfRatePostgresUs)}, ${factor(first.halfRate.p50Ms, last.halfRate.p50Ms)}`,
+      `${name.padEnd(24)} ${cells.join('')}   ${growth === undefined ? 'n/a' : `x${growth.toFixed(1)}`}, x${p50Growth.toFixed(1)}${byNature}`,
     );
+    if (growth !== undefined && growth > GROWTH_GOAL && byNature === '')
+      missed.push(`${name}: Postgres CPU per request x${growth.toFixed(1)} (goal <= x${GROWTH_GOAL})`);
   }
+  console.log(
+    missed.length === 0 ? 'no search grew past the goal' : `missed goal:\n  ${missed.join('\n  ')}`,
+  );
 }

@@ -1,10 +1,11 @@
 // `npm run bench:webhooks`: webhook deliveries per second to a local receiver at concurrency 64, next to a
 // plain undici POST loop to the same receiver in the same run, and the latency from an event's commit
 // to its delivery (issue 6). The receiver runs in a process of its own, so that it takes the same CPU
-// from both loops rather than from the one it shares a process with.
+// from both loops rather than from the one it shares a process with. Its baselines (issue 25): the
+// dispatcher's send path alone, and a minimal Postgres queue worker (`bench/lean/queue-worker.ts`)
+// draining the same backlog to the same receiver, with the CPU per delivery of each process.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -20,7 +21,6 @@ import {
   createPool,
   listen,
   ModuleRunner,
-  type Pool,
 } from '@ofp/runtime';
 import { startScratchDatabase, testLogger } from '@ofp/testing';
 import {
@@ -28,7 +28,19 @@ import {
   createWebhookDispatcher,
   migrateWebhookDispatcher,
 } from '@ofp/webhook-dispatcher';
-import { measure, progressBar, warmUp } from './measure.js';
+import { startLean } from './lean.js';
+import {
+  CpuMeter,
+  cpuPerUnit,
+  loadGenerator,
+  measure,
+  postgresBackends,
+  progressBar,
+  warmUp,
+  withCpu,
+  type CpuParticipant,
+  type CpuUsed,
+} from './measure.js';
 
 const CONCURRENCY = 64;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -49,8 +61,19 @@ const LATENCY_RATE_PER_SECOND = Number(process.env.BENCH_LATENCY_RATE ?? 1_000);
 const SEED_CONCURRENCY = 32;
 /** How long the delivery phase may go without a delivery before the benchmark fails. */
 const STALL_MS = 60_000;
-/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
-const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The lean queue worker's table (see `bench/lean/queue-worker.ts`): River's shape, narrowed. */
+const LEAN_QUEUE_DDL = `CREATE TABLE lean_jobs (
+  id bigserial PRIMARY KEY,
+  state text NOT NULL DEFAULT 'available',
+  scheduled_at timestamptz NOT NULL DEFAULT now(),
+  attempt int NOT NULL DEFAULT 0,
+  attempted_at timestamptz,
+  finalized_at timestamptz,
+  url text NOT NULL,
+  payload text NOT NULL
+);
+CREATE INDEX lean_jobs_available ON lean_jobs (scheduled_at, id) WHERE state = 'available'`;
 
 if (process.argv[2] === 'receiver') await runReceiver();
 else await runBenchmark();
@@ -106,6 +129,7 @@ async function runBenchmark(): Promise<void> {
   const database = await startScratchDatabase(logger, 'bench_webhooks');
   const databaseUrl = database.url;
   const pool = createPool({ connectionString: databaseUrl, applicationName: 'bench-webhooks', max: 40 });
+  const postgres = await postgresBackends(databaseUrl);
 
   try {
     // The raw loop: a plain undici POST of a body the size of a delivery's, at the same concurrency.
@@ -128,7 +152,9 @@ async function runBenchmark(): Promise<void> {
       await response.body.dump();
     };
     await warmUp(WARMUP_SECONDS, CONCURRENCY, post);
-    const raw = await withProcessCpu(() => measure(LOOP_REQUESTS, CONCURRENCY, post));
+    const { result: raw, cpu: rawCpu } = await withCpu([loadGenerator('bench')], () =>
+      measure(LOOP_REQUESTS, CONCURRENCY, post),
+    );
     await rawAgent.close();
 
     // The dispatcher's send path alone, without the queue: the same signed POSTs through the same sender
@@ -150,7 +176,9 @@ async function runBenchmark(): Promise<void> {
       if (attempt.statusCode !== 204) throw new Error(`send path: ${attempt.error ?? attempt.statusCode}`);
     };
     await warmUp(WARMUP_SECONDS, CONCURRENCY, send);
-    const sendOnly = await withProcessCpu(() => measure(LOOP_REQUESTS, CONCURRENCY, send));
+    const { result: sendOnly, cpu: sendCpu } = await withCpu([loadGenerator('bench')], () =>
+      measure(LOOP_REQUESTS, CONCURRENCY, send),
+    );
     await sender.close();
 
     await migrateEventStore(pool, logger);
@@ -221,40 +249,14 @@ async function runBenchmark(): Promise<void> {
     bar.update(backlog);
     bar.stop();
 
-    const deliveredBefore = (await receiverGet<{ count: number }>('/count')).count;
+    const delivered = async (): Promise<number> => (await receiverGet<{ count: number }>('/count')).count;
     await modules.start();
-    const progress = progressBar(
-      'delivery [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s',
+    const dispatcherRun = await drain(
+      'delivery',
+      backlog,
+      [loadGenerator('dispatcher'), postgres],
+      delivered,
     );
-    progress.start(backlog, 0);
-    let measuring:
-      | { delivered: number; at: number; cpu: NodeJS.CpuUsage; postgres: Map<number, number> | undefined }
-      | undefined;
-    for (let seen = 0, movedAt = performance.now(); ;) {
-      const delivered = (await receiverGet<{ count: number }>('/count')).count - deliveredBefore;
-      progress.update(Math.min(delivered, backlog));
-      if (measuring === undefined && delivered >= WARMUP_EVENTS)
-        measuring = {
-          delivered,
-          at: performance.now(),
-          cpu: process.cpuUsage(),
-          postgres: await postgresCpu(pool),
-        };
-      if (delivered >= backlog) break;
-      if (delivered > seen) [seen, movedAt] = [delivered, performance.now()];
-      // A delivery that never comes must fail the benchmark, not hang it.
-      else if (performance.now() - movedAt > STALL_MS)
-        throw new Error(`stalled: ${delivered} of ${backlog} delivered, none for ${STALL_MS / 1000} s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const seconds = (performance.now() - measuring!.at) / 1000;
-    const cpu = process.cpuUsage(measuring!.cpu);
-    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-    const postgresSeconds = cpuSince(measuring!.postgres, await postgresCpu(pool));
-    progress.stop();
-    const measured = backlog - measuring!.delivered;
-    const perSecond = measured / seconds;
-
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
     const committed = new Map<string, number>();
@@ -293,19 +295,37 @@ async function runBenchmark(): Promise<void> {
     await modules.stop();
     await closeServer(api.server);
 
+    // The lean queue worker drains a backlog of the same size to the same receiver.
+    await pool.query(LEAN_QUEUE_DDL);
+    await pool.query(`INSERT INTO lean_jobs (url, payload) SELECT $1, $2 FROM generate_series(1, $3::int)`, [
+      `${receiverUrl}/lean`,
+      body,
+      backlog,
+    ]);
+    await pool.query('VACUUM ANALYZE lean_jobs');
+    const lean = await startLean('queue-worker', {
+      DATABASE_URL: databaseUrl,
+      CONCURRENCY: String(CONCURRENCY),
+      SECRET: secrets[0]!,
+    });
+    const leanRun = await drain('lean', backlog, [lean.cpu, postgres], delivered).finally(() => lean.stop());
+
+    const perSecond = dispatcherRun.measured / dispatcherRun.seconds;
     const ratio = (100 * perSecond) / raw.perSecond;
+    const us = (cpu: CpuUsed, name: string, units: number): string => {
+      const value = cpuPerUnit(cpu, name, units);
+      return value === undefined ? 'n/a' : value.toFixed(0);
+    };
     const lines = [
       '',
-      `Webhook deliveries to one local receiver, concurrency ${CONCURRENCY}: ${measured} measured after ${backlog - measured} of a backlog of ${backlog} events (${records} records x ${VERSIONS} versions)`,
-      `  dispatcher (bus intake + queue + signed POST): ${perSecond.toFixed(0).padStart(6)} deliveries/s  (${seconds.toFixed(2)} s)`,
+      `Webhook deliveries to one local receiver, concurrency ${CONCURRENCY}: ${dispatcherRun.measured} measured after ${backlog - dispatcherRun.measured} of a backlog of ${backlog} events (${records} records x ${VERSIONS} versions)`,
+      `  dispatcher (bus intake + queue + signed POST): ${perSecond.toFixed(0).padStart(6)} deliveries/s  (${dispatcherRun.seconds.toFixed(2)} s)`,
       `  raw undici POST loop, same receiver:          ${raw.perSecond.toFixed(0).padStart(6)} requests/s    (${raw.seconds.toFixed(2)} s)`,
       `  ratio: ${ratio.toFixed(0)}% of the raw rate (target >= 60%)`,
       `  the send path alone (signed POSTs through the dispatcher's sender, no queue): ${sendOnly.perSecond.toFixed(0)} requests/s, ${((100 * sendOnly.perSecond) / raw.perSecond).toFixed(0)}% of the raw rate`,
-      `  this process's CPU per request: raw loop ${((raw.cpuSeconds * 1e6) / LOOP_REQUESTS).toFixed(0)} us, send path ${((sendOnly.cpuSeconds * 1e6) / LOOP_REQUESTS).toFixed(0)} us (signing, SSRF guard, deadline)`,
-      `  dispatcher process CPU while delivering: ${((100 * cpuSeconds) / seconds).toFixed(0)}% of a core, ${((cpuSeconds * 1e6) / measured).toFixed(0)} us per delivery`,
-      postgresSeconds === undefined
-        ? '  Postgres CPU: not measured (its backends are not processes of this machine)'
-        : `  Postgres CPU while delivering (this database's backends): ${((100 * postgresSeconds) / seconds).toFixed(0)}% of a core, ${((postgresSeconds * 1e6) / measured).toFixed(0)} us per delivery`,
+      `  this process's CPU per request: raw loop ${us(rawCpu, 'bench', LOOP_REQUESTS)} us, send path ${us(sendCpu, 'bench', LOOP_REQUESTS)} us (signing, SSRF guard, deadline)`,
+      `  lean queue worker (claim, signed POST, complete; jobs queued beforehand): ${(leanRun.measured / leanRun.seconds).toFixed(0)} deliveries/s; the dispatcher reached ${((100 * perSecond * leanRun.seconds) / leanRun.measured).toFixed(0)}% of its rate`,
+      `  CPU µs per delivery: dispatcher ${us(dispatcherRun.cpu, 'dispatcher', dispatcherRun.measured)}, its Postgres ${us(dispatcherRun.cpu, postgres.name, dispatcherRun.measured)} | lean worker ${us(leanRun.cpu, 'lean', leanRun.measured)}, its Postgres ${us(leanRun.cpu, postgres.name, leanRun.measured)} (this database's backends)`,
       `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
       '',
@@ -314,47 +334,57 @@ async function runBenchmark(): Promise<void> {
   } finally {
     receiverProcess.kill();
     await receiverAgent.close();
+    await postgres.close?.();
     await pool.end();
     await database.stop();
   }
 }
 
-/** Runs `work` and adds the CPU seconds this process used meanwhile to its result. */
-async function withProcessCpu<T extends object>(work: () => Promise<T>): Promise<T & { cpuSeconds: number }> {
-  const before = process.cpuUsage();
-  const result = await work();
-  const used = process.cpuUsage(before);
-  return { ...result, cpuSeconds: (used.user + used.system) / 1e6 };
+interface Drained {
+  /** Deliveries after the warm-up, measured. */
+  readonly measured: number;
+  readonly seconds: number;
+  readonly cpu: CpuUsed;
 }
 
 /**
- * CPU seconds used so far by each backend of the pool's database, read from /proc (Postgres runs on this
- * machine in every way the benchmark is run); undefined when a backend is no process here.
+ * Waits while `backlog` deliveries arrive at the receiver (`delivered` counts all it ever had),
+ * accounting the participants' CPU time after the first `WARMUP_EVENTS` of them; a delivery that
+ * never comes fails the run after `STALL_MS`.
  */
-async function postgresCpu(pool: Pool): Promise<Map<number, number> | undefined> {
-  const { rows } = await pool.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
+async function drain(
+  label: string,
+  backlog: number,
+  participants: readonly CpuParticipant[],
+  delivered: () => Promise<number>,
+): Promise<Drained> {
+  const before = await delivered();
+  const progress = progressBar(
+    `${label.padEnd(8)} [{bar}] {percentage}% | {value}/{total} deliveries (warm-up first) | {duration}s`,
   );
-  const used = new Map<number, number>();
-  for (const { pid } of rows) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-    if (stat === undefined) return undefined;
-    // Fields after the parenthesized command name; utime and stime are the 14th and 15th of the line.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    used.set(pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND);
+  progress.start(backlog, 0);
+  let measuring: { delivered: number; at: number; meter: CpuMeter } | undefined;
+  try {
+    for (let seen = 0, movedAt = performance.now(); ;) {
+      const done = (await delivered()) - before;
+      progress.update(Math.min(done, backlog));
+      if (measuring === undefined && done >= WARMUP_EVENTS)
+        measuring = { delivered: done, at: performance.now(), meter: await CpuMeter.start(participants) };
+      if (done >= backlog) break;
+      if (done > seen) [seen, movedAt] = [done, performance.now()];
+      // A delivery that never comes must fail the benchmark, not hang it.
+      else if (performance.now() - movedAt > STALL_MS)
+        throw new Error(`${label}: stalled, ${done} of ${backlog} delivered, none for ${STALL_MS / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const seconds = (performance.now() - measuring!.at) / 1000;
+    return { measured: backlog - measuring!.delivered, seconds, cpu: await measuring!.meter.stop() };
+  } catch (error) {
+    await measuring?.meter.stop();
+    throw error;
+  } finally {
+    progress.stop();
   }
-  return used;
-}
-
-/** CPU seconds the backends used between two readings (a backend that is new counts from zero). */
-function cpuSince(
-  before: Map<number, number> | undefined,
-  after: Map<number, number> | undefined,
-): number | undefined {
-  if (before === undefined || after === undefined) return undefined;
-  let seconds = 0;
-  for (const [pid, used] of after) seconds += used - (before.get(pid) ?? 0);
-  return seconds;
 }
 
 /** Appends `person.created|updated` of `people-<id>` at `version`, as the api would; resolves with its id. */

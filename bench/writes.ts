@@ -1,6 +1,8 @@
 // `npm run bench:writes` (issue 12): writes per second with read-your-writes (a person; a fulfillment
-// order, whose inventory commitment the response waits for), next to the same append through `pg`
-// with no wait, in one run; and the latency the derived wait adds (the same fulfillment order with
+// order, whose inventory commitment the response waits for), next to a lean server's write (issue 25:
+// `bench/lean/append.ts`, node:http + pg appending the same event with the same library and answering
+// the record, driven by the same load generator) and the same append through `pg` from the load
+// generator with no wait, in one run; and the latency the derived wait adds (the same fulfillment order with
 // `Prefer: respond-async`). CPU time per write of the platform, its Postgres backends and this process.
 // Then the same person write and raw append with BENCH_STORE_EVENTS (100,000; `--large` adds
 // 5,000,000) events of a type no consumer reads already in the store (issue 17: does a write's cost
@@ -28,12 +30,15 @@ import {
   type RateProfile,
   progressBar,
 } from './measure.js';
+import { startLean } from './lean.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 /** Writers at once: an ERP's import threads. */
 const CONCURRENCY = 16;
 const SKUS = 50;
+/** Connections of the platform's pool and the lean server's (DATABASE_POOL_SIZE's default). */
+const POOL_SIZE = 10;
 const STORE_SIZES = [
   ...(process.env.BENCH_STORE_EVENTS ?? '100000').split(',').map(Number),
   ...(process.argv.includes('--large') ? [5_000_000] : []),
@@ -45,7 +50,7 @@ const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_writes');
 const platform = await startPlatform({
   databaseUrl: database.url,
-  env: UNLIMITED_RATE,
+  env: { ...UNLIMITED_RATE, DATABASE_POOL_SIZE: String(POOL_SIZE) },
   nodeOptions: cpuProfileOptions(),
 });
 const postgres = await postgresBackends(database.url);
@@ -54,13 +59,20 @@ const pool = createPool({
   applicationName: 'bench-writes',
   max: CONCURRENCY,
 });
+let lean: Awaited<ReturnType<typeof startLean>> | undefined;
 try {
   const integrator = await createIntegrator(platform, { name: 'Bench' });
+  lean = await startLean('append', {
+    DATABASE_URL: database.url,
+    POOL_SIZE: String(POOL_SIZE),
+    ORG_ID: String(integrator.organizationId),
+  });
   const http = new HttpPool(platform.apiUrl, { connections: CONCURRENCY });
+  const leanHttp = new HttpPool(lean.url!, { connections: CONCURRENCY });
   const post =
-    (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    (path: string, body: unknown, headers: Record<string, string> = {}, to = http) =>
     async () => {
-      const response = await http.request({
+      const response = await to.request({
         method: 'POST',
         path,
         headers: {
@@ -74,6 +86,7 @@ try {
       if (response.statusCode !== 201) throw new Error(`${path}: ${response.statusCode} ${text}`);
     };
   const person = (i: number) => post('/v2/people', { last_name: `Bench ${i}` })();
+  const leanPerson = (i: number) => post('/v2/people', { last_name: `Bench ${i}` }, {}, leanHttp)();
   const fulfillment =
     (headers: Record<string, string> = {}) =>
     (i: number) =>
@@ -95,13 +108,17 @@ try {
     });
   };
 
+  // Every row accounts every process: the platform's readers also wake up for the lean server's and the
+  // raw appends, and the lean server idles while the platform works.
   const participants = [
     processes('platform', Object.values(platform.pids)),
+    lean.cpu,
     postgres,
     loadGenerator('loadgen'),
   ];
   await warmUp(WARMUP_SECONDS, CONCURRENCY, person);
   await warmUp(WARMUP_SECONDS, CONCURRENCY, fulfillment());
+  await warmUp(WARMUP_SECONDS, CONCURRENCY, leanPerson);
   const rows: [string, RateProfile][] = [
     ['POST /v2/people', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, person)],
     ['POST fulfillment_orders', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, fulfillment())],
@@ -109,6 +126,7 @@ try {
       '  same, respond-async',
       await maxAndHalfRate(participants, SECONDS, CONCURRENCY, fulfillment({ prefer: 'respond-async' })),
     ],
+    ['lean server append', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, leanPerson)],
     ['raw append (pg)', await maxAndHalfRate(participants, SECONDS, CONCURRENCY, append)],
   ];
   const table = profileTable(
@@ -121,9 +139,16 @@ try {
   const [, people] = rows[0]!;
   const [, derived] = rows[1]!;
   const [, async] = rows[2]!;
-  const [, raw] = rows[3]!;
+  const [, leanAppend] = rows[3]!;
+  const [, raw] = rows[4]!;
+  const platformUs = (profile: RateProfile): number =>
+    (profile.maxCpu.get('platform')! * 1e6) / profile.max.operations;
+  const leanUs = (leanAppend.maxCpu.get('lean')! * 1e6) / leanAppend.max.operations;
   console.log(
-    `\nPOST /v2/people: ${((100 * people.max.perSecond) / raw.max.perSecond).toFixed(0)}% of the raw append's rate; fulfillment order: ${((100 * derived.max.perSecond) / raw.max.perSecond).toFixed(0)}%`,
+    `\nPOST /v2/people: ${((100 * people.max.perSecond) / raw.max.perSecond).toFixed(0)}% of the raw append's rate, ${((100 * people.max.perSecond) / leanAppend.max.perSecond).toFixed(0)}% of the lean server's; fulfillment order: ${((100 * derived.max.perSecond) / raw.max.perSecond).toFixed(0)}% of the raw append's`,
+  );
+  console.log(
+    `platform CPU per write against the lean server's ${leanUs.toFixed(0)} µs: POST /v2/people ${(platformUs(people) / leanUs).toFixed(2)}x, fulfillment order ${(platformUs(derived) / leanUs).toFixed(2)}x`,
   );
   console.log(
     `the derived wait (the inventory manager, then the projector) adds at half the maximum rate: p50 ${(derived.half.p50Ms - async.half.p50Ms).toFixed(2)} ms, p99 ${(derived.half.p99Ms - async.half.p99Ms).toFixed(2)} ms`,
@@ -144,7 +169,9 @@ try {
   console.log(table.header);
   for (const [name, profile] of growth) console.log(table.row(name, profile));
   await http.close();
+  await leanHttp.close();
 } finally {
+  await lean?.stop();
   await pool.end();
   await postgres.close?.();
   await platform.stop();

@@ -1,2 +1,2 @@
 export * from './module.js';
-export { preparedQuery } from './queries/record-queries.js';
+export { preparedQuery, searchEnvelopeJson } from './queries/record-queries.js';
