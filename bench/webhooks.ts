@@ -195,6 +195,7 @@ async function runBenchmark(): Promise<void> {
             scopes: ['read', 'write'],
             grantId: 'bench',
             tokenId: 'bench',
+            issuedAt: new Date(),
             expiresAt: new Date(Date.now() + 3_600_000),
           }),
       },

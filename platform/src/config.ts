@@ -48,6 +48,14 @@ export const platformConfigSchema = z
     REFRESH_TOKEN_TTL_SECONDS: env
       .positiveInt(30 * 24 * 3600)
       .meta({ description: "an unused refresh token's lifetime" }),
+    CLIENT_AUTH_FAILURES_PER_MINUTE: env.positiveInt(20).meta({
+      description:
+        "failed client authentications at `/oauth/*` per source address and per `client_id`, per process, a minute's worth as a burst; beyond it 429 `slow_down` with `Retry-After` (API.md §12, [auth](auth.md))",
+    }),
+    TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0).meta({
+      description:
+        "reverse proxies in front that append to `X-Forwarded-For` (the chart sets 1 with its Ingress): a request's source address is the one the nearest of them saw",
+    }),
     PUBLIC_URL: env.url().optional().meta({
       description: 'the public base URL; the OAuth issuer',
       whenUnset: '`http://localhost:<PORT>`',

@@ -66,6 +66,7 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
       publicUrl: settings.publicUrl,
       adminToken: 'not served: the description leaves the admin API out',
       rateLimit: { capacity: 1, refillPerSecond: 1 },
+      failedAuthentication: { capacity: 1, refillPerSecond: 1 },
       refreshTokenTtlSeconds: 1,
     },
   });

@@ -252,6 +252,7 @@ export async function runPlatform(
             metrics,
             ready: () => runner.ready(),
             routes,
+            trustedProxyHops: config.TRUSTED_PROXY_HOPS,
           });
           const listening = await listen(app, config.PORT, config.HOST);
           server = listening.server;
@@ -265,6 +266,7 @@ export async function runPlatform(
               metrics,
               ready: () => runner.ready(),
               routes: adminRoutes,
+              trustedProxyHops: config.TRUSTED_PROXY_HOPS,
             });
             const admin = await listen(adminApp, adminPort, config.HOST);
             adminServer = admin.server;
@@ -308,6 +310,10 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
           publicUrl: infrastructure.publicUrl,
           adminToken,
           rateLimit: rateLimitOf(config),
+          failedAuthentication: {
+            capacity: config.CLIENT_AUTH_FAILURES_PER_MINUTE,
+            refillPerSecond: config.CLIENT_AUTH_FAILURES_PER_MINUTE / 60,
+          },
           refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         },
         metrics: authMetrics(infrastructure.metrics),

@@ -10,6 +10,11 @@ export interface AuthMetrics {
   rejected(reason: RejectionReason | 'missing' | 'unavailable'): void;
   rateLimited(): void;
   issued(grantType: string): void;
+  /**
+   * A client failed to authenticate at an OAuth endpoint: `refused` (401) or, over the failure limits
+   * (API.md §12), `limited` (429).
+   */
+  clientAuthenticationFailed(outcome: 'refused' | 'limited'): void;
 }
 
 const byRegistry = new WeakMap<Registry, AuthMetrics>();
@@ -34,10 +39,19 @@ export function authMetrics(registry: Registry): AuthMetrics {
     labelNames: ['grant_type'],
     registers: [registry],
   });
+  const clientAuthenticationFailures = new Counter({
+    name: 'auth_client_authentication_failures_total',
+    help: 'Failed client authentications at the OAuth endpoints: refused (401), or over the failure limits (429)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  // Present from the start, so that an alert's increase() sees the first failure after a pod starts.
+  for (const outcome of ['refused', 'limited']) clientAuthenticationFailures.inc({ outcome }, 0);
   const metrics: AuthMetrics = {
     rejected: (reason) => rejected.inc({ reason }),
     rateLimited: () => rateLimited.inc(),
     issued: (grantType) => issued.inc({ grant_type: grantType }),
+    clientAuthenticationFailed: (outcome) => clientAuthenticationFailures.inc({ outcome }),
   };
   byRegistry.set(registry, metrics);
   return metrics;

@@ -41,6 +41,14 @@ describe('TokenBucketLimiter', () => {
     expect(limiter.take('a').allowed).toBe(true);
   });
 
+  it('peeks at a bucket without taking from it', () => {
+    const limiter = new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, () => new Date(0));
+    expect(limiter.peek('a').allowed).toBe(true);
+    expect(limiter.peek('a').allowed).toBe(true);
+    limiter.take('a');
+    expect(limiter.peek('a')).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+  });
+
   it('forgets buckets that have refilled completely', () => {
     let now = 0;
     const limiter = new TokenBucketLimiter({ capacity: 2, refillPerSecond: 1 }, () => new Date(now));

@@ -78,6 +78,11 @@ export class TokenBucketLimiter {
     return decision;
   }
 
+  /** What {@link take} would decide now, without taking anything. */
+  peek(key: string): BucketDecision {
+    return takeToken(this.buckets.get(key), this.config, this.clock().getTime());
+  }
+
   /** Buckets currently kept (for tests and metrics). */
   get size(): number {
     return this.buckets.size;

@@ -20,7 +20,9 @@ describe('createTokenVerifier', () => {
   let verifier: TokenVerifier;
   const claims = () => ({
     iss: ISSUER,
+    aud: ISSUER,
     sub: 'client-1',
+    client_id: 'client-1',
     org: 7,
     scope: 'read write',
     gid: 'grant-1',
@@ -28,8 +30,8 @@ describe('createTokenVerifier', () => {
     iat: Math.floor(T0 / 1000),
     exp: Math.floor(T0 / 1000) + 10800,
   });
-  const sign = (payload: object, key: KeyObject = published.privateKey, kid = 'k1') =>
-    jwt.sign(payload, key, { algorithm: 'RS256', keyid: kid });
+  const sign = (payload: object, key: KeyObject = published.privateKey, kid = 'k1', typ = 'at+jwt') =>
+    jwt.sign(payload, key, { algorithm: 'RS256', keyid: kid, header: { alg: 'RS256', typ } });
 
   beforeEach(() => {
     now = T0;
@@ -59,8 +61,33 @@ describe('createTokenVerifier', () => {
       scopes: ['read', 'write'],
       grantId: 'grant-1',
       tokenId: 'token-1',
+      issuedAt: new Date(Math.floor(T0 / 1000) * 1000),
       expiresAt: new Date((Math.floor(T0 / 1000) + 10800) * 1000),
     });
+  });
+
+  it('accepts the typ as the full media type, in any case (RFC 9068 §4)', async () => {
+    const token = sign(claims(), published.privateKey, 'k1', 'Application/AT+JWT');
+    await expect(verifier.verify(token)).resolves.toMatchObject({ clientId: 'client-1' });
+  });
+
+  it('refuses a JWT that is not typed as an access token (an ID token, say)', async () => {
+    expect(await rejection(sign(claims(), published.privateKey, 'k1', 'JWT'))).toBe(
+      'The token is not an access token (typ at+jwt)',
+    );
+    const untyped = `${base64url({ alg: 'RS256', kid: 'k1' })}.${base64url(claims())}.x`;
+    expect(await rejection(untyped)).toBe('The token is not an access token (typ at+jwt)');
+  });
+
+  it('refuses a token meant for another audience, or for none', async () => {
+    expect(await rejection(sign({ ...claims(), aud: 'https://other.example.test' }))).toBe(
+      'The access token is meant for another audience',
+    );
+    const { aud: _aud, ...rest } = claims();
+    expect(await rejection(sign(rest))).toBe('The access token is meant for another audience');
+    await expect(
+      verifier.verify(sign({ ...claims(), aud: ['https://other.example.test', ISSUER] })),
+    ).resolves.toBeDefined();
   });
 
   it('still checks expiry and revocation of a token it verified before', async () => {
@@ -75,13 +102,13 @@ describe('createTokenVerifier', () => {
   });
 
   it('refuses an unsigned token (alg none)', async () => {
-    const token = `${base64url({ alg: 'none', typ: 'JWT', kid: 'k1' })}.${base64url(claims())}.`;
+    const token = `${base64url({ alg: 'none', typ: 'at+jwt', kid: 'k1' })}.${base64url(claims())}.`;
     expect(await rejection(token)).toBe('The access token is not signed with RS256');
   });
 
   it('refuses HS256 keyed with the public key', async () => {
     const secret = published.publicKey.export({ type: 'spki', format: 'pem' });
-    const input = `${base64url({ alg: 'HS256', typ: 'JWT', kid: 'k1' })}.${base64url(claims())}`;
+    const input = `${base64url({ alg: 'HS256', typ: 'at+jwt', kid: 'k1' })}.${base64url(claims())}`;
     const token = `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`;
     expect(await rejection(token)).toBe('The access token is not signed with RS256');
   });

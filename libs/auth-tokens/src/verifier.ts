@@ -18,24 +18,28 @@ export interface AuthContext {
   grantId: string;
   /** `jti`. */
   tokenId: string;
+  /** `iat`. */
+  issuedAt: Date;
   /** `exp`. */
   expiresAt: Date;
 }
 
-/** The token is not acceptable; `description` is safe to send back (RFC 6750 §3 `error_description`). */
 /** Why a token was refused, for metrics: a small fixed set (never the token or its client). */
 export type RejectionReason =
   | 'malformed'
+  | 'type'
   | 'algorithm'
   | 'unknown_key'
   | 'expired'
   | 'not_yet_valid'
   | 'issuer'
+  | 'audience'
   | 'signature'
   | 'claims'
   | 'revoked'
   | 'invalid';
 
+/** The token is not acceptable; `description` is safe to send back (RFC 6750 §3 `error_description`). */
 export class TokenRejectedError extends Error {
   override readonly name = 'TokenRejectedError';
   constructor(
@@ -57,6 +61,11 @@ export interface TokenVerifier {
 export interface TokenVerifierOptions {
   /** The expected `iss`: the auth service's public base URL (API.md §7). */
   issuer: string;
+  /**
+   * The expected `aud` (RFC 9068 §4): the deployment's API resource, which API.md §7 makes its public
+   * base URL, the issuer's value too. Default: `issuer`.
+   */
+  audience?: string;
   keys: KeySource;
   denyList: DenyList;
   clock: Clock;
@@ -70,22 +79,31 @@ const VERIFIED_TOKENS_KEPT = 10_000;
 /** The only algorithm accepted: pinning it defeats `alg: none` and HS256-with-the-public-key forgeries. */
 const ALGORITHM = 'RS256';
 
+/**
+ * RFC 9068 §4: an access token's `typ` is `at+jwt` (or the full media type), compared without regard
+ * to case (RFC 7515 §4.1.9). It keeps an ID token or any other JWT signed by the same key from being
+ * accepted as an access token.
+ */
+const ACCESS_TOKEN_TYPE = /^(?:application\/)?at\+jwt$/i;
+
 const claimsSchema = z.object({
   sub: z.string().min(1),
   org: z.number().int().positive(),
   scope: z.string(),
   gid: z.string().min(1),
   jti: z.string().min(1),
+  iat: z.number(),
   exp: z.number(),
 });
 
 /**
- * Verifies access tokens locally (no call to the auth service per request): RS256 only, a `kid` the
- * issuer publishes, the signature, `iss`, `exp` (required) and `nbf`, the claims this platform relies on,
- * and the deny-list of revoked grants.
+ * Verifies access tokens locally (no call to the auth service per request): RFC 9068's `typ: at+jwt`,
+ * RS256 only, a `kid` the issuer publishes, the signature, `iss`, `aud`, `exp` (required) and `nbf`,
+ * the claims this platform relies on, and the deny-list of revoked grants.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const clockTolerance = options.clockToleranceSeconds ?? 30;
+  const audience = options.audience ?? options.issuer;
   // A client sends the same token with every request for up to 3 hours: the signature and claims of
   // a token once verified are remembered (what can change, time and revocation, is checked on every
   // use), which saves an RSA verification per request.
@@ -112,6 +130,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     if (decoded === null || typeof decoded.payload === 'string') {
       throw new TokenRejectedError('The access token is malformed', 'malformed');
     }
+    if (typeof decoded.header.typ !== 'string' || !ACCESS_TOKEN_TYPE.test(decoded.header.typ)) {
+      throw new TokenRejectedError('The token is not an access token (typ at+jwt)', 'type');
+    }
     if (decoded.header.alg !== ALGORITHM) {
       throw new TokenRejectedError('The access token is not signed with RS256', 'algorithm');
     }
@@ -127,6 +148,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       payload = jwt.verify(token, key, {
         algorithms: [ALGORITHM],
         issuer: options.issuer,
+        audience,
         clockTimestamp: epochSeconds(options.clock()),
         clockTolerance,
       });
@@ -135,7 +157,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     }
     const claims = claimsSchema.safeParse(payload);
     if (!claims.success) throw new TokenRejectedError('The access token lacks required claims', 'claims');
-    const { sub, org, scope, gid, jti, exp } = claims.data;
+    const { sub, org, scope, gid, jti, iat, exp } = claims.data;
     if (options.denyList.isDenied(gid, jti))
       throw new TokenRejectedError('The access token was revoked', 'revoked');
     return {
@@ -144,6 +166,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       scopes: scope.split(' ').filter(isScope),
       grantId: gid,
       tokenId: jti,
+      issuedAt: new Date(iat * 1000),
       expiresAt: new Date(exp * 1000),
     };
   }
@@ -157,6 +180,8 @@ function rejection(error: unknown): TokenRejectedError {
   if (error instanceof jwt.JsonWebTokenError) {
     if (error.message.startsWith('jwt issuer invalid'))
       return new TokenRejectedError('The access token has another issuer', 'issuer');
+    if (error.message.startsWith('jwt audience invalid'))
+      return new TokenRejectedError('The access token is meant for another audience', 'audience');
     if (error.message === 'invalid signature')
       return new TokenRejectedError('The access token signature is invalid', 'signature');
   }

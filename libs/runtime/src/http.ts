@@ -54,6 +54,12 @@ export interface HttpAppOptions {
   ready: () => boolean;
   /** The routes this process serves (the route table of its services). */
   routes: readonly Route[];
+  /**
+   * How many reverse proxies (an Ingress controller, a load balancer) stand in front of the process
+   * and append the address they saw to `X-Forwarded-For` (default 0: the connection's peer is the
+   * client). Entries further left than that were written by the client and are not believed.
+   */
+  trustedProxyHops?: number;
 }
 
 /**
@@ -82,6 +88,7 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
     duration,
     log: options.logger,
     logsRequests: options.logger.isLevelEnabled('info'),
+    trustedProxyHops: options.trustedProxyHops ?? 0,
   };
   return (req, res) => {
     void new Exchange(pipeline, req, res).run();
@@ -93,6 +100,7 @@ interface Pipeline {
   readonly duration: ReturnType<typeof createHttpMetrics>;
   readonly log: Logger;
   readonly logsRequests: boolean;
+  readonly trustedProxyHops: number;
 }
 
 type Router = FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;
@@ -132,6 +140,10 @@ class Exchange implements RouteRequest {
   /** Made when first used: most requests log only their access line. */
   get log(): Logger {
     return (this.child ??= this.pipeline.log.child({ request_id: this.id }));
+  }
+
+  get remoteAddress(): string | undefined {
+    return clientAddress(this.req, this.pipeline.trustedProxyHops);
   }
 
   traceparent(): string | undefined {
@@ -198,6 +210,25 @@ class Exchange implements RouteRequest {
 }
 
 function noop(): void {}
+
+/**
+ * The client's address: with `hops` trusted proxies in front, the `hops`-th entry of `X-Forwarded-For`
+ * from the right (each proxy appends the peer it saw; the rightmost is the one nearest this process),
+ * else the peer of the connection.
+ */
+function clientAddress(req: IncomingMessage, hops: number): string | undefined {
+  let address = req.socket.remoteAddress;
+  if (hops > 0) {
+    const header = req.headers['x-forwarded-for'];
+    const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    // Fewer entries than proxies: the request reached a proxy with none, so the leftmost is the client.
+    address = forwarded[Math.max(0, forwarded.length - hops)] ?? address;
+  }
+  return address?.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
 
 /** 405 with `Allow` when the path is served for other methods, else 404 (API.md §3). */
 function unrouted(router: Router, method: string, url: string): DomainError {

@@ -90,7 +90,16 @@ export interface Admission<P> {
 /** A request as the access step sees it. */
 export interface IncomingRequest {
   readonly id: string;
+  readonly method: HttpMethod | 'HEAD';
+  /** The request target as sent (path and query). */
+  readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  /**
+   * The address of the client that sent the request: the connection's peer, or behind trusted proxies
+   * (`trustedProxyHops`) the address the nearest of them saw, from `X-Forwarded-For`. IPv4-mapped IPv6
+   * addresses are given as IPv4. Undefined once the connection is gone.
+   */
+  readonly remoteAddress: string | undefined;
   /** The body as the route's {@link BodyKind} read it. */
   readonly body: unknown;
 }
@@ -98,9 +107,6 @@ export interface IncomingRequest {
 /** A routed, admitted request as its handler sees it. */
 export interface RouteRequest<P = unknown> extends IncomingRequest {
   readonly log: Logger;
-  readonly method: HttpMethod | 'HEAD';
-  /** The request target as sent (path and query). */
-  readonly url: string;
   /** `''`, or `/api` when the request came through the `/api/v2` alias. */
   readonly prefix: string;
   /** Path parameters, decoded. */

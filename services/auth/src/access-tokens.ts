@@ -19,9 +19,10 @@ export interface IssuedAccessToken {
 }
 
 /**
- * Signs an access token (API.md §7): RS256 with the current signing key named in `kid`; `iss` the
- * public base URL, `sub` the client, `org` its organization, `scope`, `jti`, `gid` the grant, and
- * `exp` = `iat` + 10800.
+ * Signs an access token in the RFC 9068 profile (API.md §7): header `typ: at+jwt`, RS256 with the
+ * current signing key named in `kid`; `iss` the public base URL, `sub` and `client_id` the client, `aud`
+ * the deployment's API resource (the public base URL as well: one audience for every service), `org`
+ * its organization, `scope`, `jti`, `gid` the grant, `iat`, and `exp` = `iat` + 10800.
  */
 export async function signAccessToken(
   keys: SigningKeys,
@@ -37,6 +38,8 @@ export async function signAccessToken(
     {
       iss: issuer,
       sub: subject.clientId,
+      client_id: subject.clientId,
+      aud: issuer,
       org: subject.organizationId,
       scope: scopeString(subject.scopes),
       gid: subject.grantId,
@@ -45,7 +48,8 @@ export async function signAccessToken(
       exp,
     },
     privateKey,
-    { algorithm: 'RS256', keyid: kid },
+    // RFC 9068 §2.1: `typ` tells an access token from any other JWT the same key might sign.
+    { algorithm: 'RS256', keyid: kid, header: { alg: 'RS256', typ: 'at+jwt' } },
   );
   return { token, tokenId, expiresAt: new Date(exp * 1000) };
 }

@@ -15,6 +15,7 @@ import {
 } from '@ofp/auth-tokens';
 import { migrate, type Logger, type Module, type Pool, type Route } from '@ofp/runtime';
 import { adminRoutes } from './admin/routes.js';
+import { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import { Grants } from './oauth/grants.js';
 import { authRoutes } from './routes.js';
 import { SigningKeys } from './signing-keys.js';
@@ -26,6 +27,8 @@ export interface AuthSettings {
   adminToken: string;
   /** Per-client rate limit of the client-authenticated OAuth endpoints. */
   rateLimit: TokenBucketConfig;
+  /** Failed client authentications allowed per source address and per client_id (API.md §12). */
+  failedAuthentication: TokenBucketConfig;
   refreshTokenTtlSeconds: number;
 }
 
@@ -118,6 +121,7 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
       keys,
       grants,
       limiter,
+      failures: new FailedAuthenticationLimits(deps.settings.failedAuthentication, deps.clock, deps.metrics),
       verifier,
       gate: new BearerGate(verifier, limiter, deps.metrics),
       ...(deps.metrics ? { metrics: deps.metrics } : {}),

@@ -12,6 +12,7 @@ import { PUBLIC, bearerChallenge, jsonReply, type Pool, type Reply, type Route }
 import { authorizeEndpoint } from './oauth/authorize.js';
 import { clientAccess, type ClientRequest } from './oauth/client-auth.js';
 import { oauthErrorReply } from './oauth/errors.js';
+import type { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import type { Grants } from './oauth/grants.js';
 import { authorizationServerMetadata, metadataPaths } from './oauth/metadata.js';
 import { introspectEndpoint, revokeEndpoint } from './oauth/revoke-introspect.js';
@@ -36,6 +37,8 @@ export interface AuthRoutesDeps {
   grants: Grants;
   /** Per-client rate limit of the client-authenticated endpoints. */
   limiter: TokenBucketLimiter;
+  /** Limits on their failed client authentications (API.md §12). */
+  failures: FailedAuthenticationLimits;
   /** Verifies this service's own access tokens for revocation and introspection. */
   verifier: TokenVerifier;
   /** `/v2/authenticate`'s bearer check: this service's verifier and the rate limit. */
@@ -50,7 +53,7 @@ export interface AuthRoutesDeps {
 export function authRoutes(deps: AuthRoutesDeps): Route[] {
   const metadata = JSON.stringify(authorizationServerMetadata(deps.issuer));
   const authorize = authorizeEndpoint(deps);
-  const client = clientAccess(deps.pool, deps.limiter, deps.metrics);
+  const client = clientAccess(deps.pool, deps.limiter, deps.failures, deps.metrics);
   const oauth = (
     path: string,
     operationId: string,
@@ -74,6 +77,11 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       },
       400: { description: 'An OAuth error (RFC 6749 §5.2)', schema: oauthErrorSchema },
       401: { description: 'Client authentication failed (invalid_client)', schema: oauthErrorSchema },
+      429: {
+        description: 'Too many requests, or too many failed client authentications (slow_down)',
+        headers: ['Retry-After'],
+        schema: oauthErrorSchema,
+      },
     },
     handle: (request) => handle(request.principal),
     renderError: oauthErrorReply,

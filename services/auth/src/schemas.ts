@@ -18,6 +18,7 @@ export const oauthErrorSchema = z
       'unsupported_response_type',
       'invalid_scope',
       'unsupported_token_type',
+      'slow_down',
     ]),
     error_description: z.string(),
   })
@@ -69,6 +70,7 @@ export const introspectionSchema = z
     sub: z.string().optional(),
     org: z.int().optional(),
     iss: z.string().optional(),
+    aud: z.string().optional(),
     exp: z.int().optional(),
     iat: z.int().optional(),
     token_type: z.literal('bearer').optional(),

@@ -130,6 +130,11 @@ describe('bearer token verification against the auth service', () => {
     return jwt.decode(token) as Record<string, unknown>;
   }
 
+  /** A token signed as the service signs them (RFC 9068 header), with `key` named `kid`. */
+  function forge(claims: object, key: jwt.Secret, kid: string, typ = 'at+jwt'): string {
+    return jwt.sign(claims, key, { algorithm: 'RS256', keyid: kid, header: { alg: 'RS256', typ } });
+  }
+
   it('accepts a valid token and tells the route who is calling', async () => {
     const response = await call(await accessToken());
     expect(response.status).toBe(200);
@@ -155,7 +160,7 @@ describe('bearer token verification against the auth service', () => {
   it('refuses an unsigned token (alg none)', async () => {
     const payload = Buffer.from(JSON.stringify(claimsOf(await accessToken()))).toString('base64url');
     const { kid } = await signingKey();
-    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT', kid })).toString('base64url');
+    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt', kid })).toString('base64url');
     await expectRefused(`${header}.${payload}.`, 'The access token is not signed with RS256');
   });
 
@@ -171,23 +176,31 @@ describe('bearer token verification against the auth service', () => {
 
   it('refuses a token signed by a key the service does not publish', async () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const forged = jwt.sign(claimsOf(await accessToken()), privateKey, {
-      algorithm: 'RS256',
-      keyid: 'other-key',
-    });
+    const forged = forge(claimsOf(await accessToken()), privateKey, 'other-key');
     await expectRefused(forged, 'The access token is signed with an unknown key');
     const { kid } = await signingKey();
-    const impostor = jwt.sign(claimsOf(await accessToken()), privateKey, { algorithm: 'RS256', keyid: kid });
+    const impostor = forge(claimsOf(await accessToken()), privateKey, kid);
     await expectRefused(impostor, 'The access token signature is invalid');
   });
 
   it('refuses a token of another issuer, even signed with the right key', async () => {
     const { kid, privateKey } = await signingKey();
     const claims = { ...claimsOf(await accessToken()), iss: 'https://elsewhere.example' };
+    await expectRefused(forge(claims, privateKey, kid), 'The access token has another issuer');
+  });
+
+  it('refuses a JWT of the right key that is not typed at+jwt (RFC 9068 §4)', async () => {
+    const { kid, privateKey } = await signingKey();
     await expectRefused(
-      jwt.sign(claims, privateKey, { algorithm: 'RS256', keyid: kid }),
-      'The access token has another issuer',
+      forge(claimsOf(await accessToken()), privateKey, kid, 'JWT'),
+      'The token is not an access token (typ at+jwt)',
     );
+  });
+
+  it('refuses a token of the right key meant for another audience', async () => {
+    const { kid, privateKey } = await signingKey();
+    const claims = { ...claimsOf(await accessToken()), aud: 'https://other-resource.example' };
+    await expectRefused(forge(claims, privateKey, kid), 'The access token is meant for another audience');
   });
 
   it('answers a read-only token on a write route with 403 insufficient_scope', async () => {

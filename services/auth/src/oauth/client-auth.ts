@@ -2,6 +2,7 @@ import { admitRequest, type AuthMetrics, type Scope, type TokenBucketLimiter } f
 import { prepared, type Access, type Pool } from '@ofp/runtime';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';
+import type { FailedAuthenticationLimits } from './failed-authentication.js';
 import { parseForm, type OAuthParams } from './form.js';
 
 /** A registered client, as the OAuth endpoints need it. */
@@ -72,6 +73,12 @@ function formDecode(value: string): string {
 // Compared against when the client does not exist, so that an unknown id costs the same as a wrong secret.
 const NO_SECRET = digestSecret('');
 
+/**
+ * The credentials were right but the client is disabled: not a failed authentication (nothing was
+ * guessed), and said only to whoever holds the secret.
+ */
+class ClientDisabledError extends OAuthError {}
+
 /** Looks the client up and checks its secret; any failure is the same `invalid_client`. */
 export async function verifyClient(pool: Pool, credentials: PresentedCredentials): Promise<Client> {
   const challenge = credentials.method === 'client_secret_basic' ? BASIC_CHALLENGE : {};
@@ -97,8 +104,7 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
   if (row === undefined || !matches) {
     throw new OAuthError('invalid_client', 'Client authentication failed', 401, challenge);
   }
-  // Said only to whoever holds the secret.
-  if (row.disabled) throw new OAuthError('invalid_client', 'The client is disabled', 401, challenge);
+  if (row.disabled) throw new ClientDisabledError('invalid_client', 'The client is disabled', 401, challenge);
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -115,22 +121,39 @@ export interface ClientRequest {
 
 /**
  * The access of the client-authenticated OAuth endpoints (token, revoke, introspect): the form parsed,
- * the client authenticated (RFC 6749 §2.3.1), then a token taken from the authenticated client's
- * rate-limit bucket (keyed by a client_id before authentication, anyone could drain another client's).
+ * the client authenticated (RFC 6749 §2.3.1) within the limits on failures (API.md §12), then a token
+ * taken from the authenticated client's rate-limit bucket (keyed by a client_id before authentication,
+ * anyone could drain another client's).
  */
 export function clientAccess(
   pool: Pool,
   limiter: TokenBucketLimiter,
+  failures: FailedAuthenticationLimits,
   metrics?: AuthMetrics,
 ): Access<ClientRequest> {
   return {
     kind: 'client',
     async authenticate(request) {
       const form = parseForm(single(request.headers['content-type']), request.body);
-      const client = await verifyClient(
-        pool,
-        presentedCredentials(single(request.headers.authorization), form),
-      );
+      const address = request.remoteAddress;
+      let credentials: PresentedCredentials | undefined;
+      let client: Client;
+      try {
+        credentials = presentedCredentials(single(request.headers.authorization), form);
+        const clientId = credentials.method === 'none' ? undefined : credentials.clientId;
+        failures.admit(clientId ?? form.get('client_id'), address);
+        client = await verifyClient(pool, credentials);
+      } catch (error) {
+        if (
+          !(error instanceof OAuthError) ||
+          error.code !== 'invalid_client' ||
+          error instanceof ClientDisabledError
+        )
+          throw error;
+        const clientId = credentials?.method === 'none' ? undefined : credentials?.clientId;
+        throw failures.failed(error, clientId ?? form.get('client_id'), address);
+      }
+      failures.succeeded(client.id, address);
       return {
         principal: { client, form },
         scopes: client.scopes,

@@ -1,6 +1,11 @@
+import { isDomainError } from '@ofp/contracts';
 import { jsonReply, type Reply } from '@ofp/runtime';
 
-/** The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1. */
+/**
+ * The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1, and `slow_down` (RFC 8628 §3.5, in
+ * the OAuth Extensions Error Registry for token endpoint responses) for a 429: the client is to wait
+ * as `Retry-After` says.
+ */
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
@@ -9,7 +14,8 @@ export type OAuthErrorCode =
   | 'unsupported_grant_type'
   | 'unsupported_response_type'
   | 'invalid_scope'
-  | 'unsupported_token_type';
+  | 'unsupported_token_type'
+  | 'slow_down';
 
 /** An OAuth error response: `{error, error_description}` with the status RFC 6749 §5.2 prescribes. */
 export class OAuthError extends Error {
@@ -24,13 +30,20 @@ export class OAuthError extends Error {
   }
 }
 
-/** Renders an {@link OAuthError} (RFC 6749 §5.2); anything else is left to the envelope. */
+/**
+ * Renders an {@link OAuthError} (RFC 6749 §5.2), and a rate limit's 429 in the same format (with its
+ * `Retry-After` and `RateLimit-*` headers); anything else is left to the envelope.
+ */
 export function oauthErrorReply(error: unknown): Reply | undefined {
-  if (!(error instanceof OAuthError)) return undefined;
+  let oauth: OAuthError;
+  if (error instanceof OAuthError) oauth = error;
+  else if (isDomainError(error) && error.kind === 'RateLimited') {
+    oauth = new OAuthError('slow_down', error.errors.base?.[0] ?? 'Too many requests', 429, error.headers);
+  } else return undefined;
   // RFC 6749 §5.1-5.2: token endpoint responses must not be cached.
   return jsonReply(
-    error.status,
-    { error: error.code, error_description: error.description },
-    { ...error.headers, 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+    oauth.status,
+    { error: oauth.code, error_description: oauth.description },
+    { ...oauth.headers, 'Cache-Control': 'no-store', Pragma: 'no-cache' },
   );
 }

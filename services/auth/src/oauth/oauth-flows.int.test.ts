@@ -110,10 +110,12 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
         .split('.')
         .slice(0, 2)
         .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()) as Record<string, unknown>);
-      expect(header).toMatchObject({ alg: 'RS256', kid: anyString });
+      expect(header).toMatchObject({ alg: 'RS256', typ: 'at+jwt', kid: anyString });
       expect(payload).toMatchObject({
         iss: server.issuer,
+        aud: server.issuer,
         sub: registered.client_id,
+        client_id: registered.client_id,
         org: registered.organization_id,
         scope: 'read write operations',
         jti: anyString,
@@ -155,20 +157,33 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
       expect(Object.fromEntries(wide.searchParams)).toMatchObject({ error: 'invalid_scope', state: 's2' });
     });
 
-    it('refuses a wrong code_verifier', async () => {
+    it('refuses a wrong code_verifier and spends the code (API.md §12)', async () => {
+      const verifier = oidc.randomPKCECodeVerifier();
       const redirect = await authorize({
-        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
         code_challenge_method: 'S256',
       });
-      const response = await server.postForm('/oauth/token', {
-        grant_type: 'authorization_code',
-        code: redirect.searchParams.get('code')!,
-        code_verifier: oidc.randomPKCECodeVerifier(),
-        client_id: registered.client_id,
-        client_secret: registered.client_secret,
+      const redeem = (codeVerifier: string) =>
+        server.postForm('/oauth/token', {
+          grant_type: 'authorization_code',
+          code: redirect.searchParams.get('code')!,
+          redirect_uri: TEST_REDIRECT_URI,
+          code_verifier: codeVerifier,
+          client_id: registered.client_id,
+          client_secret: registered.client_secret,
+        });
+      const wrong = await redeem(oidc.randomPKCECodeVerifier());
+      expect(wrong.status).toBe(400);
+      expect(await wrong.json()).toMatchObject({
+        error: 'invalid_grant',
+        error_description: 'The code_verifier does not match the code_challenge',
       });
-      expect(response.status).toBe(400);
-      expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+      const right = await redeem(verifier);
+      expect(right.status).toBe(400);
+      expect(await right.json()).toMatchObject({
+        error: 'invalid_grant',
+        error_description: 'The authorization code was already used',
+      });
     });
 
     it('revokes the tokens issued from a code that is used twice', async () => {
@@ -391,6 +406,9 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
     it('describes an active access token (RFC 7662)', async () => {
       const tokens = await oidc.clientCredentialsGrant(config, { scope: 'read' });
       const description = await oidc.tokenIntrospection(config, tokens.access_token);
+      const claims = JSON.parse(
+        Buffer.from(tokens.access_token.split('.')[1]!, 'base64url').toString(),
+      ) as Record<string, unknown>;
       expect(description).toMatchObject({
         active: true,
         scope: 'read',
@@ -398,6 +416,9 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
         token_type: 'bearer',
         iss: server.issuer,
       });
+      // RFC 9068 §2.2's claims, as the token carries them.
+      for (const claim of ['iss', 'sub', 'client_id', 'aud', 'org', 'scope', 'jti', 'iat', 'exp'])
+        expect(description[claim]).toEqual(claims[claim]);
     });
 
     it('reports another client’s token as inactive', async () => {

@@ -34,6 +34,7 @@ type Resolved =
       clientId: string;
       organizationId: number;
       scopes: readonly string[];
+      issuedAt: Date;
       expiresAt: Date;
     }
   | { kind: 'unknown' };
@@ -80,6 +81,7 @@ async function resolve(deps: TokenStatusDeps, tx: PoolClient, token: string): Pr
       clientId: access.clientId,
       organizationId: access.orgId,
       scopes: access.scopes,
+      issuedAt: access.issuedAt,
       expiresAt: access.expiresAt,
     };
   } catch {
@@ -116,7 +118,8 @@ export function revokeEndpoint(deps: TokenStatusDeps): (request: ClientRequest) 
 
 /**
  * `POST /oauth/introspect` (RFC 7662). A client may introspect only its own tokens; anything else is
- * reported inactive, so that the endpoint tells nothing about other clients' tokens (§4).
+ * reported inactive, so that the endpoint tells nothing about other clients' tokens (§4). An active
+ * access token is described by the claims it carries (RFC 9068 §2.2, RFC 7662 §2.2).
  */
 export function introspectEndpoint(deps: TokenStatusDeps): (request: ClientRequest) => Promise<Reply> {
   return async ({ form, client }) => {
@@ -139,7 +142,14 @@ export function introspectEndpoint(deps: TokenStatusDeps): (request: ClientReque
       }
       const live = await deps.grants.accessTokenLive(tx, resolved.grantId, resolved.tokenId);
       return live
-        ? { active: true, ...common, token_type: 'bearer', jti: resolved.tokenId }
+        ? {
+            active: true,
+            ...common,
+            aud: deps.issuer,
+            iat: epochSeconds(resolved.issuedAt),
+            token_type: 'bearer',
+            jti: resolved.tokenId,
+          }
         : { active: false };
     });
     return jsonReply(200, body, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });

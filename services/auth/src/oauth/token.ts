@@ -131,6 +131,11 @@ async function exchangeCode(
   }
   if (row.expires_at <= deps.clock())
     return new OAuthError('invalid_grant', 'The authorization code expired');
+  const scopes = narrowed(form, row.scopes);
+  // From here on the code is spent, whether it is redeemed or refused: a wrong PKCE verifier or
+  // redirect_uri may be someone who intercepted the code trying (API.md §12), and the committed
+  // outcome leaves nothing to try again.
+  await tx.query('UPDATE auth.authorization_codes SET used_at = $2 WHERE id = $1', [row.id, deps.clock()]);
   // RFC 6749 §4.1.3: redirect_uri must repeat the authorization request's, when that one had it.
   const redirectUri = form.get('redirect_uri');
   if (
@@ -148,8 +153,6 @@ async function exchangeCode(
     // RFC 9700 §2.1.1: a verifier for a code issued without a challenge signals a PKCE downgrade.
     return new OAuthError('invalid_grant', 'The authorization request had no code_challenge');
   }
-  const scopes = narrowed(form, row.scopes);
-  await tx.query('UPDATE auth.authorization_codes SET used_at = $2 WHERE id = $1', [row.id, deps.clock()]);
   const grant = await deps.grants.create(tx, {
     clientId: client.id,
     organizationId: client.organizationId,

@@ -53,7 +53,13 @@ export const TEST_REDIRECT_URI = 'http://127.0.0.1:9/callback';
  * to the same app (a resource server guarded by the verifier, say).
  */
 export async function startAuthTestServer(
-  options: { rateLimit?: TokenBucketConfig; routes?: (server: AuthTestServer) => Route[] } = {},
+  options: {
+    rateLimit?: TokenBucketConfig;
+    failedAuthentication?: TokenBucketConfig;
+    /** Proxies in front whose X-Forwarded-For is believed (a test sets the source address through it). */
+    trustedProxyHops?: number;
+    routes?: (server: AuthTestServer) => Route[];
+  } = {},
 ): Promise<AuthTestServer> {
   const logger = testLogger('auth-test');
   const database: TestDatabase = await createTestDatabase();
@@ -79,6 +85,7 @@ export async function startAuthTestServer(
       publicUrl: url,
       adminToken,
       rateLimit: options.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 },
+      failedAuthentication: options.failedAuthentication ?? { capacity: 1_000, refillPerSecond: 1_000 },
       refreshTokenTtlSeconds: 30 * 24 * 3600,
     },
   });
@@ -132,6 +139,7 @@ export async function startAuthTestServer(
     metrics: createMetricsRegistry('auth-test'),
     ready: () => true,
     routes: [...auth.routes, ...auth.adminRoutes, ...(options.routes?.(server) ?? [])],
+    ...(options.trustedProxyHops === undefined ? {} : { trustedProxyHops: options.trustedProxyHops }),
   });
   return server;
 }

@@ -91,6 +91,7 @@ const testTokens: TokenVerifier = {
       scopes: match[2]!.split('~').filter(isScope),
       grantId: 'grant',
       tokenId: randomUUID(),
+      issuedAt: new Date(),
       expiresAt: new Date(Date.now() + 3_600_000),
     });
   },
