@@ -632,12 +632,13 @@ ok "values.yaml and README.md agree"
 # --- 7. monitoring ---------------------------------------------------------------------------------
 
 step "alert rules (promtool check rules, promtool test rules) and the dashboard's PromQL"
-# The rules as the chart renders them with its default thresholds, in namespace ofp (the tests' own).
-"$HELM" template ofp "$CHART" --namespace ofp --values "$CHART/ci/minimal-values.yaml" \
+# The rules as the chart renders them with its default thresholds and runbook links, every service
+# enabled, in namespace ofp (the tests' own).
+"$HELM" template ofp "$CHART" --namespace ofp --values "$CHART/ci/default-values.yaml" \
   --set metrics.prometheusRule.enabled=true --set metrics.dashboard.enabled=true \
   --show-only templates/monitoring-rules.yaml --show-only templates/monitoring-dashboard.yaml \
   >"$WORK/monitoring.yaml" || die "helm template of the monitoring objects"
-"$PYTHON" - "$WORK" <<'PY' || die "the rendered PrometheusRule or dashboard ConfigMap is malformed"
+"$PYTHON" - "$WORK" "$CHART/README.md" <<'PY' || die "the rendered PrometheusRule or dashboard ConfigMap is malformed"
 import json, re, sys, yaml
 work = sys.argv[1]
 docs = [d for d in yaml.safe_load_all(open(f"{work}/monitoring.yaml")) if d]
@@ -646,12 +647,23 @@ with open(f"{work}/rules.yaml", "w") as out:
     yaml.safe_dump(rule["spec"], out, sort_keys=False)
 dashboard = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["ofp.json"])
 exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-# Grafana's variables are not PromQL: a regex matcher stands in for $namespace.
-exprs = [re.sub(r"\$namespace", ".*", e) for e in exprs]
+# Grafana's variables are not PromQL: a regex matcher stands in for $namespace and $pod, 5m for
+# $__rate_interval.
+exprs = [re.sub(r"\$(namespace|pod)", ".*", e).replace("$__rate_interval", "5m") for e in exprs]
 group = {"name": "dashboard", "rules": [{"record": f"dashboard:panel_{i}", "expr": e} for i, e in enumerate(exprs)]}
 with open(f"{work}/dashboard-rules.yaml", "w") as out:
     yaml.safe_dump({"groups": [group]}, out, sort_keys=False)
-print(f"    {len(rule['spec']['groups'][0]['rules'])} alerts, {len(exprs)} dashboard expressions")
+rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+alerts = [r for r in rules if "alert" in r]
+# Each alert's runbook_url names a section of the README's "Alerts", which /docs/runbooks serves with
+# GitHub's anchors (platform/src/runbooks.ts).
+readme = open(sys.argv[2]).read()
+section = readme.split("\n## Alerts\n", 1)[1].split("\n## ", 1)[0]
+anchors = {re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", h.lower()).strip()) for h in re.findall(r"^### (.+)$", section, re.M)}
+unlinked = [r["alert"] for r in alerts if r.get("annotations", {}).get("runbook_url", "#").split("#", 1)[1] not in anchors]
+if unlinked:
+    sys.exit(f"    alerts whose runbook_url names no section of the README's Alerts: {unlinked}")
+print(f"    {len(alerts)} alerts and {len(rules) - len(alerts)} recording rules, each alert with a runbook_url; {len(exprs)} dashboard expressions")
 PY
 "$PROMTOOL" check rules "$WORK/rules.yaml" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out" >&2; die "promtool check rules"; }
 cp "$CHART/tests/alerts.test.yaml" "$WORK/alerts.test.yaml"

@@ -62,6 +62,7 @@ import { platformConfigSchema, type PlatformConfig, type Target } from './config
 import { servedDescriptions } from './descriptions.js';
 import { registerFlowMetrics } from './observability.js';
 import { preflight } from './preflight.js';
+import { runbookRoutes } from './runbooks.js';
 import { platformStreamTypes } from './streams.js';
 
 type Service = Exclude<Target, 'all' | 'migrate'>;
@@ -221,6 +222,7 @@ export async function runPlatform(
           ...(kafka && target !== 'auth' ? [kafkaBrokerCheck(kafka, config.KAFKA_BROKERS ?? [])] : []),
         ],
         logger,
+        metrics,
       }),
       dependsOn: ['database'],
     },
@@ -236,6 +238,7 @@ export async function runPlatform(
     ...parts.flatMap((part) => part.routes),
     ...(adminPort === undefined ? adminRoutes : []),
     ...(await servedDescriptions({ publicUrl, topicPrefix: config.KAFKA_TOPIC_PREFIX })),
+    ...(await runbookRoutes()),
   ];
   let server: Server | undefined;
   let adminServer: Server | undefined;

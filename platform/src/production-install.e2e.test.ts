@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import {
   REPOSITORY_ROOT,
   createTestDatabase,
@@ -33,8 +33,11 @@ const started: StandaloneProcess[] = [];
 
 /** The same layout as the Dockerfile's build stage writes to /app. */
 async function layOutImage(to: string): Promise<void> {
-  for (const file of ['package.json', 'package-lock.json'])
+  // The chart's README too: its "Alerts" section is the runbooks every process serves.
+  for (const file of ['package.json', 'package-lock.json', 'charts/ofp/README.md']) {
+    await mkdir(dirname(join(to, file)), { recursive: true });
     await cp(join(REPOSITORY_ROOT, file), join(to, file));
+  }
   for (const workspace of await WORKSPACES()) {
     const from = join(REPOSITORY_ROOT, workspace);
     await mkdir(join(to, workspace), { recursive: true });
@@ -124,6 +127,10 @@ describe('a production-only install (the image)', () => {
     }
     for (const process of started) await waitUntil(process.url, 200, process, 90_000);
     expect((await fetch(`${started[1]!.url}/livez`)).status).toBe(200);
+    // The runbooks the chart's alerts link to come with the install.
+    const runbooks = await fetch(`${started[1]!.url}/docs/runbooks`);
+    expect(runbooks.status).toBe(200);
+    expect(await runbooks.text()).toContain('id="ofpconsumerlagging"');
   }, 240_000);
 
   it('refuses the standalone mode without DATABASE_URL in one line: the image has no embedded Postgres', async () => {

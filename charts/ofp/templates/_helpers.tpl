@@ -203,6 +203,26 @@ The public base URL (the OAuth issuer): publicUrl, else derived from the Ingress
 {{- end -}}
 
 {{/*
+Where the alerts' runbook_url points: metrics.prometheusRule.runbookBaseUrl, else the runbooks page
+every service serves (platform/src/runbooks.ts) at the public URL, else at the first enabled service's
+in-cluster address.
+*/}}
+{{- define "ofp.runbookBaseUrl" -}}
+{{- $publicUrl := include "ofp.publicUrl" . -}}
+{{- if .Values.metrics.prometheusRule.runbookBaseUrl -}}
+{{- .Values.metrics.prometheusRule.runbookBaseUrl -}}
+{{- else if $publicUrl -}}
+{{- printf "%s/docs/runbooks" $publicUrl -}}
+{{- else -}}
+{{- $first := "" -}}
+{{- range $key := list "api" "webhookDispatcher" "auth" "projector" -}}
+{{- if and (not $first) (index $.Values $key).enabled }}{{ $first = $key }}{{ end -}}
+{{- end -}}
+{{- printf "http://%s.%s.svc:%v/docs/runbooks" (include "ofp.componentFullname" (dict "root" . "component" (kebabcase $first))) (include "ofp.namespace" .) (index .Values $first).service.ports.http -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Where api and webhook-dispatcher reach the auth service inside the cluster.
 */}}
 {{- define "ofp.authUrl" -}}

@@ -1,10 +1,15 @@
 import { Counter, type Registry } from 'prom-client';
-import type { RejectionReason } from './verifier.js';
+import { REJECTION_REASONS, type RejectionReason } from './verifier.js';
+
+/** The grant types the token endpoint issues (API.md §7), each a series from the start. */
+const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 
 /**
  * The token metrics of a process (issue 15): refused bearer tokens by reason, requests over the rate
  * limit, and tokens issued by grant type. One set per registry, whichever modules of the process
- * (the auth service, the token verification of the api and the dispatcher) record into it.
+ * (the auth service, the token verification of the api and the dispatcher) record into it. Every
+ * known label value starts at 0, so that `increase()` sees the first event after a pod starts (a
+ * series born at 1 shows no increase).
  */
 export interface AuthMetrics {
   rejected(reason: RejectionReason | 'missing' | 'unavailable'): void;
@@ -47,6 +52,8 @@ export function authMetrics(registry: Registry): AuthMetrics {
   });
   // Present from the start, so that an alert's increase() sees the first failure after a pod starts.
   for (const outcome of ['refused', 'limited']) clientAuthenticationFailures.inc({ outcome }, 0);
+  for (const reason of [...REJECTION_REASONS, 'missing', 'unavailable']) rejected.inc({ reason }, 0);
+  for (const grantType of GRANT_TYPES) issued.inc({ grant_type: grantType }, 0);
   const metrics: AuthMetrics = {
     rejected: (reason) => rejected.inc({ reason }),
     rateLimited: () => rateLimited.inc(),

@@ -25,19 +25,21 @@ export interface AuthContext {
 }
 
 /** Why a token was refused, for metrics: a small fixed set (never the token or its client). */
-export type RejectionReason =
-  | 'malformed'
-  | 'type'
-  | 'algorithm'
-  | 'unknown_key'
-  | 'expired'
-  | 'not_yet_valid'
-  | 'issuer'
-  | 'audience'
-  | 'signature'
-  | 'claims'
-  | 'revoked'
-  | 'invalid';
+export const REJECTION_REASONS = [
+  'malformed',
+  'type',
+  'algorithm',
+  'unknown_key',
+  'expired',
+  'not_yet_valid',
+  'issuer',
+  'audience',
+  'signature',
+  'claims',
+  'revoked',
+  'invalid',
+] as const;
+export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
 /** The token is not acceptable; `description` is safe to send back (RFC 6750 §3 `error_description`). */
 export class TokenRejectedError extends Error {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { Gauge, type Registry } from 'prom-client';
 import type { Module } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { describeDatabase, describeError } from './preflight.js';
@@ -7,6 +8,8 @@ import { describeDatabase, describeError } from './preflight.js';
 export interface DependencyCheck {
   /** What it is, as a person reads it in a log line (`Postgres user@host:5432/db`). */
   readonly name: string;
+  /** What kind of dependency it is, as the `dependency` label of `dependency_up` (`postgres`, `kafka`). */
+  readonly kind: string;
   /** Resolves when the dependency answers; rejects with the reason when it does not. */
   check(): Promise<void>;
   /** Releases what the check keeps open. */
@@ -25,13 +28,16 @@ export interface DependencyHealthOptions {
   readonly intervalMs?: number;
   /** How long an answer may take before the dependency counts as down (default 2 s). */
   readonly timeoutMs?: number;
+  /** Where `dependency_up{dependency}` goes: 1 while the dependency answers its checks, else 0. */
+  readonly metrics?: Registry;
 }
 
 /**
  * Readiness that tells the truth (API.md §3: 503 while a dependency is down): a module whose
  * `ready()` is false while any of its dependencies did not answer its last check, and true again once
  * it answers. Each check runs every `intervalMs` on a connection of its own, so a busy pool never
- * passes for a lost database. The first check happens at start; a change either way is logged once.
+ * passes for a lost database. The first check happens at start; a change either way is logged once,
+ * and `dependency_up` tells it to Prometheus (the chart alerts on a database nobody reaches).
  */
 export function createDependencyHealth(options: DependencyHealthOptions): Module {
   const intervalMs = options.intervalMs ?? 1_000;
@@ -62,6 +68,20 @@ export function createDependencyHealth(options: DependencyHealthOptions): Module
       );
     }
   };
+  const isUp = (dependency: DependencyCheck): boolean =>
+    started && !down.has(dependency.name) && dependency.knownDown?.() !== true;
+  if (options.metrics) {
+    new Gauge({
+      name: 'dependency_up',
+      help: 'Whether a dependency of the process (postgres, kafka) answered its last readiness check (1) or not (0)',
+      labelNames: ['dependency'],
+      registers: [options.metrics],
+      collect() {
+        for (const dependency of options.checks)
+          this.set({ dependency: dependency.kind }, isUp(dependency) ? 1 : 0);
+      },
+    });
+  }
   const checkAll = (): Promise<void> =>
     (round ??= Promise.all(options.checks.map(checkOne)).then(() => {
       round = undefined;
@@ -81,8 +101,7 @@ export function createDependencyHealth(options: DependencyHealthOptions): Module
       await round;
       await Promise.all(options.checks.map((dependency) => dependency.close()));
     },
-    ready: () =>
-      started && down.size === 0 && !options.checks.some((dependency) => dependency.knownDown?.() === true),
+    ready: () => started && options.checks.every(isUp),
   };
 }
 
@@ -110,6 +129,7 @@ export function postgresCheck(
   };
   return {
     name: `Postgres ${describeDatabase(connectionString)}`,
+    kind: 'postgres',
     async check() {
       try {
         if (!client) {

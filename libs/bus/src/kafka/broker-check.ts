@@ -15,6 +15,7 @@ export function kafkaBrokerCheck(kafka: Kafka, brokers: readonly string[]): Depe
   };
   return {
     name: `Kafka ${brokers.join(',')}`,
+    kind: 'kafka',
     async check() {
       try {
         if (!admin) {

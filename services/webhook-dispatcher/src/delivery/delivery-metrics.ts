@@ -1,11 +1,12 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { sharedReading } from '@ofp/runtime';
-import type { DisableReason } from '../subscriptions/webhook-decider.js';
+import { DISABLE_REASONS, type DisableReason } from '../subscriptions/webhook-decider.js';
 import type { QueueDepth } from './delivery-queue.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
 /** What became of an attempt's delivery: delivered, to be retried, or given up. */
-type Outcome = 'succeeded' | 'retrying' | 'failed';
+const OUTCOMES = ['succeeded', 'retrying', 'failed'] as const;
+type Outcome = (typeof OUTCOMES)[number];
 
 function outcomeOf(verdict: AttemptVerdict): Outcome {
   switch (verdict.status) {
@@ -24,7 +25,9 @@ function outcomeOf(verdict: AttemptVerdict): Outcome {
 
 /**
  * The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth by state,
- * the age of the oldest due delivery, endpoints disabled.
+ * the age of the oldest due delivery, endpoints disabled. Counters start at 0 for every known label
+ * value: a series born at its first event shows no `increase()`, so the chart's alert on the first
+ * disabled endpoint after a pod start would not fire.
  */
 export class DeliveryMetrics {
   private readonly attempts: Counter<'outcome'>;
@@ -72,6 +75,8 @@ export class DeliveryMetrics {
       labelNames: ['reason'],
       registers: [registry],
     });
+    for (const outcome of OUTCOMES) this.attempts.inc({ outcome }, 0);
+    for (const reason of DISABLE_REASONS) this.disables.inc({ reason }, 0);
   }
 
   disabled(reason: DisableReason): void {

@@ -11,7 +11,8 @@ export interface WebhookFields {
 }
 
 /** Why the dispatcher disabled an endpoint on its own (API.md §8). */
-export type DisableReason = 'gone' | 'failing';
+export const DISABLE_REASONS = ['gone', 'failing'] as const;
+export type DisableReason = (typeof DISABLE_REASONS)[number];
 
 export type WebhookCommand =
   | {
