@@ -4660,7 +4660,7 @@ export interface components {
             event_id: string;
             event_type: string;
             /** @enum {string} */
-            status: "pending" | "sending" | "succeeded" | "failed";
+            status: "pending" | "succeeded" | "failed";
             attempts: number;
             next_attempt_at: string | null;
             last_status_code: number | null;

@@ -3,8 +3,11 @@ import { column, defineModel, joined, list } from '@ofp/models';
 // The dispatcher's models (API.md §8), declared with the registry's functions like the api's: it serves
 // them (`/v2/webhooks*`, `/v2/webhook_deliveries*`) from its own schema, and keeps `secret` out of them.
 
-/** Where a delivery stands: queued, being sent, delivered, or given up (the ones `recover` re-sends). */
-export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'sending', 'succeeded', 'failed'] as const;
+/**
+ * Where a delivery stands: queued (on the wire included, until its attempt is recorded), delivered, or
+ * given up (the ones `recover` re-sends).
+ */
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 /** Why an attempt failed: no answer in time, no address, refused or broken connection, a non-2xx. */
 export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
@@ -42,8 +45,9 @@ export const webhookDeliveries = defineModel({
   singular: 'webhook_delivery',
   writeScope: 'write',
   writes: 'read-only',
-  // The delivery queue writes these rows itself, several times per delivery: no stored document, and
-  // only the indexes of the queue's access paths and likely filters (the migrations), not one per column.
+  // The delivery queue writes these rows itself, when a delivery is queued and when each attempt is
+  // recorded: no stored document, and only the indexes of likely filters that attempts do not change
+  // (the migrations), not one per column, so that recording an attempt is a HOT update.
   storedDocuments: false,
   indexed: false,
   fields: {

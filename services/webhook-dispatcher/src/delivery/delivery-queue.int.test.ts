@@ -21,7 +21,10 @@ describe('the delivery queue', () => {
     await harness.close();
   });
   afterEach(async () => {
-    await harness.database.pool.query('DELETE FROM webhooks.webhook_deliveries');
+    await harness.database.pool.query(
+      `DELETE FROM webhooks.delivery_queue; DELETE FROM webhooks.webhook_deliveries__attempt_log;
+       DELETE FROM webhooks.webhook_deliveries`,
+    );
   });
 
   const delivery = (streamId: string | null, sequence: number | null): NewDelivery => ({
@@ -52,9 +55,11 @@ describe('the delivery queue', () => {
       5 * 24 * 3_600_000,
     );
   const succeed = (claimed: readonly ClaimedDelivery[]) => record(claimed, 204, { status: 'succeeded' });
+  /** Whether each queued (unclaimed) delivery has its record's turn, by `<stream>@<sequence>`. */
   const heads = async (): Promise<Record<string, boolean>> => {
     const { rows } = await harness.database.pool.query<{ key: string; head: boolean }>(
-      `SELECT stream_id || '@' || sequence AS key, head FROM webhooks.webhook_deliveries WHERE status = 'pending'`,
+      `SELECT stream_id || '@' || sequence AS key, due_at IS NOT NULL AS head
+         FROM webhooks.delivery_queue WHERE claimed_by IS NULL`,
     );
     return Object.fromEntries(rows.map((row) => [row.key, row.head]));
   };
@@ -85,7 +90,8 @@ describe('the delivery queue', () => {
       `SELECT d.status, (SELECT count(*)::int FROM webhooks.webhook_deliveries__attempt_log) AS attempts
          FROM webhooks.webhook_deliveries d`,
     );
-    expect(rows).toEqual([{ status: 'sending', attempts: 0 }]);
+    // The one on the wire stays, pending until its attempt is recorded.
+    expect(rows).toEqual([{ status: 'pending', attempts: 0 }]);
   });
 
   /** A claimed delivery to an endpoint of its own, which the test then disables. */
@@ -169,23 +175,40 @@ describe('the delivery queue', () => {
     expect(await heads()).toEqual({ 'people-1@3': true });
   });
 
-  it('never claims a later delivery of a record while an earlier one is open', async () => {
-    await queue.enqueue([delivery('people-5', 1), delivery('people-5', 2)], NOW);
-    // Even a delivery marked as having the turn (a recovered one) waits for the earlier open one.
-    await harness.database.pool.query('UPDATE webhooks.webhook_deliveries SET head = true');
-    const claimed = await queue.claim(CLAIM, NOW);
-    expect(claimed).toHaveLength(1);
+  it('never claims a later delivery of a record while an earlier one is open, one queued again included', async () => {
+    const fail = (claimed: readonly ClaimedDelivery[]) =>
+      record(claimed, 500, { status: 'failed', disableEndpoint: false });
+    const [first, second] = [delivery('people-5', 1), delivery('people-5', 2)];
+    await queue.enqueue([first, second], NOW);
+    const firstClaim = await queue.claim(CLAIM, NOW);
+    expect(firstClaim.map((d) => d.eventId)).toEqual([first.eventId]);
     expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    await fail(firstClaim);
+    const secondClaim = await queue.claim(CLAIM, NOW);
+    expect(secondClaim.map((d) => d.eventId)).toEqual([second.eventId]);
+    await fail(secondClaim);
+    // Both given up, then sent again, the later one first: it waits again for the earlier one.
+    expect(await queue.retry(1, secondClaim[0]!.id, NOW)).toBe(true);
+    expect(await queue.retry(1, firstClaim[0]!.id, NOW)).toBe(true);
+    const again = await queue.claim(CLAIM, NOW);
+    expect(again.map((d) => d.eventId)).toEqual([first.eventId]);
+    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    await succeed(again);
+    expect((await queue.claim(CLAIM, NOW)).map((d) => d.eventId)).toEqual([second.eventId]);
   });
 
   it('sweeps up a turn that a process which died before passing it left behind', async () => {
     await queue.enqueue([delivery('people-7', 1), delivery('people-7', 2)], NOW);
     // The first one finished, but its turn was never passed.
     await harness.database.pool.query(
-      `UPDATE webhooks.webhook_deliveries SET status = 'succeeded' WHERE stream_id = 'people-7' AND sequence = 1`,
+      `WITH finished AS (
+         UPDATE webhooks.webhook_deliveries SET status = 'succeeded' WHERE stream_id = 'people-7' AND sequence = 1
+         RETURNING id
+       )
+       DELETE FROM webhooks.delivery_queue WHERE delivery_id IN (SELECT id FROM finished)`,
     );
     expect(await queue.claim(CLAIM, NOW)).toEqual([]);
-    expect(await queue.passTurns()).toBe(1);
+    expect(await queue.passTurns(NOW)).toBe(1);
     expect(await queue.claim(CLAIM, NOW)).toHaveLength(1);
   });
 
@@ -208,6 +231,9 @@ describe('the delivery queue', () => {
     expect((await queue.claim(CLAIM, NOW)).map((d) => d.id).sort()).toEqual(
       [kept!.id, handedBack!.id].sort(),
     );
-    expect(await queue.release('lapsed', new Date(NOW.getTime() + CLAIM.leaseMs + 1))).toBe(2);
+    // Claims that lapse are due again, for any worker.
+    const lapsed = new Date(NOW.getTime() + CLAIM.leaseMs + 1);
+    expect(await queue.claim({ ...CLAIM, worker: 12 }, new Date(lapsed.getTime() - 2))).toEqual([]);
+    expect(await queue.claim({ ...CLAIM, worker: 12 }, lapsed)).toHaveLength(2);
   });
 });

@@ -28,6 +28,13 @@ function endpointLockKey(id: string): string {
   return `${ENDPOINT_LOCK_SPACE}, (${id} % 2147483647)::int`;
 }
 
+/**
+ * Separates the payloads of a batch in the one text parameter that carries them all (split again by
+ * `string_to_array`): a JSON text never holds it raw (JSON escapes every control character), and a
+ * text parameter is read as is, where a JSON or array parameter would be parsed character by character.
+ */
+const PAYLOAD_SEPARATOR = '\u001e';
+
 /** A delivery to queue: one event for one endpoint. */
 export interface NewDelivery {
   readonly orgId: number;
@@ -37,6 +44,7 @@ export interface NewDelivery {
   /** The record's stream and version (per-record order); null for `webhook.test`. */
   readonly streamId: string | null;
   readonly sequence: number | null;
+  /** The exact body that is signed and sent, the same on every attempt: a JSON text. */
   readonly payload: string;
   /** The trace context of the change, sent as `traceparent`. */
   readonly traceparent?: string | undefined;
@@ -80,19 +88,29 @@ export interface ClaimOptions {
   readonly leaseMs: number;
 }
 
+/** A record's deliveries to one endpoint: the unit of per-record order. */
+interface Lane {
+  readonly webhookId: number;
+  readonly streamId: string;
+}
+
 /** SQLSTATE 40P01. */
 const DEADLOCK_DETECTED = '40P01';
 const PASS_TURNS_ATTEMPTS = 5;
 
-/** Whether delivery `d` is retried after a failure: its endpoint is enabled, or it is a test. */
-const KEEPS_RETRYING = `(d.event_type = 'webhook.test' OR coalesce(
-  (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = d.webhook_id AND w.org_id = d.org_id), false))`;
-
 /**
- * The durable delivery queue in `webhooks.webhook_deliveries`. Every step is one statement or one
- * short transaction, so no transaction stays open while a request is on the wire: an open transaction
- * holding a transaction id would hold back every event-store reader (they read up to the oldest
- * transaction in flight).
+ * The durable delivery queue: each delivery's searchable record in `webhooks.webhook_deliveries`,
+ * written when it is queued and when each attempt is recorded (a HOT update: nothing it changes is
+ * indexed), and while it is open a narrow row in `webhooks.delivery_queue` that holds its turn, its
+ * claim and its place in the retry schedule (migration 003).
+ *
+ * Per-record order: of a record's open deliveries to an endpoint, only the first has its turn (a due
+ * time); the others wait (no due time) until it finishes and passes the turn on. Claims only walk
+ * deliveries whose turn it is.
+ *
+ * Every step is one statement or one short transaction, so no transaction stays open while a request
+ * is on the wire: an open transaction holding a transaction id would hold back every event-store reader
+ * (they read up to the oldest transaction in flight).
  */
 export class DeliveryQueue {
   constructor(private readonly pool: Pool) {}
@@ -107,70 +125,77 @@ export class DeliveryQueue {
     options: { includeDisabled: boolean } = { includeDisabled: false },
   ): Promise<number[]> {
     if (deliveries.length === 0) return [];
+    for (const { payload } of deliveries) {
+      if (payload.includes(PAYLOAD_SEPARATOR)) throw new Error('a delivery payload must be a JSON text');
+    }
     const { rows } = await this.pool.query<{
       id: number;
       webhook_id: number;
       stream_id: string | null;
-      head: boolean;
+      waiting: boolean;
     }>(
       prepared(
         `WITH given AS (
-         SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (org_id bigint, webhook_id bigint, event_id text,
-           event_type text, stream_id text, sequence int, payload text, traceparent text)) WITH ORDINALITY
-           AS g(org_id, webhook_id, event_id, event_type, stream_id, sequence, payload, traceparent, n)
-       ), placed AS (
-         SELECT g.*, row_number() OVER (PARTITION BY g.webhook_id, g.stream_id ORDER BY g.sequence, g.n) AS place
-           FROM given g
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[],
+                              string_to_array($8, chr(30)))
+           WITH ORDINALITY AS g(org_id, webhook_id, event_id, event_type, stream_id, sequence, traceparent, payload, n)
        ), inserted AS (
          INSERT INTO webhooks.webhook_deliveries AS d (org_id, webhook_id, event_id, event_type, stream_id,
-           sequence, payload, traceparent, status, head, attempts, next_attempt_at, created_at, updated_at, version)
-         SELECT g.org_id, g.webhook_id, g.event_id, g.event_type, g.stream_id, g.sequence, g.payload, g.traceparent, 'pending',
-                g.stream_id IS NULL OR g.place = 1 AND NOT EXISTS (${earlierOpen('g')}),
-                0, $2, $2, $2, 1
-           FROM placed g
-           JOIN webhooks.webhooks w ON w.id = g.webhook_id AND w.org_id = g.org_id AND (w.enabled OR $3)
+           sequence, payload, traceparent, status, attempts, next_attempt_at, created_at, updated_at, version)
+         SELECT g.org_id, g.webhook_id, g.event_id, g.event_type, g.stream_id, g.sequence, g.payload, g.traceparent,
+                'pending', 0, $9, $9, $9, 1
+           FROM given g
+           JOIN webhooks.webhooks w ON w.id = g.webhook_id AND w.org_id = g.org_id AND (w.enabled OR $10)
           ORDER BY g.n
-         ON CONFLICT (webhook_id, event_id) DO NOTHING
-         RETURNING d.id, d.org_id, d.webhook_id, d.stream_id, d.head
+         ON CONFLICT (event_id, webhook_id) DO NOTHING
+         RETURNING d.id, d.org_id, d.webhook_id, d.stream_id, d.sequence
+       ), queued AS (
+         -- Its record's turn if no earlier delivery of the record to the endpoint is open: none in the
+         -- queue, none before it in this batch. (The bus hands one record's events over in order.)
+         INSERT INTO webhooks.delivery_queue (delivery_id, webhook_id, stream_id, sequence, due_at)
+         SELECT i.id, i.webhook_id, i.stream_id, i.sequence,
+                CASE WHEN i.stream_id IS NULL
+                       OR i.place = 1 AND NOT EXISTS (SELECT 1 FROM webhooks.delivery_queue e
+                                                       WHERE e.webhook_id = i.webhook_id AND e.stream_id = i.stream_id)
+                     THEN $9::timestamptz END
+           FROM (SELECT inserted.*,
+                        row_number() OVER (PARTITION BY webhook_id, stream_id ORDER BY sequence, id) AS place
+                   FROM inserted) i
+         RETURNING delivery_id, webhook_id, stream_id, due_at
        ), counted AS (
          INSERT INTO webhooks.record_counts AS c (model, org_id, count)
          SELECT 'webhook_deliveries', org_id, count(*) FROM inserted GROUP BY org_id ORDER BY org_id
          ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + EXCLUDED.count
        )
-       SELECT id, webhook_id, stream_id, head FROM inserted ORDER BY id`,
+       SELECT delivery_id AS id, webhook_id, stream_id, due_at IS NULL AS waiting FROM queued ORDER BY delivery_id`,
         [
-          // One JSON parameter: cheaper to build and to read than seven Postgres arrays.
-          JSON.stringify(
-            deliveries.map((d) => ({
-              org_id: d.orgId,
-              webhook_id: d.webhookId,
-              event_id: d.eventId,
-              event_type: d.eventType,
-              stream_id: d.streamId,
-              sequence: d.sequence,
-              payload: d.payload,
-              traceparent: d.traceparent ?? null,
-            })),
-          ),
+          deliveries.map((d) => d.orgId),
+          deliveries.map((d) => d.webhookId),
+          deliveries.map((d) => d.eventId),
+          deliveries.map((d) => d.eventType),
+          deliveries.map((d) => d.streamId),
+          deliveries.map((d) => d.sequence),
+          deliveries.map((d) => d.traceparent ?? null),
+          deliveries.map((d) => d.payload).join(PAYLOAD_SEPARATOR),
           now,
           options.includeDisabled,
         ],
       ),
     );
-    if (rows.length > 0) await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+    if (rows.some((row) => !row.waiting)) await this.wake();
     // Queued behind an open delivery of their record: if that one finished meanwhile, its turn-passing
     // could not see these yet; now it is this side's to pass (see `passTurns`).
-    const waiting = rows.flatMap(({ webhook_id: webhookId, stream_id: streamId, head }) =>
-      head || streamId === null ? [] : [{ webhookId, streamId }],
+    const waiting = rows.flatMap(({ webhook_id: webhookId, stream_id: streamId, waiting }) =>
+      waiting && streamId !== null ? [{ webhookId, streamId }] : [],
     );
-    if (waiting.length > 0) await this.passTurns(waiting);
+    if (waiting.length > 0) await this.passTurns(now, waiting);
     return rows.map((row) => row.id);
   }
 
   /**
-   * Claims due deliveries for a worker (status `sending`): oldest due first, never one whose record
-   * has an earlier delivery to the same endpoint still pending or in flight (API.md §8: in `sequence`
-   * order per endpoint), and no more per endpoint than its concurrency limit allows.
+   * Claims due deliveries for a worker: oldest due first, only deliveries whose record's turn it is
+   * (API.md §8: in `sequence` order per endpoint), and no more per endpoint than its concurrency limit
+   * allows. A claim holds until the worker records the attempt, hands it back, dies, or `leaseMs` passes.
    */
   async claim(options: ClaimOptions, now: Date): Promise<ClaimedDelivery[]> {
     const client = await this.pool.connect();
@@ -183,36 +208,43 @@ export class DeliveryQueue {
       const { rows } = await client.query<ClaimedRow>(
         prepared(
           `WITH due AS (
-           SELECT d.id, d.webhook_id, d.next_attempt_at
-             FROM webhooks.webhook_deliveries d
-            WHERE d.status = 'pending' AND d.head AND d.next_attempt_at <= $1 AND NOT EXISTS (${earlierOpen('d')})
-            ORDER BY d.next_attempt_at, d.id
+           SELECT q.delivery_id, q.webhook_id, q.due_at
+             FROM webhooks.delivery_queue q
+            WHERE q.due_at <= $1
+            ORDER BY q.due_at, q.delivery_id
             LIMIT $2
          ), ranked AS (
-           SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.next_attempt_at, due.id) AS place
+           SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.due_at, due.delivery_id) AS place
              FROM due
          ), busy AS (
-           SELECT s.webhook_id, count(*) AS sending
-             FROM webhooks.webhook_deliveries s
-            WHERE s.status = 'sending' AND s.webhook_id IN (SELECT webhook_id FROM due)
-            GROUP BY s.webhook_id
+           -- Claims that hold (a lapsed one is due again, and among those above).
+           SELECT c.webhook_id, count(*) AS claimed
+             FROM webhooks.delivery_queue c
+            WHERE c.claimed_by IS NOT NULL AND c.due_at > $1 AND c.webhook_id IN (SELECT webhook_id FROM due)
+            GROUP BY c.webhook_id
          ), chosen AS (
-           SELECT r.id FROM ranked r LEFT JOIN busy b ON b.webhook_id = r.webhook_id
-            WHERE r.place + coalesce(b.sending, 0) <= $3
-            ORDER BY r.next_attempt_at, r.id
+           SELECT r.delivery_id FROM ranked r LEFT JOIN busy b ON b.webhook_id = r.webhook_id
+            WHERE r.place + coalesce(b.claimed, 0) <= $3
+            ORDER BY r.due_at, r.delivery_id
             LIMIT $4
          ), locked AS (
            -- Only the rows taken are locked; one that changed since the scan is re-checked, or skipped.
-           SELECT d.id FROM webhooks.webhook_deliveries d
-            WHERE d.id IN (SELECT id FROM chosen) AND d.status = 'pending'
+           SELECT q.delivery_id FROM webhooks.delivery_queue q
+            WHERE q.delivery_id IN (SELECT delivery_id FROM chosen) AND q.due_at <= $1
             FOR UPDATE SKIP LOCKED
+         ), claimed AS (
+           UPDATE webhooks.delivery_queue q SET due_at = $6, claimed_by = $5
+             FROM locked l WHERE q.delivery_id = l.delivery_id
+           RETURNING q.delivery_id, q.webhook_id, q.round_attempts
          )
-         UPDATE webhooks.webhook_deliveries d
-            SET status = 'sending', claimed_by = $5, lease_expires_at = $6, updated_at = $1, version = d.version + 1
-           FROM locked c, webhooks.webhooks w, webhooks.endpoints s
-          WHERE d.id = c.id AND w.id = d.webhook_id AND s.webhook_id = d.webhook_id
-         RETURNING d.id, d.org_id, d.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload, d.traceparent, d.round_attempts, w.url,
-                   s.secret, CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret`,
+         SELECT c.delivery_id AS id, d.org_id, c.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload,
+                d.traceparent, c.round_attempts, w.url, s.secret,
+                CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret
+           FROM claimed c
+           JOIN webhooks.webhook_deliveries d ON d.id = c.delivery_id
+           JOIN webhooks.webhooks w ON w.id = c.webhook_id
+           JOIN webhooks.endpoints s ON s.webhook_id = c.webhook_id
+          ORDER BY c.delivery_id`,
           [
             now,
             // Scanning further than the claim lets a saturated endpoint not starve the others behind it.
@@ -248,9 +280,11 @@ export class DeliveryQueue {
   }
 
   /**
-   * Records finished attempts in one statement: each delivery's new state and its attempt-log row, and
-   * each endpoint's health. An attempt whose claim was taken back meanwhile (its worker was presumed
-   * dead) is not recorded: that delivery is queued again and will be sent again, with the same id.
+   * Records finished attempts in one statement: each delivery's record and its attempt-log row, its
+   * queue row (gone once the delivery is finished, due again at its retry), and each endpoint's health;
+   * then passes the turns of the records whose deliveries finished. An attempt whose claim was taken
+   * back meanwhile (its worker was presumed dead, or its claim lapsed) is not recorded: that delivery
+   * is queued again and will be sent again, with the same id.
    *
    * @returns the endpoints that now have to be disabled (API.md §8: a 410, or 5 days of failures).
    */
@@ -261,6 +295,7 @@ export class DeliveryQueue {
   ): Promise<number[]> {
     if (finished.length === 0) return [];
     const endpoints = [...new Set(finished.map(({ delivery }) => delivery.webhookId))].sort((a, b) => a - b);
+    const column = <T>(value: (attempt: FinishedAttempt) => T): T[] => finished.map(value);
     const { rows } = await inTransaction(this.pool, async (client) => {
       // Taken before the statement, whose snapshot then sees a disable that committed while it waited.
       await client.query(
@@ -270,79 +305,93 @@ export class DeliveryQueue {
       return client.query<{ webhook_id: number | null; disable_reason: string | null }>(
         prepared(
           `WITH result AS (
-         SELECT * FROM json_to_recordset($1::json) AS r(id bigint, claimed_by int, status text,
-           next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error_kind text,
-           error text, response_excerpt text, gone boolean)
-       ), updated AS (
-         -- An endpoint disabled (or deleted) while the attempt was under way gave up its queued deliveries
-         -- then, but not this one: a retry of it is given up now (tests are sent to disabled ones too).
-         UPDATE webhooks.webhook_deliveries d
-            SET status = CASE WHEN r.status = 'pending' AND NOT ${KEEPS_RETRYING} THEN 'failed' ELSE r.status END,
-                attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
-                next_attempt_at = CASE WHEN r.status = 'pending' AND ${KEEPS_RETRYING} THEN r.next_attempt_at END,
-                last_status_code = r.status_code, last_error = r.error,
-                claimed_by = NULL, lease_expires_at = NULL, updated_at = $2, version = d.version + 1
+         SELECT r.*,
+                -- A retry goes on while the endpoint is enabled (tests are sent to disabled ones too). One
+                -- disabled (or deleted) while the attempt was under way gave up its queue then, but not
+                -- this delivery: its retry is given up now.
+                r.status = 'pending' AND (r.event_type = 'webhook.test' OR coalesce(
+                  (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = r.webhook_id), false)) AS retried
+           FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::timestamptz[],
+                       $7::timestamptz[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::boolean[])
+             AS r(id, webhook_id, claimed_by, event_type, status, next_attempt_at, started_at, duration_ms,
+                  status_code, error_kind, error, response_excerpt, gone)
+       ), left_queue AS (
+         DELETE FROM webhooks.delivery_queue q USING result r
+          WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND NOT r.retried
+         RETURNING q.delivery_id
+       ), retried AS (
+         UPDATE webhooks.delivery_queue q
+            SET due_at = r.next_attempt_at, claimed_by = NULL, round_attempts = q.round_attempts + 1
            FROM result r
-          WHERE d.id = r.id AND d.status = 'sending' AND d.claimed_by = r.claimed_by
+          WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND r.retried
+         RETURNING q.delivery_id
+       ), recorded AS (
+         UPDATE webhooks.webhook_deliveries d
+            SET status = CASE WHEN r.retried THEN 'pending' WHEN r.status = 'pending' THEN 'failed' ELSE r.status END,
+                attempts = d.attempts + 1,
+                next_attempt_at = CASE WHEN r.retried THEN r.next_attempt_at END,
+                last_status_code = r.status_code, last_error = r.error, updated_at = $14, version = d.version + 1
+           FROM result r
+          WHERE d.id = r.id
+            AND r.id IN (SELECT delivery_id FROM left_queue UNION ALL SELECT delivery_id FROM retried)
          RETURNING d.id, d.org_id, d.webhook_id, d.attempts
        ), logged AS (
          INSERT INTO webhooks.webhook_deliveries__attempt_log
            (org_id, record_id, ordinal, started_at, duration_ms, status_code, error_kind, error, response_excerpt)
          SELECT u.org_id, u.id, u.attempts - 1, r.started_at, r.duration_ms, r.status_code, r.error_kind, r.error,
                 r.response_excerpt
-           FROM updated u JOIN result r ON r.id = u.id
+           FROM recorded u JOIN result r ON r.id = u.id
        ), health AS (
          -- A success anywhere in the batch ends the endpoint's run of failures.
          SELECT u.webhook_id, bool_or(r.status = 'succeeded') AS succeeded, bool_or(r.gone) AS gone,
                 min(r.started_at) FILTER (WHERE r.status <> 'succeeded') AS first_failure
-           FROM updated u JOIN result r ON r.id = u.id
+           FROM recorded u JOIN result r ON r.id = u.id
           GROUP BY u.webhook_id
        ), touched AS (
          UPDATE webhooks.endpoints s
-          SET failing_since = CASE WHEN h.succeeded THEN NULL ELSE coalesce(s.failing_since, h.first_failure) END,
-              disable_reason = coalesce(s.disable_reason, CASE
-                WHEN h.gone THEN 'gone'
-                WHEN NOT h.succeeded
-                 AND coalesce(s.failing_since, h.first_failure) <= $2 - $3 * interval '1 millisecond' THEN 'failing'
-              END)
-         FROM health h
-        WHERE s.webhook_id = h.webhook_id
-       RETURNING s.webhook_id, s.disable_reason
+            SET failing_since = CASE WHEN h.succeeded THEN NULL ELSE coalesce(s.failing_since, h.first_failure) END,
+                disable_reason = coalesce(s.disable_reason, CASE
+                  WHEN h.gone THEN 'gone'
+                  WHEN NOT h.succeeded
+                   AND coalesce(s.failing_since, h.first_failure) <= $14 - $15 * interval '1 millisecond' THEN 'failing'
+                END)
+           FROM health h
+          WHERE s.webhook_id = h.webhook_id
+            -- Only what changes: a healthy endpoint's row is not written again with every batch.
+            AND (s.failing_since IS NOT NULL OR NOT h.succeeded OR h.gone)
+         RETURNING s.webhook_id, s.disable_reason
        )
-       -- Finished deliveries free endpoint slots and their records' next turns: wake every worker.
+       -- Finished deliveries free endpoint slots: wake every worker.
        SELECT t.webhook_id, t.disable_reason
-         FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake LEFT JOIN touched t ON true`,
+         FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake
+         LEFT JOIN touched t ON t.disable_reason IS NOT NULL`,
           [
-            JSON.stringify(
-              finished.map(({ delivery, attempt, verdict }) => ({
-                id: delivery.id,
-                claimed_by: delivery.claimedBy,
-                status: verdict.status,
-                next_attempt_at: verdict.status === 'pending' ? verdict.nextAttemptAt : null,
-                started_at: attempt.startedAt,
-                duration_ms: attempt.durationMs,
-                status_code: attempt.statusCode,
-                error_kind: attempt.errorKind,
-                error: attempt.error,
-                response_excerpt: attempt.responseExcerpt,
-                gone: verdict.status === 'failed' && verdict.disableEndpoint,
-              })),
-            ),
+            column(({ delivery }) => delivery.id),
+            column(({ delivery }) => delivery.webhookId),
+            column(({ delivery }) => delivery.claimedBy),
+            column(({ delivery }) => delivery.eventType),
+            column(({ verdict }) => verdict.status),
+            column(({ verdict }) => (verdict.status === 'pending' ? verdict.nextAttemptAt : null)),
+            column(({ attempt }) => attempt.startedAt),
+            column(({ attempt }) => attempt.durationMs),
+            column(({ attempt }) => attempt.statusCode),
+            column(({ attempt }) => attempt.errorKind),
+            column(({ attempt }) => attempt.error),
+            column(({ attempt }) => attempt.responseExcerpt),
+            column(({ verdict }) => verdict.status === 'failed' && verdict.disableEndpoint),
             now,
             failingPeriodMs,
           ],
         ),
       );
     });
-    const finishedStreams = finished.flatMap(({ delivery, verdict }) =>
+    const finishedLanes = finished.flatMap(({ delivery, verdict }) =>
       verdict.status === 'pending' || delivery.streamId === null
         ? []
         : [{ webhookId: delivery.webhookId, streamId: delivery.streamId }],
     );
-    if (finishedStreams.length > 0) await this.passTurns(finishedStreams);
-    return rows.flatMap(({ webhook_id: id, disable_reason: reason }) =>
-      id === null || reason === null ? [] : [id],
-    );
+    if (finishedLanes.length > 0) await this.passTurns(now, finishedLanes);
+    return rows.flatMap(({ webhook_id: id }) => (id === null ? [] : [id]));
   }
 
   /**
@@ -352,7 +401,7 @@ export class DeliveryQueue {
    */
   async retry(orgId: number, deliveryId: number, now: Date): Promise<boolean> {
     const requeued = await this.requeue(
-      `id = $2 AND org_id = $3 AND status IN ('succeeded', 'failed')`,
+      `d.id = $2 AND d.org_id = $3 AND d.status IN ('succeeded', 'failed')`,
       [now, deliveryId, orgId],
       {
         sql: 'SELECT webhook_id AS id FROM webhooks.webhook_deliveries WHERE id = $1 AND org_id = $2',
@@ -368,16 +417,18 @@ export class DeliveryQueue {
    */
   async recover(orgId: number, webhookId: number, since: Date, now: Date): Promise<number> {
     return this.requeue(
-      `webhook_id = $2 AND org_id = $3 AND status = 'failed' AND created_at >= $4`,
+      `d.webhook_id = $2 AND d.org_id = $3 AND d.status = 'failed' AND d.created_at >= $4`,
       [now, webhookId, orgId, since],
       { sql: 'SELECT $1::bigint AS id', values: [webhookId] },
     );
   }
 
   /**
-   * Queues again the deliveries `condition` selects (`$1` is now) while their endpoint (`endpoint`
-   * selects its id) is enabled: under the endpoint's lock held shared, as recordings do, so that a
-   * disable gives up what this queued, or this sees the disable.
+   * Queues again, due at once (`$1` is now), the finished deliveries `condition` selects (of records
+   * `d`) while their endpoint (`endpoint` selects its id) is enabled: under the endpoint's lock held
+   * shared, as recordings do, so that a disable gives up what this queued, or this sees the disable.
+   * A delivery queued again has its record's turn unless an earlier delivery of the record is open;
+   * the record's later deliveries that were due wait for it (those on the wire finish).
    */
   private async requeue(
     condition: string,
@@ -389,50 +440,81 @@ export class DeliveryQueue {
         `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('e.id')}) FROM (${endpoint.sql}) e`,
         endpoint.values,
       );
-      const { rowCount } = await client.query(
-        `UPDATE webhooks.webhook_deliveries d SET ${REQUEUE}
-          WHERE ${condition}
-            AND (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = d.webhook_id AND w.org_id = d.org_id)`,
+      const { rows } = await client.query<{ requeued: number }>(
+        `WITH chosen AS (
+           SELECT d.id, d.webhook_id, d.stream_id, d.sequence,
+                  row_number() OVER (PARTITION BY d.webhook_id, d.stream_id ORDER BY d.sequence, d.id) AS place
+             FROM webhooks.webhook_deliveries d
+            WHERE ${condition}
+              AND (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = d.webhook_id AND w.org_id = d.org_id)
+         ), queued AS (
+           INSERT INTO webhooks.delivery_queue (delivery_id, webhook_id, stream_id, sequence, due_at)
+           SELECT c.id, c.webhook_id, c.stream_id, c.sequence,
+                  CASE WHEN c.stream_id IS NULL
+                         OR c.place = 1 AND NOT EXISTS (SELECT 1 FROM webhooks.delivery_queue e
+                                                         WHERE e.webhook_id = c.webhook_id AND e.stream_id = c.stream_id
+                                                           AND e.sequence < c.sequence)
+                       THEN $1::timestamptz END
+             FROM chosen c
+           -- Already queued again by a request racing this one.
+           ON CONFLICT (delivery_id) DO NOTHING
+           RETURNING delivery_id, webhook_id, stream_id, sequence, due_at
+         ), behind AS (
+           UPDATE webhooks.delivery_queue q SET due_at = NULL
+             FROM queued n
+            WHERE n.stream_id IS NOT NULL AND q.webhook_id = n.webhook_id AND q.stream_id = n.stream_id
+              AND q.sequence > n.sequence AND q.claimed_by IS NULL AND q.due_at IS NOT NULL
+         ), reopened AS (
+           UPDATE webhooks.webhook_deliveries d
+              SET status = 'pending', next_attempt_at = $1, updated_at = $1, version = d.version + 1
+             FROM queued n WHERE d.id = n.delivery_id
+         )
+         SELECT count(*)::int AS requeued FROM queued`,
         values,
       );
-      return rowCount ?? 0;
+      return rows[0]?.requeued ?? 0;
     });
-    await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+    if (requeued > 0) await this.wake();
     return requeued;
   }
 
   /**
    * Gives up the queued deliveries of an endpoint that was disabled or deleted, inside the caller's
    * transaction (after the endpoint's change): they stay `failed`, so that `recover` can re-send them
-   * once it is enabled again. What would queue its deliveries again (a recording, `retry`, `recover`)
-   * waits for the transaction to end.
+   * once it is enabled again. What is on the wire is given up when its attempt is recorded. What would
+   * queue its deliveries again (a recording, `retry`, `recover`) waits for the transaction to end.
    */
   async abandon(client: Queryable, webhookId: number, reason: string, now: Date): Promise<void> {
     await client.query(`SELECT pg_advisory_xact_lock(${endpointLockKey('$1::bigint')})`, [webhookId]);
     await client.query(
-      `UPDATE webhooks.webhook_deliveries
-          SET status = 'failed', next_attempt_at = NULL, last_error = $2, updated_at = $3, version = version + 1
-        WHERE webhook_id = $1 AND status = 'pending'`,
+      `WITH gone AS (
+         DELETE FROM webhooks.delivery_queue
+          WHERE webhook_id = $1 AND (claimed_by IS NULL OR due_at <= $3)
+         RETURNING delivery_id
+       )
+       UPDATE webhooks.webhook_deliveries d
+          SET status = 'failed', next_attempt_at = NULL, last_error = $2, updated_at = $3, version = d.version + 1
+         FROM gone WHERE d.id = gone.delivery_id`,
       [webhookId, reason, now],
     );
   }
 
   /**
-   * Gives each record's turn (for an endpoint) to its first queued delivery once no earlier one is open:
-   * for the given (endpoint, record) pairs, or for every pair with deliveries waiting.
+   * Gives each record's turn (at an endpoint) to its first open delivery when that one is waiting: for
+   * the given lanes, or for every lane with deliveries waiting.
    *
    * Turns are passed after the transaction that finished a delivery commits, and again after the one
    * that queued a delivery behind an open one. Of two such transactions running at once, whichever
    * passes turns last sees the other's rows, so no delivery waits for a turn that was passed before it
    * existed. Only a process that dies between a commit and passing turns leaves one waiting: the
-   * sweep over every pair, at start and now and then, is for those.
+   * sweep over every lane, at start and now and then, is for those.
    */
-  async passTurns(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
+  async passTurns(now: Date, lanes?: readonly Lane[]): Promise<number> {
     // Two passes over overlapping rows (the intake's and a worker's) can deadlock; the statement is
     // idempotent, so the one Postgres picks as the victim simply runs again.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.passTurnsOnce(streams);
+        return await this.passTurnsOnce(now, lanes);
       } catch (error) {
         if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= PASS_TURNS_ATTEMPTS)
           throw error;
@@ -440,68 +522,60 @@ export class DeliveryQueue {
     }
   }
 
-  private async passTurnsOnce(streams?: readonly { webhookId: number; streamId: string }[]): Promise<number> {
+  private async passTurnsOnce(now: Date, lanes?: readonly Lane[]): Promise<number> {
     const { rowCount } = await this.pool.query(
       prepared(
-        `WITH pairs AS (
+        `WITH lanes AS (
          SELECT DISTINCT webhook_id, stream_id FROM ${
-           streams === undefined
-             ? `webhooks.webhook_deliveries WHERE status = 'pending' AND NOT head`
-             : `json_to_recordset($1::json) AS p(webhook_id bigint, stream_id text)`
+           lanes === undefined
+             ? `webhooks.delivery_queue WHERE due_at IS NULL AND stream_id IS NOT NULL`
+             : `unnest($2::bigint[], $3::text[]) AS p(webhook_id, stream_id)`
          }
        ), first AS (
-         SELECT f.* FROM pairs p CROSS JOIN LATERAL (
-           SELECT w.id, w.webhook_id, w.stream_id, w.sequence FROM webhooks.webhook_deliveries w
-            WHERE w.webhook_id = p.webhook_id AND w.stream_id = p.stream_id AND w.status = 'pending' AND NOT w.head
-            ORDER BY w.sequence LIMIT 1) f
+         SELECT f.delivery_id FROM lanes l CROSS JOIN LATERAL (
+           SELECT q.delivery_id, q.due_at FROM webhooks.delivery_queue q
+            WHERE q.webhook_id = l.webhook_id AND q.stream_id = l.stream_id
+            ORDER BY q.sequence LIMIT 1) f
+          WHERE f.due_at IS NULL
        )
        -- Rows are locked in id order: two passes over overlapping records (the intake's and a worker's)
        -- then wait for each other instead of deadlocking, which cost a second's wait to detect.
-       UPDATE webhooks.webhook_deliveries d SET head = true
-        WHERE d.id IN (
-          SELECT w.id FROM webhooks.webhook_deliveries w JOIN first ON first.id = w.id
-           WHERE w.status = 'pending' AND NOT w.head AND NOT EXISTS (${earlierOpen('first')})
-           ORDER BY w.id
+       UPDATE webhooks.delivery_queue q SET due_at = $1
+        WHERE q.delivery_id IN (
+          SELECT w.delivery_id FROM webhooks.delivery_queue w JOIN first ON first.delivery_id = w.delivery_id
+           WHERE w.due_at IS NULL
+           ORDER BY w.delivery_id
            FOR UPDATE OF w)`,
-        streams === undefined
-          ? []
-          : [
-              JSON.stringify(
-                streams.map(({ webhookId, streamId }) => ({ webhook_id: webhookId, stream_id: streamId })),
-              ),
-            ],
+        lanes === undefined
+          ? [now]
+          : [now, lanes.map((lane) => lane.webhookId), lanes.map((lane) => lane.streamId)],
       ),
     );
-    if ((rowCount ?? 0) > 0) await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+    if ((rowCount ?? 0) > 0) await this.wake();
     return rowCount ?? 0;
   }
 
-  /** Workers other than `worker` that hold deliveries in flight. */
+  /** Workers other than `worker` that hold claims. */
   async claimHolders(worker: number): Promise<number[]> {
     const { rows } = await this.pool.query<{ claimed_by: number }>(
-      `SELECT DISTINCT claimed_by FROM webhooks.webhook_deliveries
-        WHERE status = 'sending' AND claimed_by <> $1`,
+      `SELECT DISTINCT claimed_by FROM webhooks.delivery_queue
+        WHERE claimed_by IS NOT NULL AND claimed_by <> $1`,
       [worker],
     );
     return rows.map((row) => row.claimed_by);
   }
 
   /**
-   * Queues again, due at once, deliveries claimed but not recorded: those of a worker that is gone (all
-   * its claims, or the given ones it hands back) or whose claim lapsed. They go out with their
-   * original `webhook-id`.
+   * Queues again, due at once, deliveries claimed but not recorded by a worker that is gone (all its
+   * claims) or that hands them back (the given ones). They go out with their original `webhook-id`.
    */
-  async release(claims: { worker: number; ids?: readonly number[] } | 'lapsed', now: Date): Promise<number> {
+  async release(claims: { worker: number; ids?: readonly number[] }, now: Date): Promise<number> {
     const { rowCount } = await this.pool.query(
-      `UPDATE webhooks.webhook_deliveries
-          SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL, next_attempt_at = $1,
-              updated_at = $1, version = version + 1
-        WHERE status = 'sending'
-          AND CASE WHEN $2::int IS NULL THEN lease_expires_at < $1
-                   ELSE claimed_by = $2::int AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[])) END`,
-      [now, claims === 'lapsed' ? null : claims.worker, claims === 'lapsed' ? null : (claims.ids ?? null)],
+      `UPDATE webhooks.delivery_queue SET due_at = $1, claimed_by = NULL
+        WHERE claimed_by = $2 AND ($3::bigint[] IS NULL OR delivery_id = ANY($3::bigint[]))`,
+      [now, claims.worker, claims.ids ?? null],
     );
-    if ((rowCount ?? 0) > 0) await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+    if ((rowCount ?? 0) > 0) await this.wake();
     return rowCount ?? 0;
   }
 
@@ -518,7 +592,9 @@ export class DeliveryQueue {
                         -- (org_id, created_at) index wherever the heap keeps them.
                         WHERE status IN ('succeeded', 'failed') AND updated_at < $1 AND created_at < $1
                         LIMIT $2)
-         RETURNING org_id
+         RETURNING id, org_id
+       ), attempts AS (
+         DELETE FROM webhooks.webhook_deliveries__attempt_log WHERE record_id IN (SELECT id FROM gone)
        ), counted AS (
          UPDATE webhooks.record_counts c SET count = c.count - g.n
            FROM (SELECT org_id, count(*) AS n FROM gone GROUP BY org_id) g
@@ -531,19 +607,24 @@ export class DeliveryQueue {
   }
 
   /**
-   * Deliveries queued and in flight, and how long the oldest due one has waited past its due time
-   * (0 when none is due), for the queue gauges.
+   * Deliveries queued (due or not, lapsed claims included) and claimed, and how long the oldest due
+   * one has waited past its due time (0 when none is due), for the queue gauges.
    */
   async depth(now: Date): Promise<QueueDepth> {
     const { rows } = await this.pool.query<QueueDepth>(
-      `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
-              count(*) FILTER (WHERE status = 'sending')::int AS sending,
-              coalesce(extract(epoch FROM $1::timestamptz - min(next_attempt_at)
-                FILTER (WHERE status = 'pending' AND next_attempt_at <= $1)), 0)::float8 AS "oldestDueSeconds"
-         FROM webhooks.webhook_deliveries WHERE status IN ('pending', 'sending')`,
+      `SELECT count(*) FILTER (WHERE claimed_by IS NULL OR due_at <= $1)::int AS pending,
+              count(*) FILTER (WHERE claimed_by IS NOT NULL AND due_at > $1)::int AS sending,
+              coalesce(extract(epoch FROM $1::timestamptz - min(due_at) FILTER (WHERE due_at <= $1)), 0)::float8
+                AS "oldestDueSeconds"
+         FROM webhooks.delivery_queue`,
       [now],
     );
     return rows[0] ?? { pending: 0, sending: 0, oldestDueSeconds: 0 };
+  }
+
+  /** Wakes the idle workers of every process: deliveries became due, or endpoint slots free. */
+  private async wake(): Promise<void> {
+    await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
   }
 }
 
@@ -552,27 +633,6 @@ export interface QueueDepth {
   readonly pending: number;
   readonly sending: number;
   readonly oldestDueSeconds: number;
-}
-
-/**
- * A new round of attempts, due at once (`$1` is now). The delivery may go ahead of its record's queue
- * mark; claims still hold it back while an earlier delivery of its record is open.
- */
-const REQUEUE = `status = 'pending', head = true, round_attempts = 0, next_attempt_at = $1, updated_at = $1,
-  version = version + 1`;
-
-/**
- * An earlier delivery of the record of delivery `alias` to the same endpoint is still open: it must
- * wait (API.md §8, events of one record in `sequence` order per endpoint). `OFFSET 0` keeps it a probe
- * of the open-by-record index per row (Postgres does not turn such an `EXISTS` into a join): as an
- * anti-join, the planner, whose statistics lag behind the queue's churn, hashed every open delivery of
- * the endpoint to check a handful.
- */
-function earlierOpen(alias: string): string {
-  return `SELECT 1 FROM webhooks.webhook_deliveries e
-   WHERE e.webhook_id = ${alias}.webhook_id AND e.stream_id = ${alias}.stream_id AND e.sequence < ${alias}.sequence
-     AND e.status IN ('pending', 'sending')
-   OFFSET 0`;
 }
 
 interface ClaimedRow {

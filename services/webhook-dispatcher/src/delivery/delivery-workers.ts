@@ -126,7 +126,7 @@ export class DeliveryWorkers {
       try {
         const liveness = this.liveness ?? (await this.connect());
         if (performance.now() - swept >= TURN_SWEEP_MS) {
-          await this.deps.queue.passTurns();
+          await this.deps.queue.passTurns(this.deps.clock());
           swept = performance.now();
         }
         const room = concurrency + claimAhead - this.inFlight.size - this.ready.length;
@@ -263,12 +263,14 @@ export class DeliveryWorkers {
     }
   }
 
-  /** Queues again what workers that are gone (their lock is free) or that hang (lease lapsed) hold. */
+  /**
+   * Queues again what workers that are gone (their lock is free) hold. (What a worker that hangs holds
+   * is due again once its claims lapse.)
+   */
   private async reap(): Promise<void> {
     const liveness = this.liveness;
     if (!liveness) return;
     const now = this.deps.clock();
-    await this.deps.queue.release('lapsed', now);
     for (const holder of await this.deps.queue.claimHolders(liveness.key)) {
       const { rows } = await liveness.client.query<{ gone: boolean }>(
         `SELECT pg_try_advisory_lock(${WORKER_LOCK_SPACE}, $1) AS gone`,

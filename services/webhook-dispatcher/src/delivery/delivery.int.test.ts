@@ -102,7 +102,8 @@ describe('webhook deliveries', () => {
       external_id: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
-      version: 3,
+      // Queued, then its attempt recorded.
+      version: 2,
     });
     // The item event was not subscribed to: nothing more arrives.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -135,7 +136,7 @@ describe('webhook deliveries', () => {
     const delivery = response.body.results as RecordJson;
     expect(delivery).toMatchObject({ webhook_id: first.webhook.id, event_type: 'webhook.test' });
     // The workers may claim it (or even deliver it) before the response reads it back.
-    expect(['pending', 'sending', 'delivered']).toContain(delivery.status);
+    expect(['pending', 'succeeded']).toContain(delivery.status);
     expect(response.headers.get('location')).toBe(`/v2/webhook_deliveries/${delivery.id}`);
     await first.receiver.waitFor((r) => r.length === 1);
     expect(first.receiver.received[0]!.payload).toMatchObject({

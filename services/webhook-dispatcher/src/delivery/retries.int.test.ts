@@ -63,12 +63,9 @@ describe('retries, order and recovery on an injected clock', () => {
   async function settled(orgId: number): Promise<void> {
     await eventually(async () => {
       const { rows } = await harness.database.pool.query<{ busy: number }>(
-        `SELECT count(*)::int AS busy FROM webhooks.webhook_deliveries d
-          WHERE d.org_id = $1
-            AND (d.status = 'sending' OR d.status = 'pending' AND d.next_attempt_at <= $2 AND NOT EXISTS (
-                  SELECT 1 FROM webhooks.webhook_deliveries e
-                   WHERE e.webhook_id = d.webhook_id AND e.stream_id = d.stream_id AND e.sequence < d.sequence
-                     AND e.status IN ('pending', 'sending')))`,
+        `SELECT count(*)::int AS busy FROM webhooks.delivery_queue q
+           JOIN webhooks.webhook_deliveries d ON d.id = q.delivery_id
+          WHERE d.org_id = $1 AND (q.claimed_by IS NOT NULL OR q.due_at <= $2)`,
         [orgId, clock()],
       );
       return rows[0]!.busy === 0 ? true : undefined;
@@ -275,7 +272,7 @@ describe('retries, order and recovery on an injected clock', () => {
       enabled: false,
     });
     const q = encodeURIComponent(
-      JSON.stringify({ filters: [{ operand: 'status', operator: 'in', value: ['pending', 'sending'] }] }),
+      JSON.stringify({ filters: [{ operand: 'status', operator: '=', value: 'pending' }] }),
     );
     await eventually(async () => {
       const open = (await harness.request('GET', `/webhook_deliveries?q=${q}`, { orgId })).body
