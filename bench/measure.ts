@@ -361,12 +361,17 @@ export function profileTable(
 }
 
 /**
- * With `BENCH_CPU_PROF_DIR` set, the node options that make a platform process write a V8 CPU profile
- * there when it exits (open it in Chrome DevTools or speedscope); otherwise none.
+ * The node options of a platform (or lean) process for profiling: with `BENCH_CPU_PROF_DIR` set, it
+ * writes a V8 CPU profile there when it exits (open it in Chrome DevTools or speedscope); with
+ * `BENCH_PERF_MAP=1`, it writes `/tmp/perf-<pid>.map`, which names its JavaScript functions in an
+ * on-CPU sample of `perf record -e cpu-clock -g -p <pid>`. Otherwise none.
  */
 export function cpuProfileOptions(): string[] {
   const dir = process.env.BENCH_CPU_PROF_DIR;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+  return [
+    ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []),
+    ...(process.env.BENCH_PERF_MAP === '1' ? ['--perf-basic-prof'] : []),
+  ];
 }
 
 /**

@@ -97,7 +97,7 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
 
 interface Pipeline {
   readonly router: Router;
-  readonly duration: ReturnType<typeof createHttpMetrics>;
+  readonly duration: DurationObserver;
   readonly log: Logger;
   readonly logsRequests: boolean;
   readonly trustedProxyHops: number;
@@ -121,6 +121,11 @@ class Exchange implements RouteRequest {
   principal: unknown = undefined;
   private route: Route | undefined;
   private admission: Admission<unknown> | undefined;
+  /**
+   * The response's headers as names and values in turn, written once with the status line
+   * (`writeHead`): node then builds the header block from them directly, without a header map.
+   */
+  private readonly responseHeaders: string[];
   private child: Logger | undefined;
   private readonly started = performance.now();
 
@@ -130,7 +135,7 @@ class Exchange implements RouteRequest {
     private readonly res: ServerResponse,
   ) {
     this.id = requestIdOf(req);
-    res.setHeader('X-Request-Id', this.id);
+    this.responseHeaders = ['X-Request-Id', this.id];
     this.method = (req.method ?? 'GET') as HttpMethod | 'HEAD';
     this.url = req.url ?? '/';
     this.prefix = this.url.startsWith('/api/') ? '/api' : '';
@@ -163,12 +168,12 @@ class Exchange implements RouteRequest {
       this.route = route;
       this.params = found.params as Record<string, string>;
       this.query = checkQuery(route, found.searchParams);
-      this.body = await readBody(this.req, route.body);
+      if (route.body !== undefined) this.body = await readBody(this.req, route.body);
       const admission = await route.access.authenticate(this);
       this.admission = admission;
       this.principal = admission.principal;
       if (admission.headers)
-        for (const name in admission.headers) this.res.setHeader(name, admission.headers[name]!);
+        for (const name in admission.headers) this.responseHeaders.push(name, admission.headers[name]!);
       checkScope(route, admission.scopes);
       this.finish(await route.handle(this));
     } catch (error) {
@@ -187,11 +192,11 @@ class Exchange implements RouteRequest {
 
   /** Writes the reply, times the request by route template, and logs its access line. */
   private finish(reply: Reply): void {
-    write(this.res, reply);
+    write(this.res, reply, this.responseHeaders);
     const route = this.route === undefined ? 'unmatched' : `${this.prefix}${this.route.path}`;
     const ms = performance.now() - this.started;
     const status = this.res.statusCode;
-    this.pipeline.duration.observe({ method: this.method, route, status: String(status) }, ms / 1000);
+    this.pipeline.duration(this.method, route, status).observe(ms / 1000);
     if (!this.pipeline.logsRequests) return;
     const admission = this.admission;
     this.pipeline.log.info(
@@ -325,18 +330,28 @@ function requestIdOf(req: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** Writes a reply in one write; JSON unless the reply names another content type. */
-function write(res: ServerResponse, reply: Reply): void {
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  res.statusCode = reply.status;
+/**
+ * Writes a reply: its status and `headers` (the pipeline's, then the reply's) at once, then its body as
+ * the string it is (node writes it with the header block, no copy into a Buffer of our own); JSON
+ * unless the reply names another content type.
+ */
+function write(res: ServerResponse, reply: Reply, headers: string[]): void {
+  let typed = false;
+  for (const name in reply.headers) {
+    headers.push(name, reply.headers[name]!);
+    typed ||= name.toLowerCase() === 'content-type';
+  }
   if (reply.body === undefined) {
+    // 204 and 304 have no body by definition; any other status says that it has none.
+    if (reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', '0');
+    res.writeHead(reply.status, headers);
     res.end();
     return;
   }
-  const bytes = Buffer.from(reply.body);
-  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-  res.setHeader('Content-Length', bytes.length);
-  res.end(bytes);
+  if (!typed) headers.push('Content-Type', JSON_CONTENT_TYPE);
+  headers.push('Content-Length', String(Buffer.byteLength(reply.body)));
+  res.writeHead(reply.status, headers);
+  res.end(reply.body);
 }
 
 /**
@@ -435,16 +450,33 @@ function healthRoutes(options: HttpAppOptions): Route[] {
   ];
 }
 
-const httpMetrics = new WeakMap<Registry, ReturnType<typeof createHttpMetrics>>();
+/** Observes one request's duration in seconds. */
+type DurationObserver = (method: string, route: string, status: number) => { observe(seconds: number): void };
 
-/** The request-duration histogram of a registry, one however many listeners (a public and an admin port) record into it. */
-function httpMetricsOf(registry: Registry): ReturnType<typeof createHttpMetrics> {
-  let histogram = httpMetrics.get(registry);
-  if (!histogram) {
-    histogram = createHttpMetrics(registry);
-    httpMetrics.set(registry, histogram);
+const httpMetrics = new WeakMap<Registry, DurationObserver>();
+
+/**
+ * The request-duration histogram of a registry, one however many listeners (a public and an admin
+ * port) record into it. Each series' child is looked up once (prom-client hashes the labels of every
+ * `observe` otherwise): by route template, method and status.
+ */
+function httpMetricsOf(registry: Registry): DurationObserver {
+  let observer = httpMetrics.get(registry);
+  if (!observer) {
+    const histogram = createHttpMetrics(registry);
+    type Child = { observe(seconds: number): void };
+    const children = new Map<string, Map<number, Child>>();
+    observer = (method, route, status) => {
+      const key = `${method} ${route}`;
+      let byStatus = children.get(key);
+      if (!byStatus) children.set(key, (byStatus = new Map<number, Child>()));
+      let child = byStatus.get(status);
+      if (!child) byStatus.set(status, (child = histogram.labels({ method, route, status: String(status) })));
+      return child;
+    };
+    httpMetrics.set(registry, observer);
   }
-  return histogram;
+  return observer;
 }
 
 /** Listens on `port` (0 picks a free one) and resolves with the bound port. */
