@@ -84,6 +84,7 @@ function modelTables(root: TableNode, indexed: boolean, options: ReadModelOption
       statements.push(...index('org_id', name, 'id'), ...index('org_id', `${name} DESC`, 'id'));
   }
   statements.push(...referenceColumns(root, table, 'id', indexed));
+  statements.push(vacuumedOften(table));
   for (const child of root.children) statements.push(...childTables(root, child.node, indexed, options));
   return statements;
 }
@@ -112,6 +113,7 @@ ${keys.join(',\n')},
       statements.push(createIndex(node.table, table, ['org_id', name, 'record_id']));
   }
   statements.push(...referenceColumns(node, table, 'record_id', indexed));
+  statements.push(vacuumedOften(table));
   for (const child of node.children) statements.push(...childTables(node, child.node, indexed, options));
   return statements;
 }
@@ -123,6 +125,24 @@ function referenceColumns(node: TableNode, table: string, rowColumn: string, ind
     ...(indexed ? [createIndex(node.table, table, ['org_id', column, rowColumn])] : []),
   ]);
 }
+
+/**
+ * Autovacuum after 1% of a table's rows changed or were added, not Postgres's default 20%. Index-only
+ * scans (counts, the pages of `in` lists, order columns) skip the table only on pages the visibility
+ * map marks all-visible, and every projected write clears its page's mark until a vacuum sets it
+ * again: at 20%, a table of 2,000,000 records waits for 400,000 changes, and a count of 4,000
+ * matches made 1,951 table reads (issue 25). Each vacuum visits only the pages changed since the last
+ * (the map says which), so vacuuming often costs little. Set where not yet set, so that a start does
+ * not queue behind a running autovacuum's lock.
+ */
+function vacuumedOften(table: string): string {
+  const settings = VACUUM_SETTINGS.map((setting) => `'${setting}'`).join(', ');
+  return `DO $$ BEGIN
+  IF NOT coalesce((SELECT reloptions @> ARRAY[${settings}] FROM pg_class WHERE oid = '${table}'::regclass), false) THEN
+    ALTER TABLE ${table} SET (${VACUUM_SETTINGS.join(', ')}); END IF; END $$`;
+}
+
+const VACUUM_SETTINGS = ['autovacuum_vacuum_scale_factor=0.01', 'autovacuum_vacuum_insert_scale_factor=0.01'];
 
 /** The `document` column, added and filled in one go where the table lacks it. */
 function documentColumn(root: TableNode, options: ReadModelOptions): string {
@@ -141,7 +161,8 @@ function columnDdl(name: string, definition: ColumnDefinition): string {
   return `${quoteIdentifier(name)} ${sqlType(definition.type)}${collation}`;
 }
 
-function isIndexable(definition: ColumnDefinition): boolean {
+/** Whether a column has indexes (see `readModelDdl`): every one but strings longer than 500 characters. */
+export function isIndexable(definition: ColumnDefinition): boolean {
   return definition.type !== 'string' || definition.maxLength <= MAX_INDEXED_STRING_LENGTH;
 }
 

@@ -1,5 +1,5 @@
-import { RECORD_COUNTS_TABLE } from './ddl.js';
-import type { ModelDefinition } from './fields.js';
+import { RECORD_COUNTS_TABLE, isIndexable } from './ddl.js';
+import { RECORD_ID, type ModelDefinition } from './fields.js';
 import type { RecordDocument } from './projection.js';
 import type { Filter, OrderTerm, SearchQuery } from './query.js';
 import { jsonArrayText, recordJson, renderContext, type RenderContext } from './render.js';
@@ -53,10 +53,16 @@ export function compileSearch(
   const root = tableTree(model);
   const table = qualifiedTable(options, root.table);
   const alias = context.aliases.next();
-  const pending = query.filters.map((filter) => ({ relations: filter.relations, filter }));
+  const driving = listDrivingThePage(model, root, query);
+  const pending = query.filters
+    .filter((filter) => filter !== driving)
+    .map((filter) => ({ relations: filter.relations, filter }));
+  const list = driving && listParameter(driving, params);
+  const others = conditions(root, alias, pending, params, context);
   const where = [
     `${alias}.org_id = ${context.org}`,
-    ...conditions(root, alias, pending, params, context),
+    ...(driving ? [`${columnOf(alias, driving.column)} = ANY(${list})`] : []),
+    ...others,
   ].join('\n    AND ');
   const limit = `${params.add(query.limit)}::bigint`;
   const offset = `${params.add(query.offset)}::bigint`;
@@ -69,15 +75,27 @@ export function compileSearch(
     params,
     context,
   );
-  // The first page reads its documents with its rows. A later one picks ids first, so that the offset
-  // skips index entries rather than rows, then reads the documents of those ids.
-  const direct = root.storesDocument && query.offset === 0;
+  // The first page reads its documents with its rows. A later one, or one read value by value, picks
+  // ids first (so that an offset skips index entries rather than rows, and no document is read for a
+  // row that does not make the page), then reads the documents of those ids.
+  const direct = root.storesDocument && query.offset === 0 && driving === undefined;
   const orderColumns = [...new Set(query.order.map(({ column }) => column))].filter((c) => c !== 'id');
   const pageColumns = [
     `${alias}.id`,
     ...orderColumns.map((column) => columnOf(alias, column)),
     ...(direct ? [`${recordJson(root, alias, context)} AS document`] : []),
   ];
+  // Value by value: each value's first rows in the page's order, `limit + offset` of them at most,
+  // straight from the (org_id, column, id) index; the page is the first of all those. Every match
+  // has one value, so the page is among them.
+  const source = driving
+    ? `(SELECT DISTINCT value FROM unnest(${list}) AS v(value)) ${rendered},
+    LATERAL (SELECT ${pageColumns.join(', ')} FROM ${table} ${alias}
+      WHERE ${[`${alias}.org_id = ${context.org}`, `${columnOf(alias, driving.column)} = ${rendered}.value`, ...others].join('\n      AND ')}
+      ORDER BY ${orderBy(query.order, alias)}
+      LIMIT ${limit} + ${offset}) ${alias}`
+    : `${table} ${alias}
+  WHERE ${where}`;
   // The page comes back as text: its documents are valid JSON, and parsing the whole array again as
   // `json` would cost Postgres more than the rest of a cheap search.
   const shown = direct
@@ -87,8 +105,7 @@ export function compileSearch(
     ${jsonArrayText(recordJson(root, rendered, context), orderBy(query.order, 'page'))} AS results
   FROM page JOIN ${table} ${rendered} ON ${rendered}.id = page.id AND ${rendered}.org_id = ${context.org}`;
   const text = `WITH page AS (
-  SELECT ${pageColumns.join(', ')} FROM ${table} ${alias}
-  WHERE ${where}
+  SELECT ${pageColumns.join(', ')} FROM ${source}
   ORDER BY ${orderBy(query.order, alias)}
   LIMIT ${limit} OFFSET ${offset}
 ), total AS (
@@ -157,6 +174,41 @@ function orderBy(order: readonly OrderTerm[], alias: string): string {
   );
   const idDecided = order.some(({ column }) => column === 'id');
   return [...terms, ...(idDecided ? [] : [`${alias}.id ASC`])].join(', ');
+}
+
+/**
+ * The `in` filter whose values the page is read by, one value after the other, if any: a list of a
+ * model column with an index (`(org_id, column, id)`), when the page's order, that column being fixed,
+ * is by id. Filtered in id order otherwise, a page walks the primary key past every non-matching row
+ * until it has `limit` matches: in a large organization, most of the table when the values are rare
+ * or their records recent. The shortest such list is taken.
+ */
+function listDrivingThePage(
+  model: ModelDefinition,
+  root: TableNode,
+  query: SearchQuery,
+): (Filter & { operator: 'in' }) | undefined {
+  if (!model.indexed) return undefined;
+  /** Whether the page's order is by id once `column` is fixed (the tie-break, or an order term). */
+  const byIdOnceFixed = (column: string): boolean => {
+    const first = query.order.find((term) => term.column !== column);
+    return first === undefined || first.column === RECORD_ID;
+  };
+  const lists = query.filters.filter(
+    (filter): filter is Filter & { operator: 'in' } =>
+      filter.operator === 'in' &&
+      filter.relations.length === 0 &&
+      filter.column !== RECORD_ID &&
+      filter.value.length > 1 &&
+      root.columns.some(({ name, definition }) => name === filter.column && isIndexable(definition)) &&
+      byIdOnceFixed(filter.column),
+  );
+  return lists.sort((a, b) => a.value.length - b.value.length)[0];
+}
+
+/** The `$n::type[]` of an `in` or `not in` filter's values. */
+function listParameter(filter: Filter & { operator: 'in' | 'not in' }, params: SqlParameters): string {
+  return `${params.add(filter.value)}::${sqlType(filter.type)}[]`;
 }
 
 /** A filter and the relations it has still to follow from the table at hand. */
@@ -281,9 +333,9 @@ function comparison(column: string, filter: Filter, params: SqlParameters): stri
     case '<=':
       return `${column} ${filter.operator} ${params.add(filter.value)}::${type}`;
     case 'in':
-      return `${column} = ANY(${params.add(filter.value)}::${type}[])`;
+      return `${column} = ANY(${listParameter(filter, params)})`;
     case 'not in':
-      return `${column} <> ALL(${params.add(filter.value)}::${type}[])`;
+      return `${column} <> ALL(${listParameter(filter, params)})`;
     default: {
       const unhandled: never = filter;
       throw new Error(`unknown operator ${JSON.stringify(unhandled)}`);
