@@ -70,7 +70,7 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
       refreshTokenTtlSeconds: 1,
     },
   });
-  const api = createApiService({ ...shared, readYourWritesTimeoutMs: 1 });
+  const api = createApiService({ ...shared, readYourWritesTimeoutMs: 1, eventTypes: eventCatalog() });
   const dispatcher = createWebhookDispatcher({
     ...shared,
     allowPrivateTargets: false,
@@ -100,6 +100,11 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
           name: model.name,
           description: `The ${model.name.replace(/_/g, ' ')} model (API.md §6)`,
         })),
+        {
+          name: 'events',
+          description:
+            "The organization's events in order, for integrators that poll instead of receiving webhooks (docs/events-feed.md)",
+        },
         { name: 'webhooks', description: 'Webhook subscriptions and their event types (API.md §8)' },
         {
           name: 'webhook_deliveries',

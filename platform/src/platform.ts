@@ -55,6 +55,7 @@ import {
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {
   createWebhookDispatcher,
+  eventCatalog,
   migrateWebhookDispatcher,
   webhookDispatcherSettings,
 } from '@ofp/webhook-dispatcher';
@@ -328,6 +329,7 @@ function serviceParts(service: Service, infrastructure: Infrastructure): Service
         ...shared,
         gate: infrastructure.gate(),
         readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+        eventTypes: eventCatalog(),
         metrics: infrastructure.metrics,
       });
       // The relay publishes the event store's outbox to Kafka; it runs where the api runs.

@@ -503,6 +503,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List events */
+        get: operations["events.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/webhooks": {
         parameters: {
             query?: never;
@@ -1516,6 +1533,19 @@ export interface components {
             errors: {
                 [key: string]: string[];
             };
+        };
+        /** @description A page of the events feed: the organization's events of the last 30 days, in order */
+        EventsPage: {
+            /** @description Events in this page */
+            count: number;
+            /** @description The events, oldest first, each exactly as a webhook delivery of it carries it */
+            results: (components["schemas"]["PhoneNumberTypeCreatedEvent"] | components["schemas"]["PhoneNumberTypeUpdatedEvent"] | components["schemas"]["PhoneNumberTypeDeletedEvent"] | components["schemas"]["PersonCreatedEvent"] | components["schemas"]["PersonUpdatedEvent"] | components["schemas"]["PersonDeletedEvent"] | components["schemas"]["ItemCreatedEvent"] | components["schemas"]["ItemUpdatedEvent"] | components["schemas"]["ItemDeletedEvent"] | components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderDeletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["FulfillmentOrderCreatedEvent"] | components["schemas"]["FulfillmentOrderUpdatedEvent"] | components["schemas"]["FulfillmentOrderDeletedEvent"] | components["schemas"]["FulfillmentOrderShippedEvent"] | components["schemas"]["FulfillmentOrderCancelledEvent"] | components["schemas"]["ShipmentCreatedEvent"] | components["schemas"]["ShipmentUpdatedEvent"] | components["schemas"]["ShipmentTrackingUpdatedEvent"] | components["schemas"]["ShipmentDeliveredEvent"] | components["schemas"]["PurchaseOrderCreatedEvent"] | components["schemas"]["PurchaseOrderUpdatedEvent"] | components["schemas"]["PurchaseOrderDeletedEvent"] | components["schemas"]["PurchaseOrderReceivedEvent"] | components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InventoryCreatedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryAdjustmentCreatedEvent"] | components["schemas"]["WebhookCreatedEvent"] | components["schemas"]["WebhookUpdatedEvent"] | components["schemas"]["WebhookDeletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["WebhookTestEvent"])[];
+            /** @description null: errors come in the error envelope */
+            errors: null;
+            /** @description Whether more events may follow already: ask again at once with next_cursor; false: poll later */
+            has_more: boolean;
+            /** @description Where the next page starts: pass it as starting_after, now or later (keep it to resume) */
+            next_cursor: string;
         };
         /** @description A fulfillment order (API.md §6) */
         FulfillmentOrder: {
@@ -5467,7 +5497,7 @@ export interface operations {
     "phone_number_types.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -6643,7 +6673,7 @@ export interface operations {
     "people.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -7819,7 +7849,7 @@ export interface operations {
     "items.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -8995,7 +9025,7 @@ export interface operations {
     "orders.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -10171,7 +10201,7 @@ export interface operations {
     "fulfillment_orders.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -11347,7 +11377,7 @@ export interface operations {
     "shipments.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -12334,7 +12364,7 @@ export interface operations {
     "purchase_orders.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -13510,7 +13540,7 @@ export interface operations {
     "invoices.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -14497,7 +14527,7 @@ export interface operations {
     "inventory.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -14755,7 +14785,7 @@ export interface operations {
     "inventory_adjustments.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -15353,10 +15383,153 @@ export interface operations {
             };
         };
     };
+    "events.list": {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the page before: this page starts after it. Left out, the feed starts at the oldest event it keeps. Opaque: keep it as it came. */
+                starting_after?: string;
+                /** @description Events per page, 1 to 500 */
+                limit?: number;
+                /** @description Only events of these types, comma-separated (at most 20; `GET /v2/webhook_event_types` lists them) */
+                type?: string;
+                /** @description Only events of records of this model (`orders`, `people`, ...) */
+                model?: "phone_number_types" | "people" | "items" | "orders" | "fulfillment_orders" | "shipments" | "purchase_orders" | "invoices" | "inventory" | "inventory_adjustments" | "webhooks";
+                /** @description With `model`: only the events of the record with this id, in its version order */
+                record_id?: number;
+            };
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, oldest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventsPage"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The cursor is older than what the feed keeps: start again without it */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request line and headers exceed 64 KiB (a q far beyond its 8 KiB) */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     "webhooks.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {
@@ -17215,7 +17388,7 @@ export interface operations {
     "webhook_deliveries.search": {
         parameters: {
             query?: {
-                /** @description A JSON object (URI-escaped), at most 8 KiB */
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
                 q?: string;
             };
             header?: {

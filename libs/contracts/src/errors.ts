@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'NotFound'
   | 'MethodNotAllowed'
   | 'Conflict'
+  | 'Gone' // what the request names is no longer kept (a feed cursor older than the retention)
   | 'PreconditionFailed'
   | 'PayloadTooLarge'
   | 'UnsupportedMediaType'

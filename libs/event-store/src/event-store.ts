@@ -301,6 +301,108 @@ export class EventStore {
   }
 
   /**
+   * An organization's events after `after`, in the global order and with readAll's visibility rule
+   * (only transactions older than every one still in flight), so that a reader resuming from the last
+   * event it got never misses one that commits late, and never gets one twice: the events feed.
+   * `types` and `streamId` narrow what comes back. With `scanLimit`, a read looks at no more than that
+   * many of the organization's events (a rare type's page would otherwise read all the others first):
+   * when it looked at that many and found fewer than `limit`, `scanEnd` is where the next read resumes,
+   * past events that did not match.
+   */
+  async readOrganization(
+    orgId: number,
+    after: GlobalPosition,
+    options: {
+      readonly limit: number;
+      readonly types?: readonly string[];
+      readonly streamId?: string;
+      readonly scanLimit?: number;
+    },
+  ): Promise<{ events: StoredEvent[]; scanEnd?: GlobalPosition }> {
+    const { limit, scanLimit } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`readOrganization: bad limit ${limit}`);
+    const visible = `org_id = $1 AND (transaction_id, position) > ($2::xid8, $3::bigint)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())`;
+    const values: unknown[] = [orgId, after.transactionId, after.position];
+    let bound: GlobalPosition | undefined;
+    if (scanLimit !== undefined) {
+      // The scan's end: the organization's scanLimit-th visible event (of any type) past `after`.
+      const { rows } = await this.pool.query<{ transaction_id: string; position: number }>(
+        prepared(
+          `SELECT transaction_id::text AS transaction_id, position FROM es.events WHERE ${visible}
+            ORDER BY es.events.transaction_id, es.events.position OFFSET $4 LIMIT 1`,
+          [...values, scanLimit - 1],
+        ),
+      );
+      bound = rows[0] && { transactionId: rows[0].transaction_id, position: rows[0].position };
+    }
+    // Each filter is its own statement text, so that each named statement has a plan that fits it
+    // (one stream's events come from its (stream_id, version) index). ORDER BY names the xid8 column,
+    // as readAll's does: the selected text `transaction_id` sorts "10000" before "9999".
+    const conditions = [visible];
+    if (options.types !== undefined) conditions.push(`type = ANY($${values.push(options.types)}::text[])`);
+    if (options.streamId !== undefined) conditions.push(`stream_id = $${values.push(options.streamId)}`);
+    if (bound !== undefined)
+      conditions.push(
+        `(transaction_id, position) <= ($${values.push(bound.transactionId)}::xid8, $${values.push(bound.position)}::bigint)`,
+      );
+    const { rows } = await this.pool.query<EventRow>(
+      prepared(
+        `SELECT ${EVENT_COLUMNS} FROM es.events WHERE ${conditions.join(' AND ')}
+          ORDER BY es.events.transaction_id, es.events.position LIMIT ${limit}`,
+        values,
+      ),
+    );
+    const events = rows.map(toStoredEvent);
+    return events.length < limit && bound !== undefined ? { events, scanEnd: bound } : { events };
+  }
+
+  /**
+   * A position that every event appended from now on, and every event not yet visible to readAll,
+   * follows: the oldest transaction still in flight, before its first event.
+   */
+  async visibleHorizon(): Promise<GlobalPosition> {
+    const { rows } = await this.pool.query<{ xmin: string }>(
+      'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin',
+    );
+    return { transactionId: rows[0]!.xmin, position: 0 };
+  }
+
+  /**
+   * The position of the first event recorded at or after `time` (undefined when there is none), found
+   * by a binary search over positions: events are recorded in about position order, so the answer
+   * is exact to within the few milliseconds by which concurrent appends may interleave.
+   */
+  async firstPositionSince(time: Date): Promise<GlobalPosition | undefined> {
+    const at = async (position: number) =>
+      (
+        await this.pool.query<{ position: number; transaction_id: string; recorded_at: Date }>(
+          prepared(
+            `SELECT position, transaction_id::text AS transaction_id, recorded_at FROM es.events
+              WHERE position >= $1 ORDER BY position LIMIT 1`,
+            [position],
+          ),
+        )
+      ).rows[0];
+    const { rows } = await this.pool.query<{ last: number | null }>(
+      'SELECT max(position)::int8 AS last FROM es.events',
+    );
+    const last = rows[0]?.last;
+    if (last === null || last === undefined) return undefined;
+    let low = 0;
+    let high = Number(last) + 1;
+    // Invariant: every event below `low` was recorded before `time`; the one at `high`, if any, not.
+    while (low < high) {
+      const found = await at(Math.floor((low + high) / 2));
+      if (found === undefined || found.position >= high) high = Math.floor((low + high) / 2);
+      else if (found.recorded_at >= time) high = found.position;
+      else low = found.position + 1;
+    }
+    const first = await at(low);
+    return first && { transactionId: first.transaction_id, position: first.position };
+  }
+
+  /**
    * Outbox rows ready to publish (same visibility rule as readAll), oldest first, with their events.
    * For the Kafka relay.
    */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { QueryParameter } from '@ofp/runtime';
 import { pageEnvelopeOf, singleEnvelopeOf } from '@ofp/contracts';
 import type { ColumnDefinition, ColumnType, EventType, FieldMap, ModelDefinition } from './fields.js';
 import { OPERATORS, Q_LIMITS, resolveOperand } from './query.js';
@@ -118,6 +119,15 @@ export function querySchema(model: ModelDefinition): z.ZodType {
         description: `A search of ${model.name}: filters ANDed (operators ${OPERATORS.join(', ')}), then ordered with id asc breaking ties, then paged. At most ${Q_LIMITS.maxBytes} bytes of JSON.`,
       });
   });
+}
+
+/** The `q` parameter of a model's search as the route table declares it (API.md §4). */
+export function searchParameter(model: ModelDefinition): QueryParameter {
+  return {
+    description: `The search, as a URI-escaped JSON object of at most ${Q_LIMITS.maxBytes} bytes: filters (ANDed), order and page. See "Searching with q" above.`,
+    schema: querySchema(model),
+    json: true,
+  };
 }
 
 /** The delivery body of one event type (API.md §8), its `data` the record after the change. */

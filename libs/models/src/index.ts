@@ -66,9 +66,11 @@ export {
   recordSchema,
   schemaName,
   searchEnvelopeSchema,
+  searchParameter,
   singleEnvelopeSchema,
   writeSchema,
 } from './api-schemas.js';
+export { eventPayload, publishedEventOf, type PublishedEvent } from './event-payload.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
 export {
   advanceCheckpoint,

@@ -15,6 +15,8 @@ export function statusOf(kind: ErrorKind): number {
       return 405;
     case 'Conflict':
       return 409;
+    case 'Gone':
+      return 410;
     case 'PreconditionFailed':
       return 412;
     case 'PayloadTooLarge':

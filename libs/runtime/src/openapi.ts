@@ -125,6 +125,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   403: 'The token lacks the scope for this action',
   404: 'Unknown record (another organization’s records are unknown too)',
   409: 'Conflict: a duplicate unique value, a taken id, an invalid state transition',
+  410: 'The cursor is older than what the feed keeps: start again without it',
   412: 'If-Match does not match the current ETag',
   413: 'Body over 1 MiB',
   415: 'The body is not application/json',
@@ -230,17 +231,25 @@ function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOpti
   }
   if (route.query !== undefined && route.query !== 'any') {
     for (const name of route.query.names) {
-      const schema = route.query.schemas?.[name];
-      parameters.push(
-        schema
-          ? {
-              name,
-              in: 'query',
-              description: 'A JSON object (URI-escaped), at most 8 KiB',
-              content: { 'application/json': { schema: schemas.add(schema, 'input') } },
-            }
-          : { name, in: 'query', schema: { type: 'string' } },
-      );
+      const parameter = route.query.schemas?.[name];
+      if (parameter === undefined) {
+        parameters.push({ name, in: 'query', schema: { type: 'string' } });
+        continue;
+      }
+      const schema = schemas.add(parameter.schema, 'input');
+      const examples = parameter.examples && {
+        examples: Object.fromEntries(
+          Object.entries(parameter.examples).map(([key, { summary, value }]) => [key, { summary, value }]),
+        ),
+      };
+      parameters.push({
+        name,
+        in: 'query',
+        description: parameter.description,
+        ...(parameter.json
+          ? { content: { 'application/json': { schema, ...examples } } }
+          : { schema, ...examples }),
+      });
     }
   }
   for (const header of [...(route.headers ?? []), 'X-Request-Id'])

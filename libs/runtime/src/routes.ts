@@ -51,9 +51,27 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type BodyKind = 'json' | 'form';
 
-/** `names`: the parameters accepted; `any`: the operation reads its query from `url` itself (OAuth authorize). */
+/**
+ * `names`: the parameters accepted, each described in `schemas`; `any`: the operation reads its query
+ * from `url` itself (OAuth authorize).
+ */
 export type QueryParameters =
-  { readonly names: readonly string[]; readonly schemas?: Readonly<Record<string, z.ZodType>> } | 'any';
+  | {
+      readonly names: readonly string[];
+      readonly schemas?: Readonly<Record<string, QueryParameter>>;
+    }
+  | 'any';
+
+/** A query parameter as the reference describes it. */
+export interface QueryParameter {
+  readonly description: string;
+  /** The value's schema (the parsed JSON's, for a `json` parameter). */
+  readonly schema: z.ZodType;
+  /** The value is a URI-escaped JSON document (`q`), rather than a plain string. */
+  readonly json?: boolean;
+  /** Named examples of the value (the JSON document itself, for a `json` parameter). */
+  readonly examples?: Readonly<Record<string, { readonly summary: string; readonly value: unknown }>>;
+}
 
 export type RequestHeader = 'Idempotency-Key' | 'If-Match' | 'If-None-Match' | 'Prefer' | 'X-Request-Id';
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { Registry } from 'prom-client';
-import type { BearerGate } from '@ofp/auth-tokens';
+import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
 import type { Bus } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
@@ -17,10 +17,12 @@ import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';
 import { ReferenceResolver } from './commands/references.js';
 import { UniqueValues } from './commands/unique-values.js';
+import { eventFeedRoute, type PublishedEventType } from './http/event-feed-route.js';
 import { apiRoutes } from './http/routes.js';
 import { InventoryManager } from './process-managers/inventory-manager.js';
 import { OrderProgressManager } from './process-managers/order-progress-manager.js';
 import { processManagersModule } from './process-managers/process-manager.js';
+import { EventFeed } from './queries/event-feed.js';
 import { ReadYourWrites } from './queries/read-your-writes.js';
 import { RecordQueries } from './queries/record-queries.js';
 import { TenantSeeder } from './tenant-seeder.js';
@@ -42,6 +44,8 @@ export interface ApiDependencies {
   readonly gate: BearerGate;
   /** Longest a write's response waits for the read model (API.md §5 read-your-writes). */
   readonly readYourWritesTimeoutMs: number;
+  /** Every event type the platform publishes, with its body's schema: what the events feed serves. */
+  readonly eventTypes: readonly PublishedEventType[];
   /** The process's metrics registry (read-your-writes waits); none in tests. */
   readonly metrics?: Registry;
 }
@@ -114,16 +118,25 @@ export function createApiService(deps: ApiDependencies): ApiService {
     },
     ready: () => started,
   };
+  const seed = (auth: AuthContext) => tenants.ensureSeeded(auth.orgId);
   const managers = processManagersModule(deps.bus, processManagers, deps.logger);
   return {
     modules: [api, managers],
-    routes: apiRoutes({
-      commands,
-      queries: new RecordQueries(deps.pool),
-      readYourWrites,
-      idempotency,
-      gate: deps.gate,
-      seed: (auth) => tenants.ensureSeeded(auth.orgId),
-    }),
+    routes: [
+      ...apiRoutes({
+        commands,
+        queries: new RecordQueries(deps.pool),
+        readYourWrites,
+        idempotency,
+        gate: deps.gate,
+        seed,
+      }),
+      eventFeedRoute({
+        feed: new EventFeed(deps.store, deps.clock),
+        eventTypes: deps.eventTypes,
+        gate: deps.gate,
+        seed,
+      }),
+    ],
   };
 }

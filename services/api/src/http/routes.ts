@@ -3,7 +3,7 @@ import type { AdmittedHook, AuthContext, BearerGate, Scope } from '@ofp/auth-tok
 import {
   MODELS,
   allowedMethods,
-  querySchema,
+  searchParameter,
   searchEnvelopeSchema,
   singleEnvelopeSchema,
   validateCreate,
@@ -69,7 +69,7 @@ function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRo
       tag: name,
       model: name,
       access: reads,
-      query: { names: ['q'], schemas: { q: querySchema(model) } },
+      query: { names: ['q'], schemas: { q: searchParameter(model) } },
       responses: { 200: { description: 'A page of records', schema: searchEnvelopeSchema(model) } },
       handle: async (request) => {
         const page = await deps.queries.search(model, request.principal.orgId, request.query.q);

@@ -1,10 +1,9 @@
 import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import { MODELS } from '@ofp/models';
+import { MODELS, eventPayload, publishedEventOf } from '@ofp/models';
 import { webhooks } from '../models.js';
 import { prepared, validTraceparent, type Pool } from '@ofp/runtime';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
-import { deliveryBody, deliveryEventOf } from './payload.js';
 
 /** The bus consumer group of the dispatcher: its progress is shared by all its processes. */
 export const INTAKE_GROUP = 'webhook-dispatcher';
@@ -42,7 +41,7 @@ export class EventIntake {
       let payload: string | undefined;
       for (const subscription of subscriptions.get(event.orgId) ?? []) {
         if (!subscribes(subscription, event)) continue;
-        payload ??= deliveryBody(deliveryEventOf(event));
+        payload ??= eventPayload(publishedEventOf(event));
         deliveries.push({
           orgId: event.orgId,
           webhookId: subscription.id,

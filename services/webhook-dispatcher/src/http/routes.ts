@@ -11,7 +11,7 @@ import {
 } from '@ofp/contracts';
 import {
   parseQuery,
-  querySchema,
+  searchParameter,
   searchRecords,
   searchEnvelopeSchema,
   singleEnvelopeSchema,
@@ -147,7 +147,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
   const create = (request: Request, id?: number) =>
     deps.commands.create(requesterOf(request), webhookBody(request.body, 'create'), id);
   const searchOf = (model: ModelDefinition) => ({
-    query: { names: ['q'], schemas: { q: querySchema(model) } },
+    query: { names: ['q'], schemas: { q: searchParameter(model) } },
   });
   const delivered = singleEnvelopeSchema(webhookDeliveries);
   const {

@@ -40,11 +40,10 @@ export function closestEventType(given: string): string {
 }
 
 /** Each event type with the schema of the body its deliveries carry, for the published descriptions. */
-export function eventCatalog(): { type: string; description: string; payload: z.ZodType }[] {
+export function eventCatalog(): (EventType & { readonly payload: z.ZodType })[] {
   return EVENT_MODELS.flatMap((model) =>
     model.eventTypes.map((eventType) => ({
-      type: eventType.type,
-      description: eventType.description,
+      ...eventType,
       payload: eventPayloadSchema(
         model,
         eventType,

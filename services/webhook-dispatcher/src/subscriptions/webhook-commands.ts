@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
 import { handleCommand, type Decided, type EventStore } from '@ofp/event-store';
-import { deleteRecord, getRecord, writeRecord, type Queryable } from '@ofp/models';
+import { deleteRecord, eventPayload, getRecord, writeRecord, type Queryable } from '@ofp/models';
 import { webhookDeliveries, webhooks } from '../models.js';
 import type { Pool, PoolClient } from '@ofp/runtime';
 import type { DeliveryQueue } from '../delivery/delivery-queue.js';
-import { deliveryBody } from '../delivery/payload.js';
 import { generateSecret } from '../delivery/signing.js';
 import { TABLES } from '../schema.js';
 import type { UrlPolicy } from './url-policy.js';
@@ -169,7 +168,7 @@ export class WebhookCommands {
           eventType: TEST_EVENT_TYPE,
           streamId: null,
           sequence: null,
-          payload: deliveryBody({
+          payload: eventPayload({
             id: eventId,
             type: TEST_EVENT_TYPE,
             timestamp: now,
