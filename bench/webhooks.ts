@@ -220,7 +220,7 @@ async function runBenchmark(): Promise<void> {
       ready: () => true,
       routes: dispatcher.routes,
     });
-    const modules = new ModuleRunner(dispatcher.modules, logger, ['database']);
+    const modules = new ModuleRunner([dispatcher.delivery, dispatcher.intake], logger);
     const api = await listen(app, 0, '127.0.0.1');
     const created = await request(`http://127.0.0.1:${api.port}/v2/webhooks`, {
       method: 'POST',

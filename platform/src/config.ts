@@ -4,8 +4,8 @@ import { env } from '@ofp/runtime';
 import { webhookDispatcherConfigShape } from '@ofp/webhook-dispatcher';
 
 /** `all` is the standalone mode; `migrate` applies every service's migrations and exits (the Helm hook Job). */
-export const TARGETS = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher', 'migrate'] as const;
-export type Target = (typeof TARGETS)[number];
+export const TARGET_NAMES = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher', 'migrate'] as const;
+export type Target = (typeof TARGET_NAMES)[number];
 
 /**
  * Every setting of the platform process (docs/configuration.md). Standalone mode (TARGET=all, no
@@ -14,9 +14,9 @@ export type Target = (typeof TARGETS)[number];
 export const platformConfigSchema = z
   .object({
     TARGET: z
-      .enum(TARGETS)
+      .enum(TARGET_NAMES)
       .default('all')
-      .meta({ description: TARGETS.map((t) => `\`${t}\``).join(', ') }),
+      .meta({ description: TARGET_NAMES.map((t) => `\`${t}\``).join(', ') }),
     PORT: env.port(8080).meta({ description: 'where the process listens' }),
     HOST: z.string().default('0.0.0.0').meta({ description: 'the address the process listens on' }),
     ADMIN_PORT: env.port(8081).meta({
@@ -93,6 +93,9 @@ export const platformConfigSchema = z
         path: ['ADMIN_PORT'],
         message: `must differ from PORT (${config.PORT}): the admin API has a port of its own with TARGET=auth`,
       });
+    }
+    if (config.TARGET === 'auth' && !config.ADMIN_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required with TARGET=auth' });
     }
     if (config.TARGET !== 'all' && !config.DATABASE_URL) {
       ctx.addIssue({

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Parser } from '@asyncapi/parser';
 import { DESCRIPTION_FILES, repositoryDescriptions } from './descriptions.js';
-import { SETTINGS_PAGE, withSettingsTable } from './settings-table.js';
+import { GENERATED_SECTIONS, withGeneratedSections } from './generated-docs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -25,11 +25,11 @@ describe('the descriptions the repository keeps', () => {
   );
 });
 
-describe('the settings table', () => {
-  it(`in ${SETTINGS_PAGE} is what platformConfigSchema generates`, async () => {
-    const committed = await readFile(`${ROOT}${SETTINGS_PAGE}`, 'utf8');
-    if (committed !== withSettingsTable(committed))
-      throw new Error(`${SETTINGS_PAGE} is stale: run \`npm run describe\` and commit it`);
+describe('the generated parts of docs/ pages', () => {
+  it.each(Object.keys(GENERATED_SECTIONS))('%s is what the code generates', async (path) => {
+    const committed = await readFile(`${ROOT}${path}`, 'utf8');
+    if (committed !== withGeneratedSections(path, committed))
+      throw new Error(`${path} is stale: run \`npm run describe\` and commit it`);
   });
 });
 

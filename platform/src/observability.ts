@@ -7,11 +7,10 @@ import { sharedReading } from '@ofp/runtime';
  * The process-wide metrics of the event flow (issue 15): how far behind each consumer group of this
  * process is (`bus_consumer_lag_events`, `bus_consumer_lag_seconds`), how many events each was handed
  * and handled (`bus_consumer_events_fetched_total`, `bus_consumer_events_handled_total`: a group that
- * reads its events again and again shows there, not in its lag), and, where the outbox relay
- * runs, what waits in the outbox (`outbox_events`, `outbox_oldest_event_age_seconds`). Read at scrape
- * time; the two lag gauges share one reading.
+ * reads its events again and again shows there, not in its lag). Read at scrape time; the two lag
+ * gauges share one reading.
  */
-export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: EventStore): void {
+export function registerFlowMetrics(registry: Registry, bus: Bus): void {
   const lag = sharedReading(() => bus.lag());
   new Gauge({
     name: 'bus_consumer_lag_events',
@@ -51,7 +50,10 @@ export function registerFlowMetrics(registry: Registry, bus: Bus, outbox?: Event
       },
     });
   }
-  if (!outbox) return;
+}
+
+/** What waits in the outbox, where the relay runs (`outbox_events`, `outbox_oldest_event_age_seconds`). */
+export function registerOutboxMetrics(registry: Registry, outbox: EventStore): void {
   const read = sharedReading(() => outbox.outboxBacklog());
   new Gauge({
     name: 'outbox_events',

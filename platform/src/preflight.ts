@@ -12,22 +12,17 @@ import {
   type InstanceLock,
   type RunningInstance,
 } from '@ofp/runtime';
-import { checkKafka, type KafkaClient } from '@ofp/bus';
 import type { PlatformConfig } from './config.js';
 
 /**
  * What a person can get wrong in the settings, found before anything is created
  * (docs/configuration.md): a second standalone instance on the same DATA_DIR, a DATA_DIR this user
- * cannot write, a PORT taken, a DATABASE_URL that does not answer, a Kafka cluster that refuses the
- * credentials or whose certificate is not trusted, topics missing when they may not be created. Each
- * is a one-line StartupError. The
- * embedded Postgres checks its own port and cluster when it starts. A standalone process then takes
+ * cannot write, a PORT taken, a DATABASE_URL that does not answer. Each is a one-line StartupError.
+ * The `kafka` module checks Kafka's settings next (credentials, certificates, topics), before the
+ * database is opened; the embedded Postgres checks its own port and cluster when it starts. A standalone process then takes
  * DATA_DIR's instance lock, which it holds until it exits.
  */
-export async function preflight(
-  config: PlatformConfig,
-  kafka?: { client: KafkaClient; topics: readonly string[] },
-): Promise<InstanceLock | undefined> {
+export async function preflight(config: PlatformConfig): Promise<InstanceLock | undefined> {
   const dataDir = resolve(config.DATA_DIR);
   if (config.TARGET === 'all') {
     const running = await findRunningInstance(dataDir);
@@ -37,7 +32,6 @@ export async function preflight(
   if (config.TARGET !== 'migrate') await checkPortFree('PORT', config.PORT, config.HOST);
   if (config.TARGET === 'auth') await checkPortFree('ADMIN_PORT', config.ADMIN_PORT, config.HOST);
   if (config.DATABASE_URL) await checkDatabaseReachable('DATABASE_URL', config.DATABASE_URL);
-  if (kafka) await checkKafka(kafka.client, kafka.topics);
   if (config.TARGET !== 'all') return undefined;
   await mkdir(dataDir, { recursive: true });
   try {

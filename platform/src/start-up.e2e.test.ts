@@ -160,7 +160,7 @@ describe('the quick start from a folder only its owner may enter, on a path with
     }
     expect(processExists(postmaster)).toBe(false);
     expect(existsSync(join(dataDir(), 'instance.json'))).toBe(false);
-    expect(instance!.output().stdout).toContain('"msg":"module stopped"');
+    expect(instance!.output().stdout).toContain(`"msg":"stopped"`);
 
     instance = await startStandalone({ cwd: clone });
     expect(bannerClient(instance.output().stderr).clientId).toBe(clientId);

@@ -3,7 +3,6 @@ import type { Bus, SubscribeOptions, Subscription } from './bus.js';
 
 export interface ConsumerModuleOptions {
   readonly name: string;
-  readonly dependsOn?: readonly string[];
   /** Work before the first subscription (the projector lays out its read schema). */
   readonly prepare?: () => Promise<void>;
   /** The consumer groups the module runs, each with its handler. */
@@ -19,7 +18,6 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
   let subscriptions: Subscription[] = [];
   return {
     name: options.name,
-    dependsOn: options.dependsOn ?? [],
     async start() {
       await options.prepare?.();
       subscriptions = await Promise.all(

@@ -16,3 +16,4 @@ export * from './instance-lock.js';
 export * from './dependency-health.js';
 export * from './standalone-instance.js';
 export * from './tracing.js';
+export * from './module-graph.js';

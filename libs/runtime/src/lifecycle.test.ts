@@ -3,11 +3,10 @@ import { createLogger } from './logger.js';
 
 describe('ModuleRunner', () => {
   const log: string[] = [];
-  const module = (name: string, failStop = false, dependsOn: string[] = []): Module => {
+  const module = (name: string, failStop = false): Module => {
     let up = false;
     return {
       name,
-      dependsOn,
       start: async () => {
         log.push(`start ${name}`);
         up = true;
@@ -41,28 +40,5 @@ describe('ModuleRunner', () => {
       'stop api',
       'stop database',
     ]);
-  });
-
-  it('starts dependencies first, whatever order the modules are given in', () => {
-    const runner = new ModuleRunner(
-      [
-        module('http', false, ['api', 'auth']),
-        module('api', false, ['database']),
-        module('auth', false, ['database']),
-        module('database'),
-      ],
-      createLogger({ name: 'test', level: 'silent' }),
-    );
-    expect(runner.order).toEqual(['database', 'api', 'auth', 'http']);
-  });
-
-  it('refuses a dependency on a module that is not there, and a cycle', () => {
-    const logger = createLogger({ name: 'test', level: 'silent' });
-    expect(() => new ModuleRunner([module('api', false, ['database'])], logger)).toThrow(
-      'module api depends on database, which is not in the graph',
-    );
-    expect(() => new ModuleRunner([module('a', false, ['b']), module('b', false, ['a'])], logger)).toThrow(
-      'module dependency cycle: a -> b -> a',
-    );
   });
 });

@@ -8,8 +8,6 @@ import { StartupError } from './preflight.js';
  */
 export interface Module {
   readonly name: string;
-  /** Modules that must be started before this one and stopped after it. */
-  readonly dependsOn?: readonly string[];
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Whether the module can take work now: false before start, and again once stopping. */
@@ -17,38 +15,37 @@ export interface Module {
 }
 
 /**
- * Runs a module graph (compare Loki's module manager): starts the modules in the order their
- * declared dependencies give (dependencies first; otherwise in the order given), and stops them in
- * reverse. A dependency on a module that is not in the graph, or a cycle, is a programming error
- * found before anything starts.
+ * Runs modules in the order given (a module graph's order, `moduleGraph`): starts them one
+ * after another, is ready once all are, and stops the started ones in reverse.
  */
 export class ModuleRunner {
-  private readonly modules: readonly Module[];
   private readonly started: Module[] = [];
   private stopping: Promise<void> | undefined;
 
-  /** `provided`: dependencies met outside the graph (a test harness's migrated database). */
   constructor(
-    modules: readonly Module[],
+    private readonly modules: readonly Module[],
     private readonly logger: Logger,
-    provided: readonly string[] = [],
-  ) {
-    this.modules = startOrder(modules, new Set(provided));
-  }
+  ) {}
 
   /** The modules' names in start order. */
   get order(): readonly string[] {
     return this.modules.map((module) => module.name);
   }
 
+  /**
+   * One line at `info` once every module started (each module's own at `debug`), so that a start that
+   * fails on a person's mistake prints that one line alone (`runUntilSignal`).
+   */
   async start(): Promise<void> {
+    const begun = Date.now();
     for (const module of this.modules) {
       if (this.stopping) return;
-      const begun = Date.now();
+      const moduleBegun = Date.now();
       await module.start();
       this.started.push(module);
-      this.logger.info({ module: module.name, ms: Date.now() - begun }, 'module started');
+      this.logger.debug({ module: module.name, ms: Date.now() - moduleBegun }, 'module started');
     }
+    this.logger.info({ modules: this.order, ms: Date.now() - begun }, 'started');
   }
 
   ready(): boolean {
@@ -66,43 +63,17 @@ export class ModuleRunner {
   }
 
   private async stopAll(): Promise<void> {
+    const wasStarted = this.started.length === this.modules.length;
     for (const module of [...this.started].reverse()) {
       try {
         await module.stop();
-        this.logger.info({ module: module.name }, 'module stopped');
+        this.logger.debug({ module: module.name }, 'module stopped');
       } catch (error) {
         this.logger.error({ module: module.name, err: error }, 'module failed to stop cleanly');
       }
     }
+    if (wasStarted) this.logger.info('stopped');
   }
-}
-
-/** Dependencies first (a depth-first topological order that keeps the given order where it can). */
-function startOrder(modules: readonly Module[], provided: ReadonlySet<string>): Module[] {
-  const byName = new Map<string, Module>();
-  for (const module of modules) {
-    if (byName.has(module.name)) throw new Error(`two modules are named ${module.name}`);
-    byName.set(module.name, module);
-  }
-  const ordered: Module[] = [];
-  const state = new Map<string, 'visiting' | 'done'>();
-  const visit = (module: Module, path: readonly string[]): void => {
-    const seen = state.get(module.name);
-    if (seen === 'done') return;
-    if (seen === 'visiting')
-      throw new Error(`module dependency cycle: ${[...path, module.name].join(' -> ')}`);
-    state.set(module.name, 'visiting');
-    for (const name of module.dependsOn ?? []) {
-      if (provided.has(name)) continue;
-      const dependency = byName.get(name);
-      if (!dependency) throw new Error(`module ${module.name} depends on ${name}, which is not in the graph`);
-      visit(dependency, [...path, module.name]);
-    }
-    state.set(module.name, 'done');
-    ordered.push(module);
-  };
-  for (const module of modules) visit(module, []);
-  return ordered;
 }
 
 /**

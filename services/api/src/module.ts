@@ -52,8 +52,10 @@ export interface ApiDependencies {
 
 /** The api service: its modules and its part of the route table. */
 export interface ApiService {
-  /** `api` (read-your-writes, the idempotency purge) and `process-managers`. */
-  readonly modules: readonly Module[];
+  /** Read-your-writes and the idempotency purge. */
+  readonly api: Module;
+  /** The process managers (order progress, inventory) as bus consumers. */
+  readonly processManagers: Module;
   /** The `/v2` model endpoints. */
   readonly routes: readonly Route[];
 }
@@ -100,7 +102,6 @@ export function createApiService(deps: ApiDependencies): ApiService {
   let purge: NodeJS.Timeout | undefined;
   const api: Module = {
     name: 'api',
-    dependsOn: ['database'],
     async start() {
       await readYourWrites.start();
       purge = setInterval(() => {
@@ -119,9 +120,9 @@ export function createApiService(deps: ApiDependencies): ApiService {
     ready: () => started,
   };
   const seed = (auth: AuthContext) => tenants.ensureSeeded(auth.orgId);
-  const managers = processManagersModule(deps.bus, processManagers, deps.logger);
   return {
-    modules: [api, managers],
+    api,
+    processManagers: processManagersModule(deps.bus, processManagers, deps.logger),
     routes: [
       ...apiRoutes({
         commands,

@@ -48,8 +48,8 @@ export interface AuthModuleDeps {
 export interface AuthService {
   /** The issuer identifier verifiers must expect. */
   readonly issuer: string;
-  /** `auth`: makes sure a signing key exists. */
-  readonly modules: readonly Module[];
+  /** Makes sure a signing key exists. */
+  readonly module: Module;
   /** `/oauth/*`, `/.well-known/*` and `/v2/authenticate`. */
   readonly routes: readonly Route[];
   /** `/admin/*` (API.md §10): the operators' API, for a port of its own where the deployment has one. */
@@ -99,21 +99,18 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
 
   return {
     issuer,
-    modules: [
-      {
-        name: 'auth',
-        dependsOn: ['database'],
-        async start() {
-          if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
-          started = true;
-        },
-        stop() {
-          started = false;
-          return Promise.resolve();
-        },
-        ready: () => started,
+    module: {
+      name: 'auth',
+      async start() {
+        if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
+        started = true;
       },
-    ],
+      stop() {
+        started = false;
+        return Promise.resolve();
+      },
+      ready: () => started,
+    },
     routes: authRoutes({
       pool: deps.pool,
       clock: deps.clock,

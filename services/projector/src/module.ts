@@ -20,7 +20,6 @@ export const PROJECTOR_GROUP = 'projector';
 export function createProjectorModule(deps: ProjectorDependencies): Module {
   return consumerModule(deps.bus, {
     name: 'projector',
-    dependsOn: ['database'],
     prepare: () =>
       inTransaction(deps.pool, async (client) => {
         // Two processes starting together must not race on CREATE TABLE IF NOT EXISTS.

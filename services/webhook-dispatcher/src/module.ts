@@ -90,8 +90,10 @@ function addressGuardOf(deps: DeliverySenderDependencies): AddressGuard {
 
 /** The webhook dispatcher: its modules and its part of the route table. */
 export interface WebhookDispatcherService {
-  /** `webhook-delivery` (the workers, the disabler, the purge) and `webhook-intake` (the bus consumer). */
-  readonly modules: readonly Module[];
+  /** The workers, the disabler and the purge. */
+  readonly delivery: Module;
+  /** The bus consumer that queues the deliveries: started after {@link delivery}. */
+  readonly intake: Module;
   /** `/v2/webhooks*` and `/v2/webhook_deliveries*`. */
   readonly routes: readonly Route[];
   /** The registry holding the dispatcher's metrics. */
@@ -164,7 +166,6 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   }
   const delivery: Module = {
     name: 'webhook-delivery',
-    dependsOn: ['database'],
     async start() {
       await workers.start();
       // Disables that a process which died left asked for, and any that failed: looked at again regularly.
@@ -191,13 +192,13 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   };
   const intakeModule = consumerModule(deps.bus, {
     name: 'webhook-intake',
-    dependsOn: ['webhook-delivery'],
     subscriptions: [
       { group: INTAKE_GROUP, streamTypes: intakeStreamTypes(), handle: (events) => intake.handle(events) },
     ],
   });
   return {
-    modules: [delivery, intakeModule],
+    delivery,
+    intake: intakeModule,
     routes: webhookRoutes({ pool: deps.pool, commands, idempotency, gate: deps.gate }),
     metrics,
   };

@@ -27,7 +27,6 @@ const LEADER_LOCK = "hashtext('ofp:outbox-relay')";
  */
 export class OutboxRelay implements Module {
   readonly name = 'outbox-relay';
-  readonly dependsOn = ['database'];
   private readonly wakeup = new Wakeup();
   private running = false;
   private loop: Promise<void> | undefined;

@@ -51,7 +51,6 @@ export function processManagersModule(bus: Bus, managers: readonly ProcessManage
         throw new Error(`${manager.name} appends to ${type}, which a process manager reacts to`);
   return consumerModule(bus, {
     name: 'process-managers',
-    dependsOn: ['database'],
     subscriptions: managers.map((manager) => ({
       group: `process-manager.${manager.name}`,
       streamTypes: manager.streamTypes,

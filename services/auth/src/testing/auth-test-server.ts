@@ -89,7 +89,7 @@ export async function startAuthTestServer(
       refreshTokenTtlSeconds: 30 * 24 * 3600,
     },
   });
-  for (const module of auth.modules) await module.start();
+  await auth.module.start();
 
   const server: AuthTestServer = {
     url,
@@ -129,7 +129,7 @@ export async function startAuthTestServer(
       });
     },
     async close() {
-      for (const module of auth.modules) await module.stop();
+      await auth.module.stop();
       await closeServer(listening.server);
       await database.drop();
     },

@@ -123,7 +123,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
     ...(options.random ? { random: options.random } : {}),
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   });
-  const modules = new ModuleRunner(dispatcher.modules, logger, ['database']);
+  const modules = new ModuleRunner([dispatcher.delivery, dispatcher.intake], logger);
   const app = createHttpApp({
     logger,
     metrics: createMetricsRegistry('webhook-dispatcher-test'),

@@ -24,5 +24,5 @@ const dispatcher = createWebhookDispatcher({
   allowPrivateTargets: true,
   limits: { concurrency: 32, endpointConcurrency: 32, pollIntervalMs: 50 },
 });
-await new ModuleRunner(dispatcher.modules, logger, ['database']).start();
+await new ModuleRunner([dispatcher.delivery, dispatcher.intake], logger).start();
 process.stdout.write('dispatcher started\n');

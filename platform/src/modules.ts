@@ -1,0 +1,598 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Registry } from 'prom-client';
+import { createApiService, migrateApi, type ApiService } from '@ofp/api';
+import { createAuthService, ensureDemoTenant, migrateAuth, type AuthService } from '@ofp/auth';
+import {
+  BearerGate,
+  authMetrics,
+  RevocationDenyList,
+  TokenBucketLimiter,
+  createJwksKeySource,
+  createTokenVerifier,
+  issuerFromPublicUrl,
+  revocationsModule,
+} from '@ofp/auth-tokens';
+import {
+  KafkaBus,
+  OutboxRelay,
+  PgLogBus,
+  checkKafka,
+  createKafkaClient,
+  kafkaBrokerCheck,
+  topicOf,
+  type Bus,
+  type KafkaClient,
+  type TopicSettings,
+} from '@ofp/bus';
+import { EventStore, migrateEventStore } from '@ofp/event-store';
+import { createProjectorModule } from '@ofp/projector';
+import {
+  STANDALONE_FILES,
+  closeServer,
+  createDependencyHealth,
+  createHttpApp,
+  createMetricsRegistry,
+  createPool,
+  listen,
+  postgresCheck,
+  startEmbeddedPostgres,
+  type InstanceLock,
+  type LogFormat,
+  type Logger,
+  type ModuleDefinition,
+  type ModuleDefinitions,
+  type ModulePart,
+  type Pool,
+  type Route,
+} from '@ofp/runtime';
+import { telemetryModule } from '@ofp/runtime/telemetry';
+import {
+  createWebhookDispatcher,
+  eventCatalog,
+  migrateWebhookDispatcher,
+  webhookDispatcherSettings,
+  type WebhookDispatcherService,
+} from '@ofp/webhook-dispatcher';
+import type { PlatformConfig, Target } from './config.js';
+import { servedDescriptions } from './descriptions.js';
+import { registerFlowMetrics, registerOutboxMetrics } from './observability.js';
+import { preflight } from './preflight.js';
+import { runbookRoutes } from './runbooks.js';
+import { platformStreamTypes } from './streams.js';
+
+/** What every module is given, besides the values of the modules it depends on. */
+export interface PlatformContext {
+  readonly config: PlatformConfig;
+  readonly logger: Logger;
+  readonly logFormat: LogFormat;
+  readonly clock: () => Date;
+  /** Flushes the OpenTelemetry SDK, which `main.ts` started before anything was imported. */
+  readonly shutdownTelemetry: () => Promise<void>;
+  /** Whether the whole process is ready (`/readyz`): every module of its graph started and ready. */
+  readonly ready: () => boolean;
+}
+
+/** The database: DATABASE_URL, or (standalone) an embedded Postgres kept in DATA_DIR. */
+export interface Database {
+  readonly url: string;
+  /** Where the embedded cluster lies, when it is not under DATA_DIR (as root). */
+  readonly location?: string;
+  /** Whether the embedded Postgres's watchdog knows it to be down. */
+  readonly down?: () => boolean;
+}
+
+/** A listening HTTP server: where this machine reaches it. */
+export interface Listener {
+  readonly url: () => string;
+}
+
+/**
+ * What each module gives the modules that depend on it (`undefined`: a lifecycle only). The module
+ * names are this interface's keys.
+ */
+export interface Provided {
+  telemetry: undefined;
+  /** DATA_DIR's instance lock (standalone), held until the process stops. */
+  preflight: InstanceLock | undefined;
+  /** The process's Kafka client (undefined without KAFKA_BROKERS). */
+  kafka: KafkaClient | undefined;
+  database: Database;
+  pool: Pool;
+  /** The process's one metrics registry. */
+  metrics: Registry;
+  /** Readiness: 503 while Postgres, or Kafka where the process uses it, does not answer (API.md §3). */
+  health: undefined;
+  /** The event store, its schema migrated. */
+  'event-store': EventStore;
+  'auth-schema': undefined;
+  'api-schema': undefined;
+  'webhooks-schema': undefined;
+  /** Kafka with KAFKA_BROKERS, else the Postgres log. */
+  bus: Bus;
+  /** Bearer verification for `/v2`, its deny-list fed by the revocation announcements. */
+  'token-verification': BearerGate;
+  /** The admin API's bearer token: ADMIN_TOKEN, or (standalone) one generated and kept in DATA_DIR. */
+  'admin-token': string;
+  auth: AuthService;
+  api: ApiService;
+  'process-managers': undefined;
+  'outbox-relay': undefined;
+  projector: undefined;
+  webhooks: WebhookDispatcherService;
+  'webhook-intake': undefined;
+  /** `/openapi.json`, `/asyncapi.json`, `/docs` (every process serves the whole platform's) and `/docs/runbooks`. */
+  descriptions: readonly Route[];
+  /** The public listener (PORT). */
+  http: Listener;
+  /** The admin API's own listener (ADMIN_PORT), where the target has one. */
+  'admin-http': Listener;
+  /** The standalone instance announced: DATA_DIR's instance file, the demo tenant, the banner. */
+  standalone: undefined;
+}
+
+export type ModuleName = keyof Provided;
+
+/** One module: `init` is given the values of exactly its `deps` (and of its `optional` ones present). */
+function module<
+  const D extends ModuleName = never,
+  const O extends ModuleName = never,
+  R = ModulePart<undefined>,
+>(
+  definition: Omit<ModuleDefinition<Provided, PlatformContext, unknown, D, O>, 'init'> & {
+    init(given: NoInfer<PlatformContext & Pick<Provided, D> & Partial<Pick<Provided, O>>>): R | Promise<R>;
+  },
+) {
+  return definition;
+}
+
+const modules = {
+  telemetry: module({ deps: [], init: ({ shutdownTelemetry }) => telemetryModule(shutdownTelemetry) }),
+
+  // What a person can get wrong in the settings is found before anything is created.
+  preflight: module({
+    deps: ['telemetry'],
+    init: async ({ config }) => {
+      const lock = await preflight(config);
+      return { value: lock, stop: async () => lock?.release() };
+    },
+  }),
+
+  // The auth service appends to the outbox and never talks to Kafka (the api's relay publishes).
+  kafka: module({
+    deps: ['preflight'],
+    init: async ({ config }) => {
+      if (!config.KAFKA_BROKERS) return { value: undefined };
+      const client = await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`);
+      await checkKafka(
+        client,
+        platformStreamTypes().map((streamType) => topicOf(topicsOf(config), streamType)),
+      );
+      return { value: client };
+    },
+  }),
+
+  // Kafka's settings are checked before the database is opened, where the target uses Kafka.
+  database: module({
+    deps: ['preflight'],
+    optional: ['kafka'],
+    init: async ({ config, logger }) => {
+      if (config.DATABASE_URL) return { value: { url: config.DATABASE_URL } };
+      const embedded = await startEmbeddedPostgres({
+        dataDir: resolve(config.DATA_DIR, 'postgres'),
+        port: config.EMBEDDED_POSTGRES_PORT,
+        logger,
+        settings: { dataDir: 'DATA_DIR', port: 'EMBEDDED_POSTGRES_PORT' },
+        // It died and could not be started again: exit, so that a supervisor starts the platform anew.
+        onLost(error) {
+          logger.fatal({ err: error }, 'the embedded Postgres is lost; exiting');
+          process.exit(1);
+        },
+      });
+      return { value: embedded, stop: () => embedded.stop() };
+    },
+  }),
+
+  pool: module({
+    deps: ['database'],
+    init: ({ config, database }) => {
+      const pool = createPool({
+        connectionString: database.url,
+        applicationName: `ofp-${config.TARGET}`,
+        max: config.DATABASE_POOL_SIZE,
+      });
+      return { value: pool, stop: () => pool.end() };
+    },
+  }),
+
+  metrics: module({
+    deps: [],
+    init: ({ config }) => ({ value: createMetricsRegistry(`ofp-${config.TARGET}`) }),
+  }),
+
+  // Readiness (API.md §3): 503 while Postgres, or the Kafka the process uses, does not answer.
+  health: module({
+    deps: ['database', 'metrics'],
+    optional: ['kafka'],
+    init: ({ config, database, logger, metrics, kafka }) =>
+      createDependencyHealth({
+        checks: [
+          postgresCheck(database.url, { knownDown: () => database.down?.() === true }),
+          ...(kafka ? [kafkaBrokerCheck(kafka.kafka, config.KAFKA_BROKERS ?? [])] : []),
+        ],
+        logger,
+        metrics,
+      }),
+  }),
+
+  'event-store': module({
+    deps: ['pool'],
+    init: ({ config, pool, logger }) => ({
+      // Outbox rows are written in every process of a Kafka deployment (the api's relay publishes what
+      // any service appended, the auth service's revocations included); standalone reads the log itself.
+      value: new EventStore(pool, { outbox: config.KAFKA_BROKERS !== undefined || config.TARGET !== 'all' }),
+      start: () => migrateEventStore(pool, logger),
+    }),
+  }),
+  'auth-schema': module({
+    deps: ['pool'],
+    init: ({ pool, logger }) => ({ start: () => migrateAuth(pool, logger) }),
+  }),
+  'api-schema': module({
+    deps: ['pool'],
+    init: ({ pool, logger }) => ({ start: () => migrateApi(pool, logger) }),
+  }),
+  'webhooks-schema': module({
+    deps: ['pool'],
+    init: ({ pool, logger }) => ({ start: () => migrateWebhookDispatcher(pool, logger) }),
+  }),
+
+  bus: module({
+    deps: ['kafka', 'database', 'event-store', 'metrics'],
+    init: ({ config, logger, kafka, database, metrics }) => {
+      if (kafka) {
+        const bus = new KafkaBus(kafka.kafka, logger, {
+          topics: topicsOf(config),
+          batchSize: 500,
+          sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+          onRequestTimeout: (broker) => kafka.timedOut(broker),
+        });
+        registerFlowMetrics(metrics, bus);
+        return { value: bus, stop: () => bus.close() };
+      }
+      // The standalone bus's consumers read the log with one statement for which Postgres kept choosing
+      // a custom plan: about 100 µs of planning per read, two reads per write (pg_stat_statements).
+      // Their own small pool plans it once.
+      const readers = createPool({
+        connectionString: database.url,
+        applicationName: `ofp-${config.TARGET}-bus`,
+        max: 4,
+        genericPlans: true,
+      });
+      const log = new EventStore(readers, { outbox: false });
+      const bus = new PgLogBus(readers, database.url, log, logger, { batchSize: 500, pollIntervalMs: 1000 });
+      registerFlowMetrics(metrics, bus);
+      return {
+        value: bus,
+        async stop() {
+          await bus.close();
+          await readers.end();
+        },
+      };
+    },
+  }),
+
+  'token-verification': module({
+    deps: ['bus', 'metrics'],
+    init: ({ config, clock, logger, bus, metrics }) => {
+      const denyList = new RevocationDenyList(clock);
+      const verifier = createTokenVerifier({
+        issuer: issuerFromPublicUrl(publicUrlOf(config)),
+        keys: createJwksKeySource({
+          url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
+          clock,
+          logger,
+        }),
+        denyList,
+        clock,
+      });
+      return {
+        value: new BearerGate(
+          verifier,
+          new TokenBucketLimiter(rateLimitOf(config), clock),
+          authMetrics(metrics),
+        ),
+        ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
+      };
+    },
+  }),
+
+  'admin-token': module({
+    deps: ['preflight'],
+    init: async ({ config }) => ({
+      value: config.ADMIN_TOKEN ?? (await standaloneAdminToken(config.DATA_DIR)),
+    }),
+  }),
+
+  auth: module({
+    deps: ['auth-schema', 'event-store', 'pool', 'metrics', 'admin-token'],
+    init: ({ config, logger, clock, pool, metrics, ...given }) => {
+      const auth = createAuthService({
+        pool,
+        store: given['event-store'],
+        logger,
+        clock,
+        settings: {
+          publicUrl: publicUrlOf(config),
+          adminToken: given['admin-token'],
+          rateLimit: rateLimitOf(config),
+          failedAuthentication: {
+            capacity: config.CLIENT_AUTH_FAILURES_PER_MINUTE,
+            refillPerSecond: config.CLIENT_AUTH_FAILURES_PER_MINUTE / 60,
+          },
+          refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+        },
+        metrics: authMetrics(metrics),
+      });
+      return { value: auth, ...auth.module };
+    },
+  }),
+
+  api: module({
+    deps: ['api-schema', 'event-store', 'pool', 'database', 'bus', 'token-verification', 'metrics'],
+    init: ({ config, logger, clock, pool, database, bus, metrics, ...given }) => {
+      const api = createApiService({
+        pool,
+        connectionString: database.url,
+        store: given['event-store'],
+        bus,
+        logger,
+        clock,
+        gate: given['token-verification'],
+        readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+        eventTypes: eventCatalog(),
+        metrics,
+      });
+      return { value: api, ...api.api };
+    },
+  }),
+  'process-managers': module({ deps: ['api'], init: ({ api }) => api.processManagers }),
+
+  // The relay publishes the event store's outbox to Kafka; it runs where the api runs.
+  'outbox-relay': module({
+    deps: ['kafka', 'event-store', 'database', 'metrics'],
+    init: ({ config, logger, kafka, database, metrics, ...given }) => {
+      if (!kafka) return {};
+      const store = given['event-store'];
+      registerOutboxMetrics(metrics, store);
+      return new OutboxRelay(kafka.kafka, store, logger, {
+        connectionString: database.url,
+        topics: topicsOf(config),
+        batchSize: 500,
+        pollIntervalMs: 500,
+      });
+    },
+  }),
+
+  projector: module({
+    deps: ['bus', 'pool'],
+    init: ({ pool, bus, logger }) => createProjectorModule({ pool, bus, logger }),
+  }),
+
+  webhooks: module({
+    deps: ['webhooks-schema', 'event-store', 'pool', 'database', 'bus', 'token-verification', 'metrics'],
+    init: ({ config, logger, clock, pool, database, bus, metrics, ...given }) => {
+      const dispatcher = createWebhookDispatcher({
+        pool,
+        connectionString: database.url,
+        store: given['event-store'],
+        bus,
+        logger,
+        clock,
+        gate: given['token-verification'],
+        metrics,
+        ...webhookDispatcherSettings(config),
+      });
+      return { value: dispatcher, ...dispatcher.delivery };
+    },
+  }),
+  'webhook-intake': module({ deps: ['webhooks'], init: ({ webhooks }) => webhooks.intake }),
+
+  descriptions: module({
+    deps: [],
+    init: async ({ config }) => ({
+      value: [
+        ...(await servedDescriptions({
+          publicUrl: publicUrlOf(config),
+          topicPrefix: config.KAFKA_TOPIC_PREFIX,
+        })),
+        ...(await runbookRoutes()),
+      ],
+    }),
+  }),
+
+  // The admin API is for operators: the distributed auth service serves it on a port of its own, which
+  // the chart exposes inside the cluster only (API.md §10).
+  'admin-http': module({
+    deps: ['auth', 'metrics'],
+    init: ({ config, logger, ready, auth, metrics }) =>
+      listener(
+        { logger, metrics, ready, routes: auth.adminRoutes, trustedProxyHops: config.TRUSTED_PROXY_HOPS },
+        config.ADMIN_PORT,
+        config.HOST,
+        (port) => logger.info({ port }, `admin API listening on port ${port}`),
+      ),
+  }),
+
+  // The listener opens once what it serves is up, and closes first. Standalone, where no admin
+  // listener runs, the admin API is on PORT too.
+  http: module({
+    deps: ['health', 'metrics', 'descriptions'],
+    optional: ['auth', 'api', 'webhooks', 'admin-http'],
+    init: ({ config, logger, ready, metrics, descriptions, auth, api, webhooks, ...given }) => {
+      const routes = [
+        ...(auth?.routes ?? []),
+        ...(auth && !given['admin-http'] ? auth.adminRoutes : []),
+        ...(api?.routes ?? []),
+        ...(webhooks?.routes ?? []),
+        ...descriptions,
+      ];
+      return listener(
+        { logger, metrics, ready, routes, trustedProxyHops: config.TRUSTED_PROXY_HOPS },
+        config.PORT,
+        config.HOST,
+        (port) =>
+          logger.info(
+            { port, target: config.TARGET, public_url: publicUrlOf(config) },
+            `listening on ${publicUrlOf(config)}`,
+          ),
+      );
+    },
+  }),
+
+  standalone: module({
+    deps: ['http', 'preflight', 'database', 'pool', 'admin-token'],
+    init: ({ config, clock, logFormat, http, preflight, database, pool, ...given }) => ({
+      async start() {
+        await preflight?.update({ url: http.url(), database_url: database.url });
+        await announceStandalone(pool, clock, given['admin-token'], config, database, logFormat);
+      },
+    }),
+  }),
+};
+
+/**
+ * Every module of the platform and what it needs (compare Grafana Loki's `pkg/loki/modules.go`). A
+ * process runs the graph of its target ({@link TARGETS}): those modules and what they need,
+ * dependencies first, stopped in reverse; nothing else is built. `npm run describe -- --modules`
+ * prints each target's graph. (Declared apart and checked here: a `satisfies` on the literal would
+ * widen each module's dependencies to every module, and `init` could then use any.)
+ */
+export const MODULES: ModuleDefinitions<Provided, PlatformContext> = modules;
+
+/**
+ * The modules each TARGET runs (with what they need). `all` is the standalone mode: every service in
+ * one process; `migrate` applies every schema's migrations and exits (the Helm hook Job).
+ */
+export const TARGETS = {
+  all: [
+    'auth',
+    'api',
+    'process-managers',
+    'outbox-relay',
+    'projector',
+    'webhooks',
+    'webhook-intake',
+    'http',
+    'standalone',
+  ],
+  auth: ['auth', 'admin-http', 'http'],
+  api: ['api', 'process-managers', 'outbox-relay', 'http'],
+  projector: ['projector', 'http'],
+  'webhook-dispatcher': ['webhooks', 'webhook-intake', 'http'],
+  migrate: ['event-store', 'auth-schema', 'api-schema', 'webhooks-schema'],
+} as const satisfies Record<Target, readonly ModuleName[]>;
+
+/** An HTTP listener as a module: the app built at init, listening from start, closed at stop. */
+function listener(
+  app: Parameters<typeof createHttpApp>[0],
+  port: number,
+  host: string,
+  announce: (port: number) => void,
+): ModulePart<Listener> {
+  const handler = createHttpApp(app);
+  let server: Server | undefined;
+  let url: string | undefined;
+  return {
+    value: {
+      url: () => {
+        if (url === undefined) throw new Error('the listener has not started');
+        return url;
+      },
+    },
+    async start() {
+      const listening = await listen(handler, port, host);
+      server = listening.server;
+      url = localUrl(host, listening.port);
+      announce(listening.port);
+    },
+    stop: async () => {
+      if (server) await closeServer(server);
+    },
+    ready: () => server?.listening === true,
+  };
+}
+
+/** The public base URL: the OAuth issuer (API.md §7). */
+function publicUrlOf(config: PlatformConfig): string {
+  return config.PUBLIC_URL ?? `http://localhost:${config.PORT}`;
+}
+
+function rateLimitOf(config: PlatformConfig) {
+  return { capacity: config.RATE_LIMIT_CAPACITY, refillPerSecond: config.RATE_LIMIT_REFILL_PER_SECOND };
+}
+
+function topicsOf(config: PlatformConfig): TopicSettings {
+  return {
+    prefix: config.KAFKA_TOPIC_PREFIX,
+    partitions: config.KAFKA_TOPIC_PARTITIONS,
+    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+    create: config.KAFKA_CREATE_TOPICS,
+  };
+}
+
+/** Where this machine reaches a process listening on `host`. */
+function localUrl(host: string, port: number): string {
+  const address = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${address}:${port}`;
+}
+
+/** Standalone without ADMIN_TOKEN: one generated on first start, kept in DATA_DIR so it survives restarts. */
+async function standaloneAdminToken(dataDir: string): Promise<string> {
+  const file = join(resolve(dataDir), STANDALONE_FILES.adminToken);
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  await mkdir(resolve(dataDir), { recursive: true });
+  const token = randomBytes(24).toString('base64url');
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+/** Standalone: the demo organization and client, and how to use them, printed once the port is open. */
+async function announceStandalone(
+  pool: Pool,
+  clock: () => Date,
+  adminToken: string,
+  config: PlatformConfig,
+  database: Database,
+  format: LogFormat,
+): Promise<void> {
+  const publicUrl = publicUrlOf(config);
+  const demo = await ensureDemoTenant({ pool, clock });
+  const basic = Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64');
+  const lines = [
+    '',
+    `Order-fulfillment platform (standalone) listening on ${publicUrl}`,
+    `  data:          ${config.DATABASE_URL ? 'DATABASE_URL' : resolve(config.DATA_DIR)}`,
+    ...(database.location && database.location !== resolve(config.DATA_DIR, 'postgres')
+      ? [`  postgres:      ${database.location} (linked from DATA_DIR/postgres)`]
+      : []),
+    `  admin token:   ${adminToken}${config.ADMIN_TOKEN ? ' (from ADMIN_TOKEN)' : ' (generated; kept in DATA_DIR/admin-token)'}`,
+    `  organization:  ${demo.organization.name} (id ${demo.organization.id})`,
+    `  client_id:     ${demo.clientId}`,
+    `  client_secret: ${demo.clientSecret}`,
+    `  scopes:        ${demo.scopes.join(' ')}`,
+    '',
+    'Try it:',
+    `  TOKEN=$(curl -s -X POST ${publicUrl}/oauth/token -H 'Authorization: Basic ${basic}' -d grant_type=client_credentials | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`,
+    `  curl -s ${publicUrl}/v2/authenticate -H "Authorization: Bearer $TOKEN"`,
+    '',
+    '',
+  ];
+  // One write, apart from the log lines: on stdout among readable logs, on stderr beside JSON ones
+  // so that stdout stays one JSON object per line.
+  (format === 'pretty' ? process.stdout : process.stderr).write(lines.join('\n'));
+}
