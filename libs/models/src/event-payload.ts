@@ -1,4 +1,7 @@
 import type { RecordChange } from '@ofp/contracts';
+import type { ModelDefinition } from './fields.js';
+import { inRegistryOrder } from './key-order.js';
+import { MODELS } from './registry.js';
 
 /**
  * What an event's published body is made of: the one rendering that webhook deliveries and the
@@ -29,19 +32,35 @@ export function eventPayload(event: PublishedEvent): string {
   });
 }
 
-/** The published event of a stored record event (every record event carries a `RecordChange`). */
-export function publishedEventOf(event: {
-  readonly eventId: string;
-  readonly type: string;
-  readonly recordedAt: Date;
-  readonly version: number;
-  readonly data: unknown;
-}): PublishedEvent {
+/**
+ * The published event of a stored record event (every record event carries a `RecordChange`), the
+ * record and its previous values with their keys in the order API responses give them (the event
+ * store keeps them as jsonb, which orders keys its own way). `model` declares that order: by default
+ * the registry's model of the event's stream type; one the registry does not hold leaves them as stored.
+ */
+export function publishedEventOf(
+  event: {
+    readonly eventId: string;
+    readonly streamType: string;
+    readonly type: string;
+    readonly recordedAt: Date;
+    readonly version: number;
+    readonly data: unknown;
+  },
+  model: ModelDefinition | undefined = MODELS[event.streamType],
+): PublishedEvent {
+  const change = event.data as RecordChange;
   return {
     id: event.eventId,
     type: event.type,
     timestamp: event.recordedAt,
     sequence: event.version,
-    change: event.data as RecordChange,
+    change: model
+      ? {
+          ...change,
+          record: inRegistryOrder(model.fields, change.record) as RecordChange['record'],
+          previous: inRegistryOrder(model.fields, change.previous),
+        }
+      : change,
   };
 }

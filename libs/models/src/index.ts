@@ -72,6 +72,7 @@ export {
 } from './api-schemas.js';
 export { eventPayload, publishedEventOf, type PublishedEvent } from './event-payload.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';
+export { inRegistryOrder } from './key-order.js';
 export {
   advanceCheckpoint,
   createReadSchema,

@@ -1,4 +1,5 @@
 import type { RecordJson } from '@ofp/contracts';
+import { people } from '@ofp/models';
 import { startWebhookReceiver, type WebhookReceiver } from '@ofp/testing';
 import type { HostResolver } from './address-guard.js';
 import { eventually, startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
@@ -67,6 +68,11 @@ describe('webhook deliveries', () => {
 
     expect(receiver.received.every((r) => r.verified)).toBe(true);
     expect(receiver.received.map((r) => r.id)).toEqual([created.eventId, updated.eventId]);
+    // The record's keys in registry order, as API responses give them (the event store keeps jsonb).
+    const registryOrder = Object.keys(people.fields).filter(
+      (name) => name in receiver.received[1]!.payload!.data,
+    );
+    expect(Object.keys(receiver.received[1]!.payload!.data)).toEqual(registryOrder);
     expect(receiver.received[1]!.payload).toEqual({
       id: updated.eventId,
       type: 'person.updated',

@@ -1,6 +1,6 @@
 import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import { MODELS, eventPayload, publishedEventOf } from '@ofp/models';
+import { MODELS, eventPayload, publishedEventOf, type ModelDefinition } from '@ofp/models';
 import { webhooks } from '../models.js';
 import { prepared, validTraceparent, type Pool } from '@ofp/runtime';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
@@ -11,6 +11,11 @@ export const INTAKE_GROUP = 'webhook-dispatcher';
 /** Every model's stream type, and the webhooks' own (`webhook.disabled` and the rest, API.md §8). */
 export function intakeStreamTypes(): string[] {
   return [...Object.keys(MODELS), webhooks.name];
+}
+
+/** The model whose records a stream type's events carry: the api's models, and the webhooks' own. */
+function modelOfStream(streamType: string): ModelDefinition | undefined {
+  return streamType === webhooks.name ? webhooks : MODELS[streamType];
 }
 
 interface Subscription {
@@ -41,7 +46,7 @@ export class EventIntake {
       let payload: string | undefined;
       for (const subscription of subscriptions.get(event.orgId) ?? []) {
         if (!subscribes(subscription, event)) continue;
-        payload ??= eventPayload(publishedEventOf(event));
+        payload ??= eventPayload(publishedEventOf(event, modelOfStream(event.streamType)));
         deliveries.push({
           orgId: event.orgId,
           webhookId: subscription.id,
