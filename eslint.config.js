@@ -39,5 +39,5 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
-  { files: ['examples/**/*.mjs'], languageOptions: { globals: globals.node } },
+  { files: ['examples/**/*.mjs', 'libs/client/scripts/*.mjs'], languageOptions: { globals: globals.node } },
 );

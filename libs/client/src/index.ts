@@ -1,7 +1,42 @@
+/**
+ * `@ofp/client`: the order-fulfillment platform's API for integrators (README.md). `OfpClient` for
+ * typed searches, reads, writes, all pages, the events feed and webhook verification, with tokens,
+ * retries and idempotency keys handled; `createPlatformClient` for the bare typed client of every
+ * operation (openapi-fetch).
+ *
+ * @packageDocumentation
+ */
 import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
 import type { components, paths } from './openapi.js';
+import { tokenSource } from './tokens.js';
 
 export type { components, operations, paths, webhooks } from './openapi.js';
+export type { Events, Models } from './models.js';
+export { PlatformError, type FieldErrors } from './errors.js';
+export type { Credentials, TokenSource } from './tokens.js';
+export { platformFetch, type RetryOptions, type TransportOptions } from './transport.js';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type IncomingHeaders,
+  type WebhookEvent,
+} from './webhooks.js';
+export {
+  OfpClient,
+  type ChangeOptions,
+  type CreatableModel,
+  type DeletableModel,
+  type EventStream,
+  type EventType,
+  type EventsOptions,
+  type ModelName,
+  type OfpClientOptions,
+  type Page,
+  type QueryOf,
+  type RecordOf,
+  type UpdatableModel,
+  type WriteOptions,
+} from './ofp-client.js';
 
 /**
  * A schema of the API description by name: `Schema<'Person'>`, `Schema<'PeopleQuery'>` (a search's
@@ -20,9 +55,10 @@ export interface PlatformClientOptions extends Omit<ClientOptions, 'baseUrl'> {
 }
 
 /**
- * A typed client (openapi-fetch): `client.GET('/v2/people/{id}', { params: { path: { id } } })`
+ * A bare typed client (openapi-fetch): `client.GET('/v2/people/{id}', { params: { path: { id } } })`
  * answers `{ data, error, response }`, `data` typed by the operation's success response and `error`
- * by its error responses.
+ * by its error responses. No retries and no token renewal: `OfpClient` has those, and its `api` is
+ * this client through them.
  */
 export function createPlatformClient({ token, ...options }: PlatformClientOptions): PlatformClient {
   return createClient<paths>({
@@ -42,25 +78,9 @@ export function searchQuery<Name extends keyof components['schemas'] & `${string
  * An access token of the client-credentials grant (RFC 6749 §4.4) for a client of the platform (one
  * that `orderctl create-client` made), with the client's scopes unless `scope` narrows them.
  */
-export async function clientCredentialsToken(
+export function clientCredentialsToken(
   baseUrl: string,
   credentials: { readonly clientId: string; readonly clientSecret: string; readonly scope?: string },
 ): Promise<string> {
-  // RFC 6749 §2.3.1: the id and the secret are form-encoded before they are joined.
-  const basic = Buffer.from(
-    `${encodeURIComponent(credentials.clientId)}:${encodeURIComponent(credentials.clientSecret)}`,
-  ).toString('base64');
-  const { data, error, response } = await createClient<paths>({ baseUrl }).POST('/oauth/token', {
-    body: {
-      grant_type: 'client_credentials',
-      ...(credentials.scope === undefined ? {} : { scope: credentials.scope }),
-    },
-    bodySerializer: (body) => new URLSearchParams(body as Record<string, string>).toString(),
-    headers: { Authorization: `Basic ${basic}`, 'Content-Type': 'application/x-www-form-urlencoded' },
-  });
-  if (data === undefined) {
-    const reason = error && 'error_description' in error ? error.error_description : JSON.stringify(error);
-    throw new Error(`the token request was refused (${response.status}): ${reason}`);
-  }
-  return data.access_token;
+  return tokenSource(baseUrl, credentials, (request) => fetch(request)).accessToken();
 }
