@@ -21,6 +21,7 @@ import {
   createPool,
   listen,
   ModuleRunner,
+  PostgresSession,
 } from '@ofp/runtime';
 import { startScratchDatabase, testLogger } from '@ofp/testing';
 import {
@@ -201,11 +202,12 @@ async function runBenchmark(): Promise<void> {
       },
       new TokenBucketLimiter({ capacity: 1_000, refillPerSecond: 1_000 }, () => new Date()),
     );
+    const session = new PostgresSession({ connectionString: databaseUrl, applicationName: 'bench', logger });
     const dispatcher = createWebhookDispatcher({
       pool,
-      connectionString: databaseUrl,
+      session,
       store,
-      bus: new PgLogBus(pool, databaseUrl, store, logger, { batchSize: 500, pollIntervalMs: 50 }),
+      bus: new PgLogBus(pool, session, store, logger, { batchSize: 500, pollIntervalMs: 50 }),
       logger,
       clock: () => new Date(),
       gate,
@@ -220,7 +222,7 @@ async function runBenchmark(): Promise<void> {
       ready: () => true,
       routes: dispatcher.routes,
     });
-    const modules = new ModuleRunner([dispatcher.delivery, dispatcher.intake], logger);
+    const modules = new ModuleRunner([session, dispatcher.delivery, dispatcher.intake], logger);
     const api = await listen(app, 0, '127.0.0.1');
     const created = await request(`http://127.0.0.1:${api.port}/v2/webhooks`, {
       method: 'POST',

@@ -69,6 +69,25 @@ export const platformConfigSchema = z
       description:
         "connections per process (more than a few per Postgres core only adds contention); standalone, the bus's readers have 4 more of their own",
     }),
+    // How long the database may take (API.md §3, §12: while it hangs, requests answer 503 within 5 s).
+    DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(30_000).meta({
+      description:
+        'the server cancels a statement that runs longer (`statement_timeout`); the client gives up 2 s later, taking a silent server for hung, and drops the connection',
+    }),
+    DATABASE_LOCK_TIMEOUT_MS: env.positiveInt(5_000).meta({
+      description: 'a statement that waits longer for a lock fails (`lock_timeout`)',
+    }),
+    DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: env.positiveInt(10_000).meta({
+      description:
+        'the server ends a session idle in a transaction longer (`idle_in_transaction_session_timeout`): a frozen process holding locks lets go',
+    }),
+    DATABASE_CONNECT_TIMEOUT_MS: env.positiveInt(3_000).meta({
+      description: 'longest wait for a database connection, from the pool or a new one',
+    }),
+    DATABASE_REQUEST_DEADLINE_MS: env.positiveInt(3_000).meta({
+      description:
+        "a request's database statements must all be answered this long after it arrived (its body read), else it answers 503 with `Retry-After` (API.md §3: within 5 s, even while the database hangs); the client enforces it, since a stopped server cancels nothing",
+    }),
     READ_YOUR_WRITES_TIMEOUT_MS: env
       .positiveInt(5000)
       .meta({ description: "longest a write's response waits for the read model" }),

@@ -14,6 +14,7 @@ import {
   PUBLIC,
   createLogger,
   createPool,
+  PostgresSession,
   openApiDocument,
   type Logger,
   type Route,
@@ -52,11 +53,16 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
     applicationName: 'describe',
   });
   const store = new EventStore(pool, { outbox: false });
-  const bus = new PgLogBus(pool, 'postgres://describing@127.0.0.1:1/none', store, logger);
+  const session = new PostgresSession({
+    connectionString: 'postgres://describing@127.0.0.1:1/none',
+    applicationName: 'describe',
+    logger,
+  });
+  const bus = new PgLogBus(pool, session, store, logger);
   const clock = () => new Date();
   const refuse: TokenVerifier = { verify: () => Promise.reject(new Error('not served')) };
   const gate = new BearerGate(refuse, new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, clock));
-  const shared = { pool, connectionString: '', store, bus, logger, clock, gate };
+  const shared = { pool, session, store, bus, logger, clock, gate };
   const auth = createAuthService({
     pool,
     store,

@@ -40,7 +40,9 @@ import {
   createPool,
   listen,
   postgresCheck,
+  PostgresSession,
   startEmbeddedPostgres,
+  type DatabaseTimeouts,
   type InstanceLock,
   type LogFormat,
   type Logger,
@@ -103,6 +105,11 @@ export interface Provided {
   kafka: KafkaClient | undefined;
   database: Database;
   pool: Pool;
+  /**
+   * The process's Postgres session: LISTEN and session-level advisory locks on one connection that
+   * comes back by itself after any loss (connected on first use).
+   */
+  'postgres-session': PostgresSession;
   /** The process's one metrics registry. */
   metrics: Registry;
   /** Readiness: 503 while Postgres, or Kafka where the process uses it, does not answer (API.md §3). */
@@ -204,8 +211,22 @@ const modules = {
         connectionString: database.url,
         applicationName: `ofp-${config.TARGET}`,
         max: config.DATABASE_POOL_SIZE,
+        timeouts: databaseTimeouts(config),
       });
       return { value: pool, stop: () => pool.end() };
+    },
+  }),
+
+  'postgres-session': module({
+    deps: ['database', 'metrics'],
+    init: ({ config, logger, database, metrics }) => {
+      const session = new PostgresSession({
+        connectionString: database.url,
+        applicationName: `ofp-${config.TARGET}-session`,
+        logger,
+        metrics,
+      });
+      return { value: session, stop: () => session.stop() };
     },
   }),
 
@@ -252,8 +273,8 @@ const modules = {
   }),
 
   bus: module({
-    deps: ['kafka', 'database', 'event-store', 'metrics'],
-    init: ({ config, logger, kafka, database, metrics }) => {
+    deps: ['kafka', 'database', 'event-store', 'metrics', 'postgres-session'],
+    init: ({ config, logger, kafka, database, metrics, ...given }) => {
       if (kafka) {
         const bus = new KafkaBus(kafka.kafka, logger, {
           topics: topicsOf(config),
@@ -272,9 +293,13 @@ const modules = {
         applicationName: `ofp-${config.TARGET}-bus`,
         max: 4,
         genericPlans: true,
+        timeouts: databaseTimeouts(config),
       });
       const log = new EventStore(readers, { outbox: false });
-      const bus = new PgLogBus(readers, database.url, log, logger, { batchSize: 500, pollIntervalMs: 1000 });
+      const bus = new PgLogBus(readers, given['postgres-session'], log, logger, {
+        batchSize: 500,
+        pollIntervalMs: 1000,
+      });
       registerFlowMetrics(metrics, bus);
       return {
         value: bus,
@@ -343,11 +368,11 @@ const modules = {
   }),
 
   api: module({
-    deps: ['api-schema', 'event-store', 'pool', 'database', 'bus', 'token-verification', 'metrics'],
-    init: ({ config, logger, clock, pool, database, bus, metrics, ...given }) => {
+    deps: ['api-schema', 'event-store', 'pool', 'postgres-session', 'bus', 'token-verification', 'metrics'],
+    init: ({ config, logger, clock, pool, bus, metrics, ...given }) => {
       const api = createApiService({
         pool,
-        connectionString: database.url,
+        session: given['postgres-session'],
         store: given['event-store'],
         bus,
         logger,
@@ -364,13 +389,13 @@ const modules = {
 
   // The relay publishes the event store's outbox to Kafka; it runs where the api runs.
   'outbox-relay': module({
-    deps: ['kafka', 'event-store', 'database', 'metrics'],
-    init: ({ config, logger, kafka, database, metrics, ...given }) => {
+    deps: ['kafka', 'event-store', 'postgres-session', 'metrics'],
+    init: ({ config, logger, kafka, metrics, ...given }) => {
       if (!kafka) return {};
       const store = given['event-store'];
       registerOutboxMetrics(metrics, store);
       return new OutboxRelay(kafka.kafka, store, logger, {
-        connectionString: database.url,
+        session: given['postgres-session'],
         topics: topicsOf(config),
         batchSize: 500,
         pollIntervalMs: 500,
@@ -384,11 +409,19 @@ const modules = {
   }),
 
   webhooks: module({
-    deps: ['webhooks-schema', 'event-store', 'pool', 'database', 'bus', 'token-verification', 'metrics'],
-    init: ({ config, logger, clock, pool, database, bus, metrics, ...given }) => {
+    deps: [
+      'webhooks-schema',
+      'event-store',
+      'pool',
+      'postgres-session',
+      'bus',
+      'token-verification',
+      'metrics',
+    ],
+    init: ({ config, logger, clock, pool, bus, metrics, ...given }) => {
       const dispatcher = createWebhookDispatcher({
         pool,
-        connectionString: database.url,
+        session: given['postgres-session'],
         store: given['event-store'],
         bus,
         logger,
@@ -421,7 +454,14 @@ const modules = {
     deps: ['auth', 'metrics'],
     init: ({ config, logger, ready, auth, metrics }) =>
       listener(
-        { logger, metrics, ready, routes: auth.adminRoutes, trustedProxyHops: config.TRUSTED_PROXY_HOPS },
+        {
+          logger,
+          metrics,
+          ready,
+          routes: auth.adminRoutes,
+          trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+          databaseDeadlineMs: config.DATABASE_REQUEST_DEADLINE_MS,
+        },
         config.ADMIN_PORT,
         config.HOST,
         (port) => logger.info({ port }, `admin API listening on port ${port}`),
@@ -442,7 +482,14 @@ const modules = {
         ...descriptions,
       ];
       return listener(
-        { logger, metrics, ready, routes, trustedProxyHops: config.TRUSTED_PROXY_HOPS },
+        {
+          logger,
+          metrics,
+          ready,
+          routes,
+          trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+          databaseDeadlineMs: config.DATABASE_REQUEST_DEADLINE_MS,
+        },
         config.PORT,
         config.HOST,
         (port) =>
@@ -530,6 +577,16 @@ function listener(
 /** The public base URL: the OAuth issuer (API.md §7). */
 function publicUrlOf(config: PlatformConfig): string {
   return config.PUBLIC_URL ?? `http://localhost:${config.PORT}`;
+}
+
+/** How long the database may take (API.md §3, §12): the pools' server and client timeouts. */
+function databaseTimeouts(config: PlatformConfig): DatabaseTimeouts {
+  return {
+    statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    lockMs: config.DATABASE_LOCK_TIMEOUT_MS,
+    idleInTransactionMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  };
 }
 
 function rateLimitOf(config: PlatformConfig) {

@@ -251,6 +251,11 @@ KAFKA_REPLICATION_FACTOR: {{ .Values.kafka.replicationFactor | toString | quote 
 KAFKA_CREATE_TOPICS: {{ and .Values.kafka.createTopics (not .Values.strimzi.kafkaTopics.enabled) | toString | quote }}
 KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
 DATABASE_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
+DATABASE_STATEMENT_TIMEOUT_MS: {{ .Values.database.statementTimeoutMs | toString | quote }}
+DATABASE_LOCK_TIMEOUT_MS: {{ .Values.database.lockTimeoutMs | toString | quote }}
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: {{ .Values.database.idleInTransactionTimeoutMs | toString | quote }}
+DATABASE_CONNECT_TIMEOUT_MS: {{ .Values.database.connectTimeoutMs | toString | quote }}
+DATABASE_REQUEST_DEADLINE_MS: {{ .Values.database.requestDeadlineMs | toString | quote }}
 READ_YOUR_WRITES_TIMEOUT_MS: {{ .Values.readYourWritesTimeoutMs | toString | quote }}
 WEBHOOK_ALLOW_PRIVATE_TARGETS: {{ .Values.webhookAllowPrivateTargets | toString | quote }}
 AUTH_URL: {{ include "ofp.authUrl" . | quote }}

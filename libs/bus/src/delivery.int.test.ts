@@ -101,7 +101,7 @@ const adapters: Adapter[] = [
     name: 'Postgres-log bus',
     async setUp(db, store) {
       return {
-        bus: new PgLogBus(db.pool, db.url, store, testLogger(), { batchSize: 200, pollIntervalMs: 200 }),
+        bus: new PgLogBus(db.pool, db.session, store, testLogger(), { batchSize: 200, pollIntervalMs: 200 }),
         stop: async () => {},
       };
     },
@@ -111,7 +111,7 @@ const adapters: Adapter[] = [
     async setUp(db, store) {
       const kafka = kafkaClient();
       const relay = new OutboxRelay(kafka, store, testLogger(), {
-        connectionString: db.url,
+        session: db.session,
         topics: kafkaTopics,
         batchSize: 200,
         pollIntervalMs: 200,
@@ -248,7 +248,7 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
   it('moves its checkpoint past the events of other types, so that it never reads them again', async () => {
     const group = `g-${randomUUID()}`;
     const handled: StoredEvent[] = [];
-    const bus = new PgLogBus(db.pool, db.url, store, testLogger(), { batchSize: 2, pollIntervalMs: 200 });
+    const bus = new PgLogBus(db.pool, db.session, store, testLogger(), { batchSize: 2, pollIntervalMs: 200 });
     subscription = await bus.subscribe({
       group,
       streamTypes: ['rare'],

@@ -1,6 +1,5 @@
-import pg from 'pg';
 import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
-import { prepared, type Logger, type Pool } from '@ofp/runtime';
+import { prepared, type Logger, type Pool, type PostgresSession, type SessionLock } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
 import {
   ThroughputCounter,
@@ -27,7 +26,8 @@ export interface PgLogBusOptions {
 
 /**
  * The standalone bus: consumers read the event store in global order, each group keeping its
- * checkpoint in `es.checkpoints`, woken by the NOTIFY that every append raises.
+ * checkpoint in `es.checkpoints`, woken by the NOTIFY that every append raises (through the process's
+ * {@link PostgresSession}, which listens again after any connection loss and wakes them then).
  */
 export class PgLogBus implements Bus {
   private readonly durable = new Map<string, readonly string[]>();
@@ -35,7 +35,7 @@ export class PgLogBus implements Bus {
 
   constructor(
     private readonly pool: Pool,
-    private readonly connectionString: string,
+    private readonly session: PostgresSession,
     private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: PgLogBusOptions = { batchSize: 500, pollIntervalMs: 1000 },
@@ -44,7 +44,7 @@ export class PgLogBus implements Bus {
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     const consumer = new PgLogConsumer(
       this.pool,
-      this.connectionString,
+      this.session,
       this.store,
       this.logger.child({ group: options.group }),
       this.options,
@@ -92,14 +92,14 @@ export class PgLogBus implements Bus {
 }
 
 class PgLogConsumer implements Subscription {
-  private listener: pg.Client | undefined;
   private running = true;
   private readonly wakeup = new Wakeup();
   private loop: Promise<void> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly pool: Pool,
-    private readonly connectionString: string,
+    private readonly session: PostgresSession,
     private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: PgLogBusOptions,
@@ -108,66 +108,68 @@ class PgLogConsumer implements Subscription {
   ) {}
 
   async start(): Promise<void> {
-    this.listener = new pg.Client({
-      connectionString: this.connectionString,
-      application_name: `bus:${this.subscription.group}`,
-    });
-    this.listener.on('notification', () => this.wakeup.notify());
-    // A lost LISTEN connection only costs latency: polling goes on.
-    this.listener.on('error', (error) => this.logger.warn({ err: error }, 'bus listener connection lost'));
-    await this.listener.connect();
-    await this.listener.query(`LISTEN ${EVENTS_CHANNEL}`);
-    this.loop = (async () => {
-      // One active consumer per group; another process of the same group waits as a standby.
-      const transient = this.subscription.transient === true;
-      while (this.running && !transient && !(await this.tryLead()))
-        await this.wakeup.wait(this.options.pollIntervalMs);
-      let checkpoint = transient ? START : await this.readCheckpoint();
-      let failures = 0;
-      while (this.running) {
-        try {
-          const { events, through } = await this.store.readAll(checkpoint, {
-            limit: this.options.batchSize,
-            streamTypes: this.subscription.streamTypes,
-          });
-          if (through === undefined) {
-            await this.wakeup.wait(this.options.pollIntervalMs);
-            continue;
-          }
-          if (events.length > 0) {
-            this.counts.fetched(this.subscription.group, events.length);
-            await this.subscription.handle(events);
-            this.counts.handled(this.subscription.group, events.length);
-          }
-          // Past the events of other types too: they are never read again.
-          checkpoint = through;
-          if (!transient) await this.writeCheckpoint(checkpoint);
-          failures = 0;
-        } catch (error) {
-          failures++;
-          this.logger.error(
-            { err: error, failures },
-            'event handler failed; retrying from the last checkpoint',
-          );
-          await this.wakeup.wait(retryDelay(failures));
-        }
-      }
-    })();
+    const wake = (): void => this.wakeup.notify();
+    this.unlisten = await this.session.listen(EVENTS_CHANNEL, { notify: wake, resumed: wake });
+    this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.wakeup.notify();
     await this.loop;
-    await this.listener?.end().catch(() => {});
+    await this.unlisten?.();
   }
 
-  private async tryLead(): Promise<boolean> {
-    const { rows } = await this.listener!.query<{ leader: boolean }>(
-      "SELECT pg_try_advisory_lock(hashtext('bus:' || $1)) AS leader",
-      [this.subscription.group],
-    );
-    return rows[0]?.leader === true;
+  /**
+   * One active consumer per group, the holder of the group's lock on its session; another process of
+   * the same group waits as a standby, and takes over once that session is lost. A consumer that lost
+   * the lock stops at once (what it has in hand may be handled twice: handlers deduplicate) and
+   * starts again from the checkpoint once it holds it again.
+   */
+  private async run(): Promise<void> {
+    const transient = this.subscription.transient === true;
+    const leadership = transient ? undefined : this.session.lock(`bus:${this.subscription.group}`);
+    let checkpoint: GlobalPosition | undefined = transient ? START : undefined;
+    let failures = 0;
+    while (this.running) {
+      try {
+        if (leadership && !leadership.held()) {
+          if (checkpoint !== undefined)
+            this.logger.warn('consumer group lock lost; standing by until it is ours again');
+          checkpoint = undefined;
+          if (!(await leadership.acquire())) {
+            await this.wakeup.wait(this.options.pollIntervalMs);
+            continue;
+          }
+        }
+        checkpoint ??= await this.readCheckpoint();
+        const { events, through } = await this.store.readAll(checkpoint, {
+          limit: this.options.batchSize,
+          streamTypes: this.subscription.streamTypes,
+        });
+        if (through === undefined) {
+          await this.wakeup.wait(this.options.pollIntervalMs);
+          continue;
+        }
+        if (events.length > 0) {
+          this.counts.fetched(this.subscription.group, events.length);
+          await this.subscription.handle(events);
+          this.counts.handled(this.subscription.group, events.length);
+        }
+        // Past the events of other types too: they are never read again.
+        checkpoint = through;
+        if (leadership) await this.writeCheckpoint(checkpoint, leadership);
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.logger.error(
+          { err: error, failures },
+          'event handler failed; retrying from the last checkpoint',
+        );
+        await this.wakeup.wait(retryDelay(failures));
+      }
+    }
+    await leadership?.release();
   }
 
   private async readCheckpoint(): Promise<GlobalPosition> {
@@ -179,11 +181,17 @@ class PgLogConsumer implements Subscription {
     return row ? { transactionId: row.transaction_id, position: row.position } : START;
   }
 
-  private async writeCheckpoint(position: GlobalPosition): Promise<void> {
+  /**
+   * Moves the group's checkpoint forward, never back: a consumer that lost its lock while handling a
+   * batch (its session gone, another process leading meanwhile) must not undo the new leader's progress.
+   */
+  private async writeCheckpoint(position: GlobalPosition, leadership: SessionLock): Promise<void> {
+    if (!leadership.held()) return;
     await this.pool.query(
       prepared(
         `INSERT INTO es.checkpoints (consumer_group, transaction_id, position) VALUES ($1, $2::xid8, $3)
-       ON CONFLICT (consumer_group) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
+       ON CONFLICT (consumer_group) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()
+       WHERE (es.checkpoints.transaction_id, es.checkpoints.position) < (EXCLUDED.transaction_id, EXCLUDED.position)`,
         [this.subscription.group, position.transactionId, position.position],
       ),
     );

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
 import { closeServer, createHttpApp, listen, MAX_BODY_BYTES } from './http.js';
 import { createMetricsRegistry } from './metrics.js';
+import { createPool, type Pool } from './postgres.js';
 import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
 
 /** A stand-in for a bearer access: `Bearer <org>:<scope,scope>`. */
@@ -203,5 +204,51 @@ describe('the HTTP pipeline', () => {
     );
     expect(metrics).toContain('route="/v2/things/{id}"');
     expect(metrics).toContain('process_cpu_user_seconds_total');
+  });
+});
+
+describe("the HTTP pipeline's database deadline", () => {
+  let server: Server;
+  let base: string;
+  let pool: Pool;
+  beforeAll(async () => {
+    pool = createPool({ connectionString: process.env.DATABASE_URL!, applicationName: 'http-test', max: 2 });
+    const sqlState = (code: string) => () => Promise.reject(Object.assign(new Error(code), { code }));
+    const app = createHttpApp({
+      logger: pino({ level: 'silent' }),
+      metrics: createMetricsRegistry('http-deadline-test'),
+      ready: () => true,
+      databaseDeadlineMs: 300,
+      routes: [
+        route('GET', '/slow', async () => {
+          await pool.query('SELECT pg_sleep(2)');
+          return jsonReply(200, {});
+        }),
+        route('GET', '/statement-timeout', sqlState('57014')),
+        route('GET', '/lock-timeout', sqlState('55P03')),
+      ],
+    });
+    const listening = await listen(app, 0, '127.0.0.1');
+    server = listening.server;
+    base = `http://127.0.0.1:${listening.port}`;
+  });
+  afterAll(async () => {
+    await closeServer(server);
+    await pool.end();
+  });
+
+  it('answers 503 with Retry-After once a statement passes the deadline, instead of waiting for it', async () => {
+    const begun = Date.now();
+    const response = await fetch(`${base}/slow`);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(Date.now() - begun).toBeLessThan(1_500);
+  });
+
+  it('answers a statement or lock wait that the server timed out with 503, never a 500', async () => {
+    for (const path of ['/statement-timeout', '/lock-timeout']) {
+      const response = await fetch(`${base}${path}`);
+      expect({ path, status: response.status }).toEqual({ path, status: 503 });
+    }
   });
 });

@@ -22,6 +22,7 @@ import {
 import type { Logger } from './logger.js';
 import { statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
+import { DatabaseTimeout, withDatabaseDeadline } from './postgres.js';
 import { currentTraceparent, validTraceparent } from './tracing.js';
 import {
   PUBLIC,
@@ -60,6 +61,11 @@ export interface HttpAppOptions {
    * client). Entries further left than that were written by the client and are not believed.
    */
   trustedProxyHops?: number;
+  /**
+   * How long after its arrival a request's database statements must be answered (a 503 with
+   * Retry-After otherwise, API.md §3); none when left out.
+   */
+  databaseDeadlineMs?: number;
 }
 
 /**
@@ -89,6 +95,7 @@ export function createHttpApp(options: HttpAppOptions): RequestListener {
     log: options.logger,
     logsRequests: options.logger.isLevelEnabled('info'),
     trustedProxyHops: options.trustedProxyHops ?? 0,
+    databaseDeadlineMs: options.databaseDeadlineMs,
   };
   return (req, res) => {
     void new Exchange(pipeline, req, res).run();
@@ -101,6 +108,7 @@ interface Pipeline {
   readonly log: Logger;
   readonly logsRequests: boolean;
   readonly trustedProxyHops: number;
+  readonly databaseDeadlineMs: number | undefined;
 }
 
 type Router = FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;
@@ -169,16 +177,26 @@ class Exchange implements RouteRequest {
       this.params = found.params as Record<string, string>;
       this.query = checkQuery(route, found.searchParams);
       if (route.body !== undefined) this.body = await readBody(this.req, route.body);
-      const admission = await route.access.authenticate(this);
-      this.admission = admission;
-      this.principal = admission.principal;
-      if (admission.headers)
-        for (const name in admission.headers) this.responseHeaders.push(name, admission.headers[name]!);
-      checkScope(route, admission.scopes);
-      this.finish(await route.handle(this));
+      // The request is all here: from now on its database statements have a deadline (API.md §3).
+      const deadlineMs = this.pipeline.databaseDeadlineMs;
+      const reply =
+        deadlineMs === undefined
+          ? await this.handle(route)
+          : await withDatabaseDeadline(Date.now() + deadlineMs, () => this.handle(route));
+      this.finish(reply);
     } catch (error) {
       this.fail(error);
     }
+  }
+
+  private async handle(route: Route): Promise<Reply> {
+    const admission = await route.access.authenticate(this);
+    this.admission = admission;
+    this.principal = admission.principal;
+    if (admission.headers)
+      for (const name in admission.headers) this.responseHeaders.push(name, admission.headers[name]!);
+    checkScope(route, admission.scopes);
+    return route.handle(this);
   }
 
   private fail(error: unknown): void {
@@ -355,16 +373,22 @@ function write(res: ServerResponse, reply: Reply, headers: string[]): void {
 }
 
 /**
- * Whether an error means the database (or another dependency) cannot be reached right now, which is
- * a 503 (API.md §3), not a 500: refused or broken connections, Postgres shutting down or out of
- * connections (SQLSTATE classes 08 and 57P, 53300), a pool that found no connection in time.
+ * Whether an error means the database (or another dependency) cannot be reached or cannot answer
+ * right now, which is a 503 (API.md §3), not a 500: refused or broken connections, Postgres shutting
+ * down or out of connections (SQLSTATE classes 08 and 57P, 53300), a statement or lock wait that the
+ * server timed out (57014, 55P03, and 25P03 for a session idle in its transaction too long), a
+ * transaction that lost to a concurrent one (40001 serialization failure, 40P01 deadlock), a pool
+ * that found no connection in time, and the client's own deadline ({@link DatabaseTimeout}).
  */
 function isDependencyDown(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
+  if (error instanceof DatabaseTimeout) return true;
   const code = (error as { code?: unknown }).code;
   if (
     typeof code === 'string' &&
-    (/^(08|57P)/.test(code) || ['53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code))
+    (/^(08|57P)/.test(code) ||
+      ['53300', '57014', '55P03', '25P03', '40001', '40P01'].includes(code) ||
+      ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code))
   ) {
     return true;
   }

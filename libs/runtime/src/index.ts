@@ -7,6 +7,7 @@ export * from './openapi.js';
 export * from './http-errors.js';
 export * from './metrics.js';
 export * from './postgres.js';
+export * from './postgres-session.js';
 export * from './migrations.js';
 export * from './embedded-postgres.js';
 export * from './record-http.js';

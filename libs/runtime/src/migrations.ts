@@ -1,11 +1,17 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { inTransaction, type Pool, type PoolClient } from './postgres.js';
+import { inTransaction, withDatabaseDeadline, type Pool, type PoolClient } from './postgres.js';
 import type { Logger } from './logger.js';
 
 const FILE = /^(\d{3,})_[a-z0-9_]+\.sql$/;
 /** The lock that serializes schema changes across processes: migrations, and {@link schemaTransaction}. */
 const SCHEMA_LOCK = "hashtext('ofp:schema_migrations')";
+/**
+ * Schema changes may take minutes on a large database (an index built), and wait as long for the
+ * lock while another process applies them: no statement, lock or client-side timeout applies.
+ */
+const unbounded = (scope: 'SESSION' | 'LOCAL'): string =>
+  `SET ${scope} statement_timeout = 0; SET ${scope} lock_timeout = 0`;
 
 /**
  * Applies versioned plain-SQL migrations (`001_create_events.sql`, ...) from `directory`, each once
@@ -13,13 +19,21 @@ const SCHEMA_LOCK = "hashtext('ofp:schema_migrations')";
  * advisory lock serializes processes that start at the same moment: the second waits, then sees the
  * versions the first applied and skips them.
  */
-export async function migrate(
+export function migrate(
+  pool: Pool,
+  options: { component: string; directory: string; logger: Logger },
+): Promise<void> {
+  return withDatabaseDeadline(Infinity, () => applyMigrations(pool, options));
+}
+
+async function applyMigrations(
   pool: Pool,
   options: { component: string; directory: string; logger: Logger },
 ): Promise<void> {
   const files = (await readdir(options.directory)).filter((f) => FILE.test(f)).sort();
   const client = await pool.connect();
   try {
+    await client.query(unbounded('SESSION'));
     await client.query(`SELECT pg_advisory_lock(${SCHEMA_LOCK})`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS public.schema_migrations (
@@ -52,7 +66,12 @@ export async function migrate(
     }
   } finally {
     await client.query(`SELECT pg_advisory_unlock(${SCHEMA_LOCK})`).catch(() => {});
-    client.release();
+    // Back to the pool's timeouts (those of the connection's start) before another user has it.
+    const reset = await client.query('RESET statement_timeout; RESET lock_timeout').then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    client.release(reset);
   }
 }
 
@@ -65,8 +84,11 @@ export async function schemaTransaction(
   pool: Pool,
   work: (client: PoolClient) => Promise<void>,
 ): Promise<void> {
-  await inTransaction(pool, async (client) => {
-    await client.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
-    await work(client);
-  });
+  await withDatabaseDeadline(Infinity, () =>
+    inTransaction(pool, async (client) => {
+      await client.query(unbounded('LOCAL'));
+      await client.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
+      await work(client);
+    }),
+  );
 }

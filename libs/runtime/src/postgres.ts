@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
@@ -17,17 +18,189 @@ export interface PoolOptions {
    * statements Postgres would otherwise plan at every call for no better plan (see `prepared`).
    */
   genericPlans?: boolean;
+  /** How long the database may take; without them, only a request's deadline bounds a statement. */
+  timeouts?: DatabaseTimeouts;
+}
+
+/**
+ * How long the database may take before an operation fails (API.md §3 and §12: while the database
+ * hangs, requests answer 503 within 5 s). The server enforces the first three; it cannot while it
+ * hangs (a stopped Postgres keeps its TCP connections open and answers nothing), so the client also
+ * gives every statement a deadline of its own: {@link ANSWER_GRACE_MS} past `statementMs`, or a
+ * request's deadline ({@link withDatabaseDeadline}), whichever comes first. A connection whose
+ * statement missed its deadline is dropped, never reused.
+ */
+export interface DatabaseTimeouts {
+  /** `statement_timeout`: the server cancels a statement that runs longer. */
+  readonly statementMs: number;
+  /** `lock_timeout`: a statement that waits longer for a lock fails. */
+  readonly lockMs: number;
+  /**
+   * `idle_in_transaction_session_timeout`: the server ends a session that sits in a transaction longer
+   * (a process frozen mid-transaction), releasing its locks.
+   */
+  readonly idleInTransactionMs: number;
+  /** Longest wait for a connection: a free one of the pool, or a new one opened. */
+  readonly connectMs: number;
+}
+
+/**
+ * How much longer than its `statement_timeout` the client waits for a statement's answer before it
+ * takes the server for hung: the server's own cancellation comes first whenever the server runs.
+ */
+export const ANSWER_GRACE_MS = 2_000;
+
+/**
+ * The database did not answer in time: a statement or a wait for a connection passed its deadline
+ * (the connection, if any, was dropped). The database counts as unavailable: a 503 (API.md §3).
+ */
+export class DatabaseTimeout extends Error {
+  override readonly name = 'DatabaseTimeout';
+  constructor(what: string, ms: number, options?: ErrorOptions) {
+    super(`the database did not answer ${what} within ${ms} ms`, options);
+  }
+}
+
+/** The deadline (epoch ms) of the database work of the current request; Infinity for none at all. */
+const deadlines = new AsyncLocalStorage<number>();
+
+/**
+ * Runs `work` with every database statement and connection wait it makes bounded by `deadline`
+ * (epoch milliseconds): the HTTP pipeline gives each request one, so that a hung database is a 503
+ * in time (API.md §3). `undefined` runs it under the pool's own timeouts only, apart from the
+ * caller's deadline (work a request starts that must not share its deadline); `Infinity` with no
+ * client-side deadline at all (migrations and rebuilds, which may take minutes: they also lift the
+ * server's timeouts on their connection).
+ */
+export function withDatabaseDeadline<T>(deadline: number | undefined, work: () => T): T {
+  return deadline === undefined ? deadlines.exit(work) : deadlines.run(deadline, work);
+}
+
+/** How long the statement starting now may take on the client's side; undefined: no bound. */
+function answerTimeout(statementBoundMs: number | undefined): number | undefined {
+  const deadline = deadlines.getStore();
+  if (deadline === Infinity) return undefined;
+  if (deadline === undefined) return statementBoundMs;
+  const remaining = Math.max(1, deadline - Date.now());
+  return statementBoundMs === undefined ? remaining : Math.min(remaining, statementBoundMs);
+}
+
+/** Closes a client's socket at once, whatever the server does: its statements fail, the pool drops it. */
+export function dropConnection(client: pg.Client): void {
+  (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+}
+
+type Callback = (error: Error | undefined, result?: unknown) => void;
+
+/**
+ * The pool's client: each statement gets the deadline of {@link answerTimeout}. One that passes it
+ * drops the connection (its socket closed, so the server, once it runs again, rolls its transaction
+ * back) and fails with {@link DatabaseTimeout}: pg's own `query_timeout` would leave the statement
+ * running on a connection that goes back to the pool and answers the next user's statement late.
+ */
+class DeadlineClient extends pg.Client {
+  private readonly statementBoundMs: number | undefined;
+  /** Why the connection was dropped, once a statement passed its deadline. */
+  private timedOut: DatabaseTimeout | undefined;
+
+  constructor(config: pg.ClientConfig & { statementBoundMs?: number } = {}) {
+    super(config);
+    this.statementBoundMs = config.statementBoundMs;
+  }
+
+  // pg's overloads (text, values, callback; a config object; a submittable) are passed through as given.
+  override query(...args: unknown[]): never {
+    const ms = answerTimeout(this.statementBoundMs);
+    const submittable = typeof (args[0] as { submit?: unknown } | undefined)?.submit === 'function';
+    const run = (): never => (super.query as (...a: unknown[]) => never)(...args);
+    if (ms === undefined || submittable) return run();
+    let timedOut: DatabaseTimeout | undefined;
+    const timer = setTimeout(() => {
+      this.timedOut = timedOut = new DatabaseTimeout('a statement', ms);
+      dropConnection(this);
+    }, ms);
+    const outcome = (error: Error | undefined): Error | undefined => {
+      clearTimeout(timer);
+      return timedOut ?? error;
+    };
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: Error | undefined, result: unknown) =>
+        (callback as Callback)(outcome(error), result);
+      return run();
+    }
+    return (run() as unknown as Promise<unknown>).then(
+      (result) => {
+        outcome(undefined);
+        return result;
+      },
+      (error: Error) => {
+        throw outcome(error) ?? error;
+      },
+    ) as never;
+  }
+
+  /** The connection's end reads as the deadline that caused it (pool.query fails with this event's error). */
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'error' && this.timedOut) return super.emit(event, this.timedOut);
+    return super.emit(event, ...args);
+  }
+}
+
+/** The pool: a wait for a connection also ends at the current request's deadline. */
+class DeadlinePool extends pg.Pool {
+  // The callback form is what pool.query uses; the promise form what callers use.
+  override connect(...args: unknown[]): never {
+    const connect = (callback: Callback): void => void (super.connect as (cb: unknown) => void)(callback);
+    const deadline = deadlines.getStore();
+    const callback = args[0] as ((error?: Error, client?: pg.PoolClient, done?: unknown) => void) | undefined;
+    if (deadline === undefined || deadline === Infinity)
+      return (super.connect as (...a: unknown[]) => never)(...args);
+    const ms = Math.max(1, deadline - Date.now());
+    const connected = new Promise<pg.PoolClient>((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        reject(new DatabaseTimeout('with a connection', ms));
+      }, ms);
+      connect((error, client) => {
+        clearTimeout(timer);
+        const pooled = client as pg.PoolClient | undefined;
+        if (late) pooled?.release();
+        else if (error) reject(error);
+        else resolve(pooled!);
+      });
+    });
+    if (!callback) return connected as never;
+    connected.then(
+      (client) => callback(undefined, client, (error?: Error) => client.release(error)),
+      (error: Error) => callback(error),
+    );
+    return undefined as never;
+  }
 }
 
 export function createPool(options: PoolOptions): Pool {
-  const pool = new pg.Pool({
+  const timeouts = options.timeouts;
+  const pool = new DeadlinePool({
+    Client: DeadlineClient,
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName,
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: timeouts?.connectMs ?? 10_000,
     idleTimeoutMillis: 30_000,
     // Retire a connection after this many queries, and with it the prepared statements it keeps.
     maxUses: 20_000,
+    // A peer that vanished (a partition, a host gone) is found by the kernel rather than never.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...(timeouts && {
+      statement_timeout: timeouts.statementMs,
+      lock_timeout: timeouts.lockMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+      statementBoundMs: timeouts.statementMs + ANSWER_GRACE_MS,
+    }),
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
@@ -64,18 +237,23 @@ export function prepared(text: string, values: readonly unknown[]): pg.QueryConf
   return { name, text, values: [...values] };
 }
 
-/** Runs `work` in one transaction on one connection, committing on success and rolling back on error. */
+/**
+ * Runs `work` in one transaction on one connection, committing on success and rolling back on error.
+ * A connection whose rollback failed (lost, or past its deadline) is dropped from the pool rather
+ * than handed to the next user mid-transaction.
+ */
 export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

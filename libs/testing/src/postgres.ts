@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { createPool, startEmbeddedPostgres, type Logger, type Pool } from '@ofp/runtime';
+import { PostgresSession, createPool, startEmbeddedPostgres, type Logger, type Pool } from '@ofp/runtime';
+import { testLogger } from './logger.js';
 import { freePort } from './ports.js';
 
 /** The folder where test infrastructure keeps its state between runs (git-ignored). */
@@ -46,7 +47,12 @@ export interface TestDatabase {
   /** Connection string of a database of its own. */
   url: string;
   pool: Pool;
-  /** Closes the pool and drops the database. */
+  /**
+   * A Postgres session on it (LISTEN, advisory locks) as a process has one, connected when first
+   * used; a test that plays two processes makes a second one.
+   */
+  session: PostgresSession;
+  /** Closes the pool and the session, and drops the database. */
   drop(): Promise<void>;
 }
 
@@ -68,10 +74,17 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const pool = createPool({ connectionString: url.toString(), applicationName: 'test', max: 20 });
+  const session = new PostgresSession({
+    connectionString: url.toString(),
+    applicationName: 'test-session',
+    logger: testLogger('test-session'),
+  });
   return {
     url: url.toString(),
     pool,
+    session,
     async drop() {
+      await session.stop();
       await pool.end();
       const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();

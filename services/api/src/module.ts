@@ -10,6 +10,7 @@ import {
   type Logger,
   type Module,
   type Pool,
+  type PostgresSession,
   type Route,
 } from '@ofp/runtime';
 
@@ -34,7 +35,8 @@ const PURGE_INTERVAL_MS = 3_600_000;
 
 export interface ApiDependencies {
   readonly pool: Pool;
-  readonly connectionString: string;
+  /** The process's session: read-your-writes listens for progress on it. */
+  readonly session: PostgresSession;
   readonly store: EventStore;
   /** Where the process managers read the events they react to. */
   readonly bus: Bus;
@@ -92,7 +94,7 @@ export function createApiService(deps: ApiDependencies): ApiService {
     deps.pool,
     deps.store,
     processManagers,
-    deps.connectionString,
+    deps.session,
     deps.logger,
     { timeoutMs: deps.readYourWritesTimeoutMs, pollIntervalMs: 50 },
     deps.metrics,

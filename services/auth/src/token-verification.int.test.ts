@@ -40,7 +40,7 @@ describe('bearer token verification against the auth service', () => {
     const clock: Clock = () => verifierClock();
     const denyList = new RevocationDenyList(clock);
     revocations = revocationsModule(
-      new PgLogBus(auth.pool, auth.databaseUrl, auth.store, logger, {
+      new PgLogBus(auth.pool, auth.session, auth.store, logger, {
         batchSize: 100,
         pollIntervalMs: 1_000,
       }),

@@ -78,7 +78,7 @@ describe('rebuilding the read model', () => {
     await append('phone_number_types', 'phone_number_type', 1, 2, { name: 'Office' });
     projector = createProjectorModule({
       pool: db.pool,
-      bus: new PgLogBus(db.pool, db.url, store, testLogger(), { batchSize: 100, pollIntervalMs: 50 }),
+      bus: new PgLogBus(db.pool, db.session, store, testLogger(), { batchSize: 100, pollIntervalMs: 50 }),
       logger: testLogger(),
     });
     await projector.start();

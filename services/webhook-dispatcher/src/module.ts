@@ -10,6 +10,7 @@ import {
   type Logger,
   type Module,
   type Pool,
+  type PostgresSession,
   type Route,
 } from '@ofp/runtime';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
@@ -34,8 +35,8 @@ const PURGE_BATCH = 10_000;
 
 export interface WebhookDispatcherDependencies {
   readonly pool: Pool;
-  /** For the workers' own connection (liveness lock, LISTEN for due deliveries). */
-  readonly connectionString: string;
+  /** The process's session: the workers' liveness lock and their LISTEN for due deliveries. */
+  readonly session: PostgresSession;
   /** Where `webhook.*` events are appended. */
   readonly store: EventStore;
   /** Where every model's events come from (Kafka, or the Postgres-log bus standalone). */
@@ -137,7 +138,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   const disabler = new EndpointDisabler(deps.pool, commands, logger, deliveryMetrics);
   const sender = createDeliverySender(deps);
   const workers = new DeliveryWorkers({
-    connectionString: deps.connectionString,
+    session: deps.session,
     queue,
     sender,
     metrics: deliveryMetrics,

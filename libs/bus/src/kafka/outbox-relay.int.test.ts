@@ -185,7 +185,7 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
     await admin.disconnect();
     const store = new EventStore(db.pool, { outbox: true });
     relay = new OutboxRelay(kafka, store, logger, {
-      connectionString: db.url,
+      session: db.session,
       topics,
       batchSize: 500,
       pollIntervalMs: 100,

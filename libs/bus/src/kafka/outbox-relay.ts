@@ -1,14 +1,21 @@
-import pg from 'pg';
 import type { Kafka, Producer, TopicMessages } from 'kafkajs';
 import { EVENTS_CHANNEL, type EventStore, type StoredEvent } from '@ofp/event-store';
-import { inTracesOf, validTraceparent, type Logger, type Module } from '@ofp/runtime';
+import {
+  inTracesOf,
+  validTraceparent,
+  type Logger,
+  type Module,
+  type PostgresSession,
+  type SessionLock,
+} from '@ofp/runtime';
 import { retryDelay } from '../bus.js';
 import { Wakeup } from '../wakeup.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
 export interface OutboxRelayOptions {
-  readonly connectionString: string;
+  /** The process's session: the leader's lock, and the appends' notifications. */
+  readonly session: PostgresSession;
   readonly topics: TopicSettings;
   readonly batchSize: number;
   /** Look again this often without a notification (an event held back behind an older transaction). */
@@ -16,14 +23,15 @@ export interface OutboxRelayOptions {
 }
 
 /** Advisory lock key that makes one relay active at a time across all processes. */
-const LEADER_LOCK = "hashtext('ofp:outbox-relay')";
+const LEADER_LOCK = 'ofp:outbox-relay';
 
 /**
  * Publishes outbox rows to Kafka in global order, keyed by stream id, and deletes them once the
  * broker acknowledged them (acks=all). At least once: a relay killed between publish and delete
  * publishes those events again after restart, and consumers deduplicate on `ce_id`. Only the holder
- * of a Postgres advisory lock relays; other instances wait as standbys. A module of the process that
- * runs it.
+ * of a Postgres advisory lock relays; other instances wait as standbys. The lock lives on the
+ * process's session: when that connection is lost, the relay stops before its next batch and waits
+ * to hold the lock again (another instance may lead meanwhile). A module of the process that runs it.
  */
 export class OutboxRelay implements Module {
   readonly name = 'outbox-relay';
@@ -31,24 +39,28 @@ export class OutboxRelay implements Module {
   private running = false;
   private loop: Promise<void> | undefined;
   private producer: Producer | undefined;
-  private lockClient: pg.Client | undefined;
+  private readonly leadership: SessionLock;
+  private unlisten: (() => Promise<void>) | undefined;
   private readonly ensuredTopics = new Set<string>();
-  private leading = false;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: OutboxRelayOptions,
-  ) {}
+  ) {
+    this.leadership = options.session.lock(LEADER_LOCK);
+  }
 
   /** Whether this instance holds the relay lock. */
   isLeader(): boolean {
-    return this.leading;
+    return this.leadership.held();
   }
 
   async start(): Promise<void> {
     this.producer = await this.connectedProducer();
+    const wake = (): void => this.wakeup.notify();
+    this.unlisten = await this.options.session.listen(EVENTS_CHANNEL, { notify: wake, resumed: wake });
     this.running = true;
     this.loop = this.run();
   }
@@ -82,16 +94,19 @@ export class OutboxRelay implements Module {
     this.wakeup.notify();
     await this.loop;
     await this.producer?.disconnect();
-    await this.releaseLock();
+    await this.leadership.release();
+    await this.unlisten?.();
   }
 
   private async run(): Promise<void> {
     let failures = 0;
+    let leading = false;
     while (this.running) {
       try {
-        if (!this.leading) {
-          this.leading = await this.acquireLock();
-          if (!this.leading) {
+        if (!this.leadership.held()) {
+          if (leading) this.logger.warn('outbox relay lost its lock; standing by until it is ours again');
+          leading = await this.leadership.acquire();
+          if (!leading) {
             await this.wakeup.wait(this.options.pollIntervalMs);
             continue;
           }
@@ -111,7 +126,9 @@ export class OutboxRelay implements Module {
         const failed = this.producer;
         this.producer = undefined;
         await failed?.disconnect().catch(() => {});
-        await this.releaseLock();
+        // Another instance may be better placed: the lock is up for grabs while this one waits.
+        await this.leadership.release();
+        leading = false;
         await this.wakeup.wait(retryDelay(failures));
       }
     }
@@ -146,36 +163,6 @@ export class OutboxRelay implements Module {
       await admin.disconnect();
     }
     for (const topic of missing) this.ensuredTopics.add(topic);
-  }
-
-  private async acquireLock(): Promise<boolean> {
-    if (!this.lockClient) {
-      const client = new pg.Client({
-        connectionString: this.options.connectionString,
-        application_name: 'outbox-relay',
-      });
-      client.on('error', (error) => {
-        // Losing the connection loses the lock: stop relaying until it is ours again.
-        this.logger.warn({ err: error }, 'outbox relay lock connection lost');
-        this.leading = false;
-        this.lockClient = undefined;
-      });
-      client.on('notification', () => this.wakeup.notify());
-      await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-      this.lockClient = client;
-    }
-    const { rows } = await this.lockClient.query<{ locked: boolean }>(
-      `SELECT pg_try_advisory_lock(${LEADER_LOCK}) AS locked`,
-    );
-    return rows[0]?.locked === true;
-  }
-
-  private async releaseLock(): Promise<void> {
-    this.leading = false;
-    const client = this.lockClient;
-    this.lockClient = undefined;
-    await client?.end().catch(() => {});
   }
 }
 

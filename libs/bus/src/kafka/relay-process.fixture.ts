@@ -1,7 +1,7 @@
 // A relay in a process of its own, for the test that kills it with SIGKILL mid-batch.
 import { Kafka, logLevel } from 'kafkajs';
 import { EventStore } from '@ofp/event-store';
-import { createLogger, createPool } from '@ofp/runtime';
+import { PostgresSession, createLogger, createPool } from '@ofp/runtime';
 import { OutboxRelay } from './outbox-relay.js';
 
 const url = process.env.DATABASE_URL!;
@@ -11,16 +11,12 @@ const kafka = new Kafka({
   brokers: process.env.KAFKA_BROKERS!.split(','),
   logLevel: logLevel.NOTHING,
 });
-const relay = new OutboxRelay(
-  kafka,
-  new EventStore(pool, { outbox: true }),
-  createLogger({ name: 'relay-fixture', level: 'warn' }),
-  {
-    connectionString: url,
-    topics: { prefix: process.env.TOPIC_PREFIX!, partitions: 4, replicationFactor: 1, create: true },
-    batchSize: Number(process.env.BATCH_SIZE),
-    pollIntervalMs: 100,
-  },
-);
+const logger = createLogger({ name: 'relay-fixture', level: 'warn' });
+const relay = new OutboxRelay(kafka, new EventStore(pool, { outbox: true }), logger, {
+  session: new PostgresSession({ connectionString: url, applicationName: 'relay-fixture', logger }),
+  topics: { prefix: process.env.TOPIC_PREFIX!, partitions: 4, replicationFactor: 1, create: true },
+  batchSize: Number(process.env.BATCH_SIZE),
+  pollIntervalMs: 100,
+});
 await relay.start();
 process.stdout.write('relay started\n');

@@ -1,9 +1,8 @@
-import pg from 'pg';
 import { Histogram, type Registry } from 'prom-client';
 import type { RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
 import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
-import type { Logger, Pool } from '@ofp/runtime';
+import { withDatabaseDeadline, type Logger, type Pool, type PostgresSession } from '@ofp/runtime';
 import { HANDLED_CHANNEL, handledKey, handledVersions } from '../process-managers/handled-events.js';
 import type { ProcessManager } from '../process-managers/process-manager.js';
 
@@ -43,12 +42,13 @@ interface Waiter {
  * run (this process, or other processes of the distributed shape).
  *
  * All pending waits are checked together, with one query per kind, whenever the projector or a
- * manager announces progress (LISTEN), and at a short interval in case a notification was missed.
+ * manager announces progress (LISTEN, through the process's session, which also tells when it
+ * listens again after a lost connection), and at a short interval in case a notification was missed.
  * The whole wait of one write is bounded by `timeoutMs`; past it the response goes out anyway.
  */
 export class ReadYourWrites {
   private readonly waiters = new Set<Waiter>();
-  private listener: pg.Client | undefined;
+  private unlisten: (() => Promise<void>)[] = [];
   private checking = false;
   private recheck = false;
   private poller: NodeJS.Timeout | undefined;
@@ -58,7 +58,7 @@ export class ReadYourWrites {
     private readonly pool: Pool,
     private readonly store: EventStore,
     private readonly managers: readonly ProcessManager[],
-    private readonly connectionString: string,
+    private readonly session: PostgresSession,
     private readonly logger: Logger,
     private readonly options: { timeoutMs: number; pollIntervalMs: number },
     metrics?: Registry,
@@ -77,23 +77,18 @@ export class ReadYourWrites {
   }
 
   async start(): Promise<void> {
-    const listener = new pg.Client({
-      connectionString: this.connectionString,
-      application_name: 'read-your-writes',
-    });
-    listener.on('notification', () => void this.check());
-    listener.on('error', (error) => this.logger.warn({ err: error }, 'progress listener lost; polling only'));
-    await listener.connect();
-    await listener.query(`LISTEN ${PROJECTION_CHANNEL}`);
-    await listener.query(`LISTEN ${HANDLED_CHANNEL}`);
-    this.listener = listener;
+    const progressed = { notify: () => void this.check(), resumed: () => void this.check() };
+    this.unlisten = await Promise.all([
+      this.session.listen(PROJECTION_CHANNEL, progressed),
+      this.session.listen(HANDLED_CHANNEL, progressed),
+    ]);
     this.poller = setInterval(() => void this.check(), this.options.pollIntervalMs);
   }
 
   async stop(): Promise<void> {
     clearInterval(this.poller);
     for (const waiter of this.waiters) this.release(waiter, false);
-    await this.listener?.end().catch(() => {});
+    await Promise.all(this.unlisten.map((unlisten) => unlisten()));
   }
 
   /**
@@ -103,14 +98,23 @@ export class ReadYourWrites {
   async settle(written: readonly WrittenStream[]): Promise<boolean> {
     const begun = performance.now();
     const deadline = Date.now() + this.options.timeoutMs;
-    const reached = await Promise.all([
-      ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline)),
-      ...written.flatMap((stream) =>
-        this.managers
-          .filter((manager) => manager.streamTypes.includes(stream.streamType))
-          .map((manager) => this.derived(manager, stream, deadline)),
-      ),
-    ]);
+    // The write is durable by now: its own wait bounds this, not the request's database deadline, and
+    // a database that fails meanwhile makes it answer without the wait rather than fail.
+    const reached = await withDatabaseDeadline(undefined, () =>
+      Promise.all([
+        ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline)),
+        ...written.flatMap((stream) =>
+          this.managers
+            .filter((manager) => manager.streamTypes.includes(stream.streamType))
+            .map((manager) =>
+              this.derived(manager, stream, deadline).catch((error: unknown) => {
+                this.logger.warn({ err: error }, 'read-your-writes could not follow what the write derives');
+                return false;
+              }),
+            ),
+        ),
+      ]),
+    );
     const caughtUp = reached.every(Boolean);
     this.waits?.observe(
       { outcome: caughtUp ? 'caught_up' : 'timed_out' },

@@ -7,6 +7,7 @@ import {
   createMetricsRegistry,
   listen,
   type Pool,
+  type PostgresSession,
   type Route,
 } from '@ofp/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
@@ -34,8 +35,8 @@ export interface AuthTestServer {
   issuer: string;
   adminToken: string;
   pool: Pool;
-  /** The connection string of the test database, and the event store revocations are announced in. */
-  databaseUrl: string;
+  /** A session on the test database (its LISTEN), and the event store revocations are announced in. */
+  session: PostgresSession;
   store: EventStore;
   clock: TestClock;
   auth: AuthService;
@@ -96,7 +97,7 @@ export async function startAuthTestServer(
     issuer: auth.issuer,
     adminToken,
     pool: database.pool,
-    databaseUrl: database.url,
+    session: database.session,
     store,
     clock,
     auth,

@@ -1,8 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { retryDelay, Wakeup } from '@ofp/bus';
-import type { Logger } from '@ofp/runtime';
+import type { Logger, PostgresSession, SessionLock } from '@ofp/runtime';
 import type { DeliveryMetrics } from './delivery-metrics.js';
 import {
   DELIVERIES_CHANNEL,
@@ -15,10 +14,10 @@ import { FAILING_PERIOD_MS, judgeAttempt } from './retry-schedule.js';
 
 /**
  * The advisory lock space of worker liveness: each worker process holds the lock `(space, its key)` on
- * a connection of its own for as long as it lives, and marks what it claims with its key. A claim
- * whose key nobody holds belongs to a process that died, and is queued again at once.
+ * its session for as long as it lives, and marks what it claims with its key. A claim whose key nobody
+ * holds belongs to a process that died (or whose session was lost), and is queued again at once.
  */
-const WORKER_LOCK_SPACE = "hashtext('ofp:webhook-workers')";
+const WORKER_LOCK_SPACE = 'ofp:webhook-workers';
 
 /**
  * How often to pass the turns that a process which died between a commit and passing them left
@@ -48,7 +47,8 @@ export interface WorkerLimits {
 }
 
 export interface DeliveryWorkersDependencies {
-  readonly connectionString: string;
+  /** The process's session: the liveness lock, and the notifications of due deliveries. */
+  readonly session: PostgresSession;
   readonly queue: DeliveryQueue;
   readonly sender: HttpSender;
   readonly metrics: DeliveryMetrics;
@@ -76,7 +76,8 @@ export class DeliveryWorkers {
   private readonly ready: ClaimedDelivery[] = [];
   private readonly finished: FinishedAttempt[] = [];
   private recording: Promise<void> | undefined;
-  private liveness: { readonly client: pg.Client; readonly key: number } | undefined;
+  private liveness: { readonly lock: SessionLock; readonly key: number } | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
   private reaper: NodeJS.Timeout | undefined;
@@ -84,7 +85,9 @@ export class DeliveryWorkers {
   constructor(private readonly deps: DeliveryWorkersDependencies) {}
 
   async start(): Promise<void> {
-    await this.connect();
+    const wake = (): void => this.wakeup.notify();
+    this.unlisten = await this.deps.session.listen(DELIVERIES_CHANNEL, { notify: wake, resumed: wake });
+    if (!(await this.live())) throw new Error('the Postgres session is not connected');
     await this.reap();
     this.running = true;
     this.loop = this.run();
@@ -113,9 +116,10 @@ export class DeliveryWorkers {
     }
     await Promise.allSettled([...this.inFlight]);
     while (this.recording) await this.recording;
-    const client = this.liveness?.client;
+    const lock = this.liveness?.lock;
     this.liveness = undefined;
-    await client?.end().catch(() => {});
+    await lock?.release();
+    await this.unlisten?.();
   }
 
   private async run(): Promise<void> {
@@ -124,7 +128,12 @@ export class DeliveryWorkers {
     let swept = Number.NEGATIVE_INFINITY;
     while (this.running) {
       try {
-        const liveness = this.liveness ?? (await this.connect());
+        const liveness = await this.live();
+        if (!liveness) {
+          // Nothing is claimed without a liveness lock; the session wakes the loop once it is back.
+          await this.wakeup.wait(this.deps.limits.pollIntervalMs);
+          continue;
+        }
         if (performance.now() - swept >= TURN_SWEEP_MS) {
           await this.deps.queue.passTurns(this.deps.clock());
           swept = performance.now();
@@ -230,36 +239,25 @@ export class DeliveryWorkers {
     });
   }
 
-  /** Opens the liveness connection: takes a key of its own and listens for due deliveries. */
-  private async connect(): Promise<{ client: pg.Client; key: number }> {
-    const client = new pg.Client({
-      connectionString: this.deps.connectionString,
-      application_name: 'webhook-workers',
-    });
-    client.on('notification', () => this.wakeup.notify());
-    client.on('error', (error) => {
-      // The lock went with the connection: claim again only under a new key.
-      this.deps.logger.warn({ err: error }, 'webhook worker liveness connection lost');
-      if (this.liveness?.client === client) this.liveness = undefined;
-      client.end().catch(() => {});
-    });
-    await client.connect();
-    try {
-      await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-      for (;;) {
-        const key = randomInt(1, 2 ** 31 - 1);
-        const { rows } = await client.query<{ locked: boolean }>(
-          `SELECT pg_try_advisory_lock(${WORKER_LOCK_SPACE}, $1) AS locked`,
-          [key],
-        );
-        if (rows[0]?.locked === true) {
-          this.liveness = { client, key };
-          return this.liveness;
-        }
-      }
-    } catch (error) {
-      await client.end().catch(() => {});
-      throw error;
+  /**
+   * The liveness lock this process claims under: the one it holds, or, after its session was lost
+   * (the lock with it: others may already have queued its claims again), a new key of its own;
+   * undefined while the session is not connected.
+   */
+  private async live(): Promise<{ lock: SessionLock; key: number } | undefined> {
+    if (this.liveness?.lock.held()) return this.liveness;
+    if (this.liveness) {
+      this.deps.logger.warn(
+        { worker: this.liveness.key },
+        'webhook worker liveness lock lost; taking a new one',
+      );
+      this.liveness = undefined;
+    }
+    for (;;) {
+      if (!this.deps.session.connected()) return undefined;
+      const key = randomInt(1, 2 ** 31 - 1);
+      const lock = this.deps.session.lock([WORKER_LOCK_SPACE, key]);
+      if (await lock.acquire()) return (this.liveness = { lock, key });
     }
   }
 
@@ -269,14 +267,12 @@ export class DeliveryWorkers {
    */
   private async reap(): Promise<void> {
     const liveness = this.liveness;
-    if (!liveness) return;
+    if (!liveness?.lock.held()) return;
     const now = this.deps.clock();
     for (const holder of await this.deps.queue.claimHolders(liveness.key)) {
-      const { rows } = await liveness.client.query<{ gone: boolean }>(
-        `SELECT pg_try_advisory_lock(${WORKER_LOCK_SPACE}, $1) AS gone`,
-        [holder],
-      );
-      if (rows[0]?.gone !== true) continue;
+      // Its lock free means its process, or that process's session, is gone.
+      const gone = this.deps.session.lock([WORKER_LOCK_SPACE, holder]);
+      if (!(await gone.acquire())) continue;
       try {
         const released = await this.deps.queue.release({ worker: holder }, now);
         this.deps.logger.warn(
@@ -284,7 +280,7 @@ export class DeliveryWorkers {
           'queued again the deliveries of a worker that is gone',
         );
       } finally {
-        await liveness.client.query(`SELECT pg_advisory_unlock(${WORKER_LOCK_SPACE}, $1)`, [holder]);
+        await gone.release();
       }
     }
   }

@@ -27,7 +27,7 @@ describe('the dispatcher on Kafka (distributed mode)', () => {
       bus: () => new KafkaBus(kafka, testLogger(), { topics, batchSize: 500 }),
     });
     relay = new OutboxRelay(kafka, harness.store, testLogger(), {
-      connectionString: harness.database.url,
+      session: harness.database.session,
       topics,
       batchSize: 100,
       pollIntervalMs: 100,

@@ -105,10 +105,10 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
   const store = new EventStore(database.pool, { outbox: options.outbox ?? false });
   const bus =
     options.bus?.(database, store) ??
-    new PgLogBus(database.pool, database.url, store, logger, { batchSize: 500, pollIntervalMs: 50 });
+    new PgLogBus(database.pool, database.session, store, logger, { batchSize: 500, pollIntervalMs: 50 });
   const dispatcher = createWebhookDispatcher({
     pool: database.pool,
-    connectionString: database.url,
+    session: database.session,
     store,
     bus,
     logger,

@@ -2,18 +2,19 @@
 import { PgLogBus } from '@ofp/bus';
 import { EventStore } from '@ofp/event-store';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
-import { ModuleRunner, createLogger, createPool } from '@ofp/runtime';
+import { ModuleRunner, PostgresSession, createLogger, createPool } from '@ofp/runtime';
 import { createWebhookDispatcher } from '../module.js';
 
 const url = process.env.DATABASE_URL!;
 const pool = createPool({ connectionString: url, applicationName: 'dispatcher-fixture' });
 const logger = createLogger({ name: 'dispatcher-fixture', level: 'warn' });
 const store = new EventStore(pool, { outbox: false });
+const session = new PostgresSession({ connectionString: url, applicationName: 'dispatcher-fixture', logger });
 const dispatcher = createWebhookDispatcher({
   pool,
-  connectionString: url,
+  session,
   store,
-  bus: new PgLogBus(pool, url, store, logger, { batchSize: 100, pollIntervalMs: 50 }),
+  bus: new PgLogBus(pool, session, store, logger, { batchSize: 100, pollIntervalMs: 50 }),
   logger,
   clock: () => new Date(),
   // This process serves no HTTP: its routes, and so its gate, are never used.
