@@ -11,7 +11,8 @@
 //   TOKEN=... node examples/webhook-receiver.mjs person.created person.updated
 //
 // PORT (default 4000) is where it listens; API_URL (default http://localhost:8080) the platform;
-// RECEIVER_URL (default http://localhost:PORT/) the URL it subscribes. Plain JavaScript, so that it
+// RECEIVER_URL (default http://localhost:PORT/) the URL it subscribes. A GET answers 200 once it
+// takes deliveries (503 before), for scripts that start it and wait. Plain JavaScript, so that it
 // runs without a build of its own (the client is built with the platform: npm start, npm run build).
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
@@ -29,6 +30,11 @@ if (!process.env.WEBHOOK_SECRET && !token) {
 let webhook = process.env.WEBHOOK_SECRET ? new Webhook(process.env.WEBHOOK_SECRET) : undefined;
 
 const server = createServer((request, response) => {
+  if (request.method === 'GET') {
+    // Readiness, for a script that starts the receiver and waits for it: deliveries are POSTs.
+    response.writeHead(webhook ? 200 : 503).end();
+    return;
+  }
   const chunks = [];
   request.on('data', (chunk) => chunks.push(chunk));
   request.on('end', () => {

@@ -42,6 +42,28 @@ describe('README "Try it": every example, run as written against a running insta
   });
   afterAll(() => platform.stop());
 
+  /** Runs a script as the README's reader would, in bash with `set -euo pipefail`. */
+  const bash = (script: string) =>
+    spawn('bash', ['-c', `set -euo pipefail\n${script}`], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+
+  it('stops at the token with the refusal when the placeholders are left as they are', async () => {
+    const [token] = examples(await readFile(`${ROOT}/README.md`, 'utf8'));
+    const shell = bash(
+      `${token!.replaceAll('http://localhost:8080', platform.apiUrl)}\necho "went on with $TOKEN"`,
+    );
+    let output = '';
+    shell.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    shell.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => shell.once('exit', resolve));
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/TOKEN: no token; the platform answered: \{.*"invalid_client"/);
+    expect(output).not.toContain('went on');
+  });
+
   it('creates, updates with If-Match, searches with q and a dotted filter, and delivers to the sample receiver', async () => {
     const blocks = examples(await readFile(`${ROOT}/README.md`, 'utf8'));
     expect(blocks).toHaveLength(6);
@@ -71,7 +93,7 @@ describe('README "Try it": every example, run as written against a running insta
     try {
       const code = await new Promise<number | null>((resolve) => shell.once('exit', resolve));
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-      // The receiver prints the delivery (the first attempt may come before it listens: then the retry).
+      // The receiver prints the delivery.
       const deadline = Date.now() + 20_000;
       while (!stdout.includes('person.updated') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -108,5 +130,34 @@ describe('README "Try it": every example, run as written against a running insta
     expect(sections[5]).toMatch(
       new RegExp(`^person\\.updated ${id} sequence 3 \\(signature verified, webhook-id \\S+\\)$`, 'm'),
     );
+
+    // The receiver was ready before the write: the delivery succeeded at its first attempt.
+    const token = (await (
+      await fetch(`${platform.apiUrl}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials' }),
+      })
+    ).json()) as { access_token: string };
+    const q = JSON.stringify({
+      filters: [{ operand: 'event_type', operator: '=', value: 'person.updated' }],
+    });
+    const deliveries = async () =>
+      (
+        (await (
+          await fetch(`${platform.apiUrl}/v2/webhook_deliveries?q=${encodeURIComponent(q)}`, {
+            headers: { authorization: `Bearer ${token.access_token}` },
+          })
+        ).json()) as { results: { status: string; attempts: number }[] }
+      ).results;
+    // The attempt is recorded once the receiver has answered.
+    let delivered = await deliveries();
+    for (const until = Date.now() + 10_000; delivered[0]?.status === 'pending' && Date.now() < until;) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      delivered = await deliveries();
+    }
+    expect(delivered).toMatchObject([{ status: 'succeeded', attempts: 1 }]);
   });
 });
