@@ -4619,7 +4619,7 @@ export interface components {
             offset?: number;
             order?: {
                 /** @enum {string} */
-                column: "id" | "webhook_id" | "event_id" | "event_type" | "status" | "attempts" | "next_attempt_at" | "last_status_code" | "last_error" | "external_id" | "created_at" | "updated_at" | "version";
+                column: "id" | "webhook_id" | "event_id" | "event_type" | "status" | "attempts" | "next_attempt_at" | "last_status_code" | "last_error" | "payload" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
                  * @default asc
                  * @enum {string}
@@ -4646,19 +4646,19 @@ export interface components {
                 value: number[];
             } | {
                 /** @enum {string} */
-                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "external_id";
+                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
                 /** @enum {string} */
                 operator: "=" | "!=";
                 value: string | null;
             } | {
                 /** @enum {string} */
-                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "external_id";
+                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
                 /** @enum {string} */
                 operator: ">" | "<" | ">=" | "<=";
                 value: string;
             } | {
                 /** @enum {string} */
-                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "external_id";
+                operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
                 /** @enum {string} */
                 operator: "in" | "not in";
                 value: string[];
@@ -4704,6 +4704,7 @@ export interface components {
                 error: string | null;
                 response_excerpt: string | null;
             }[];
+            payload: string;
             external_id: string | null;
             /** Format: date-time */
             created_at: string;
@@ -4807,19 +4808,19 @@ export interface components {
                 value: number[];
             } | {
                 /** @enum {string} */
-                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.external_id" | "external_id";
+                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
                 /** @enum {string} */
                 operator: "=" | "!=";
                 value: string | null;
             } | {
                 /** @enum {string} */
-                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.external_id" | "external_id";
+                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
                 /** @enum {string} */
                 operator: ">" | "<" | ">=" | "<=";
                 value: string;
             } | {
                 /** @enum {string} */
-                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.external_id" | "external_id";
+                operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
                 /** @enum {string} */
                 operator: "in" | "not in";
                 value: string[];

@@ -33,8 +33,6 @@ ALTER TABLE webhooks.webhook_deliveries
   -- NULL for `webhook.test`, which belongs to no stream.
   ADD COLUMN stream_id text,
   ADD COLUMN sequence integer,
-  -- The exact body that is signed and sent, the same on every attempt.
-  ADD COLUMN payload text NOT NULL,
   -- Whether it is its record's turn at its endpoint (no earlier delivery open): only such deliveries are
   -- looked at by claims, so a backlog of later versions waiting for an earlier one costs a claim
   -- nothing. Set at queueing, passed on when a delivery finishes (DeliveryQueue.passTurns). Claims

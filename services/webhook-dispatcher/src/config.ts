@@ -38,7 +38,7 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
  * - `WEBHOOK_WORKER_CONCURRENCY` (64): deliveries in flight per process;
  * - `WEBHOOK_ENDPOINT_CONCURRENCY` (16): deliveries in flight per endpoint, across processes;
  * - `WEBHOOK_POLL_INTERVAL_MS` (1000): how often idle workers look for retries that fell due;
- * - `WEBHOOK_DELIVERY_RETENTION_DAYS` (30, at least 14): how long finished deliveries are kept.
+ * - `WEBHOOK_DELIVERY_RETENTION_DAYS` (30, at least 14): how long finished deliveries (payloads included) are kept.
  */
 export const webhookDispatcherConfigShape = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: env.boolean(false).meta({
@@ -60,7 +60,7 @@ export const webhookDispatcherConfigShape = {
     .positiveInt(DEFAULT_LIMITS.retentionDays)
     .pipe(z.number().min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} (recover’s reach)`))
     .meta({
-      description: `days a finished delivery and its attempts are kept (at least ${MIN_RETENTION_DAYS}, what \`recover\` reaches); purged hourly`,
+      description: `days a finished delivery, its attempts and its payload are kept (at least ${MIN_RETENTION_DAYS}, what \`recover\` reaches); purged hourly`,
     }),
 };
 

@@ -20,6 +20,12 @@ export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
   'network',
 ] as const;
 
+/**
+ * The longest body a delivery may carry, in characters: a record at the body limit of a write (1 MiB),
+ * its previous values as long again, and the envelope.
+ */
+const MAX_PAYLOAD_LENGTH = 4 * 1024 * 1024;
+
 export const webhooks = defineModel({
   name: 'webhooks',
   singular: 'webhook',
@@ -68,5 +74,8 @@ export const webhookDeliveries = defineModel({
       error: column.string({ readOnly: true, maxLength: 1000 }),
       response_excerpt: column.string({ readOnly: true, maxLength: 2000 }),
     }),
+    // The exact body every attempt sends and signs (a JSON text), kept with the delivery for as long
+    // as the delivery is kept (WEBHOOK_DELIVERY_RETENTION_DAYS after it finished).
+    payload: column.string({ readOnly: true, nullable: false, maxLength: MAX_PAYLOAD_LENGTH }),
   },
 });

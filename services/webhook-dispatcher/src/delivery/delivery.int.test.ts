@@ -105,6 +105,8 @@ describe('webhook deliveries', () => {
           response_excerpt: '',
         },
       ],
+      // Kept with the delivery: the very bytes that were sent and signed.
+      payload: receiver.received[1]!.body,
       external_id: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
