@@ -223,8 +223,19 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     ['grant.revoked'],
     DATA_SCHEMAS.grantRevoked,
     z.strictObject({
-      grant_id: z.string(),
-      token_id: z.string().nullable().describe('null: every token of the grant'),
+      grant_id: z
+        .string()
+        .nullable()
+        .describe('The grant whose tokens are revoked; null: a token of no grant, or a client'),
+      token_id: z
+        .string()
+        .nullable()
+        .describe('The one token revoked (its jti); null with a grant_id: every token of the grant'),
+      client_id: z
+        .string()
+        .nullable()
+        .optional()
+        .describe('Every token of this client is revoked (it was disabled); absent in older announcements'),
       expires_at: z.iso.datetime().describe('When the last token concerned expires'),
     }),
   );

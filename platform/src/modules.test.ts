@@ -6,7 +6,7 @@ const graph = (target: Target): ModuleName[] => moduleOrder(MODULES, TARGETS[tar
 
 /** The modules of a service, and those that only a process consuming the bus needs. */
 const SERVICES: Record<string, readonly ModuleName[]> = {
-  auth: ['auth', 'auth-schema', 'admin-token'],
+  auth: ['auth', 'auth-janitor', 'auth-schema', 'admin-token'],
   api: ['api', 'api-schema', 'process-managers', 'outbox-relay'],
   projector: ['projector'],
   webhooks: ['webhooks', 'webhooks-schema', 'webhook-intake'],

@@ -126,6 +126,8 @@ export interface Provided {
   /** The admin API's bearer token: ADMIN_TOKEN, or (standalone) one generated and kept in DATA_DIR. */
   'admin-token': string;
   auth: AuthService;
+  /** Purges the auth service's expired codes, grants and refresh tokens. */
+  'auth-janitor': undefined;
   api: ApiService;
   'process-managers': undefined;
   'outbox-relay': undefined;
@@ -366,6 +368,7 @@ const modules = {
       return { value: auth, ...auth.module };
     },
   }),
+  'auth-janitor': module({ deps: ['auth'], init: ({ auth }) => auth.janitor }),
 
   api: module({
     deps: ['api-schema', 'event-store', 'pool', 'postgres-session', 'bus', 'token-verification', 'metrics'],
@@ -528,6 +531,7 @@ export const MODULES: ModuleDefinitions<Provided, PlatformContext> = modules;
 export const TARGETS = {
   all: [
     'auth',
+    'auth-janitor',
     'api',
     'process-managers',
     'outbox-relay',
@@ -537,7 +541,7 @@ export const TARGETS = {
     'http',
     'standalone',
   ],
-  auth: ['auth', 'admin-http', 'http'],
+  auth: ['auth', 'auth-janitor', 'admin-http', 'http'],
   api: ['api', 'process-managers', 'outbox-relay', 'http'],
   projector: ['projector', 'http'],
   'webhook-dispatcher': ['webhooks', 'webhook-intake', 'http'],

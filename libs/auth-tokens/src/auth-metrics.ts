@@ -20,6 +20,8 @@ export interface AuthMetrics {
    * (API.md §12), `limited` (429).
    */
   clientAuthenticationFailed(outcome: 'refused' | 'limited'): void;
+  /** The auth service's janitor deleted `rows` expired rows of `table`. */
+  purged(table: string, rows: number): void;
 }
 
 const byRegistry = new WeakMap<Registry, AuthMetrics>();
@@ -54,11 +56,20 @@ export function authMetrics(registry: Registry): AuthMetrics {
   for (const outcome of ['refused', 'limited']) clientAuthenticationFailures.inc({ outcome }, 0);
   for (const reason of [...REJECTION_REASONS, 'missing', 'unavailable']) rejected.inc({ reason }, 0);
   for (const grantType of GRANT_TYPES) issued.inc({ grant_type: grantType }, 0);
+  const purged = new Counter({
+    name: 'auth_purged_rows_total',
+    help: "Expired rows the auth service's janitor deleted, by table (refresh_tokens, grants, authorization_codes, revoked_access_tokens)",
+    labelNames: ['table'],
+    registers: [registry],
+  });
+  for (const table of ['refresh_tokens', 'grants', 'authorization_codes', 'revoked_access_tokens'])
+    purged.inc({ table }, 0);
   const metrics: AuthMetrics = {
     rejected: (reason) => rejected.inc({ reason }),
     rateLimited: () => rateLimited.inc(),
     issued: (grantType) => issued.inc({ grant_type: grantType }),
     clientAuthenticationFailed: (outcome) => clientAuthenticationFailures.inc({ outcome }),
+    purged: (table, rows) => purged.inc({ table }, rows),
   };
   byRegistry.set(registry, metrics);
   return metrics;

@@ -6,19 +6,39 @@ export { REVOCATIONS_STREAM_TYPE };
 /** The event type of a revocation announcement. */
 export const GRANT_REVOKED = 'grant.revoked';
 
-/** The data of a `grant.revoked` event. `token_id` null: every token of the grant. */
+/**
+ * The data of a `grant.revoked` event: the tokens of a grant (`grant_id`; with `token_id`, only that one
+ * of them), one token of no grant (`token_id` alone: a client-credentials token), or every token of a
+ * client (`client_id`: a disabled client). Announcements written before `client_id` existed lack it.
+ */
 export interface RevocationAnnouncement {
-  readonly grant_id: string;
+  readonly grant_id: string | null;
   readonly token_id: string | null;
+  readonly client_id?: string | null;
   readonly expires_at: string;
 }
 
 export function announcementOf(revocation: Revocation): RevocationAnnouncement {
   return {
-    grant_id: revocation.grantId,
-    token_id: revocation.tokenId ?? null,
+    grant_id: 'grantId' in revocation ? revocation.grantId : null,
+    token_id: 'tokenId' in revocation ? (revocation.tokenId ?? null) : null,
+    client_id: 'clientId' in revocation ? revocation.clientId : null,
     expires_at: revocation.expiresAt.toISOString(),
   };
+}
+
+/** The revocation an announcement makes, or undefined for one that names nothing. */
+export function revocationOf(announced: RevocationAnnouncement): Revocation | undefined {
+  const expiresAt = new Date(announced.expires_at);
+  if (announced.client_id != null) return { clientId: announced.client_id, expiresAt };
+  if (announced.grant_id != null)
+    return {
+      grantId: announced.grant_id,
+      ...(announced.token_id === null ? {} : { tokenId: announced.token_id }),
+      expiresAt,
+    };
+  if (announced.token_id != null) return { tokenId: announced.token_id, expiresAt };
+  return undefined;
 }
 
 /**
@@ -39,12 +59,8 @@ export function revocationsModule(bus: Bus, denyList: RevocationDenyList, group:
         handle: (events) => {
           for (const event of events) {
             if (event.type !== GRANT_REVOKED) continue;
-            const announced = event.data as RevocationAnnouncement;
-            denyList.add({
-              grantId: announced.grant_id,
-              ...(announced.token_id === null ? {} : { tokenId: announced.token_id }),
-              expiresAt: new Date(announced.expires_at),
-            });
+            const revocation = revocationOf(event.data as RevocationAnnouncement);
+            if (revocation !== undefined) denyList.add(revocation);
           }
           return Promise.resolve();
         },

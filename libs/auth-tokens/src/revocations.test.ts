@@ -10,24 +10,35 @@ describe('RevocationDenyList', () => {
   it('denies every token of a revoked grant', () => {
     const list = new RevocationDenyList(clock, { retainMs: 0 });
     list.add({ grantId: 'g1', expiresAt: new Date(now + 60_000) });
-    expect(list.isDenied('g1', 'any-token')).toBe(true);
-    expect(list.isDenied('g2', 'any-token')).toBe(false);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 'any-token' })).toBe(true);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g2', tokenId: 'any-token' })).toBe(false);
   });
 
   it('denies only the named token when a revocation names one', () => {
     const list = new RevocationDenyList(clock, { retainMs: 0 });
     list.add({ grantId: 'g1', tokenId: 't1', expiresAt: new Date(now + 60_000) });
-    expect(list.isDenied('g1', 't1')).toBe(true);
-    expect(list.isDenied('g1', 't2')).toBe(false);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 't1' })).toBe(true);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 't2' })).toBe(false);
+  });
+
+  it('denies a token without a grant by its id, and every token of a revoked client', () => {
+    const list = new RevocationDenyList(clock, { retainMs: 0 });
+    list.add({ tokenId: 't1', expiresAt: new Date(now + 60_000) });
+    expect(list.isDenied({ clientId: 'c1', tokenId: 't1' })).toBe(true);
+    expect(list.isDenied({ clientId: 'c1', tokenId: 't2' })).toBe(false);
+    list.add({ clientId: 'c2', expiresAt: new Date(now + 60_000) });
+    expect(list.isDenied({ clientId: 'c2', tokenId: 't3' })).toBe(true);
+    expect(list.isDenied({ clientId: 'c2', grantId: 'g9', tokenId: 't4' })).toBe(true);
+    expect(list.isDenied({ clientId: 'c3', tokenId: 't3' })).toBe(false);
   });
 
   it('keeps an entry until its tokens expired plus the retention, then forgets it', () => {
     const list = new RevocationDenyList(clock, { retainMs: 30_000 });
     list.add({ grantId: 'g1', expiresAt: new Date(now + 60_000) });
     now += 89_000;
-    expect(list.isDenied('g1', 't')).toBe(true);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 't' })).toBe(true);
     now += 1_000;
-    expect(list.isDenied('g1', 't')).toBe(false);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 't' })).toBe(false);
     list.add({ grantId: 'g2', expiresAt: new Date(now + 1_000) });
     expect(list.size).toBe(1);
   });
@@ -43,6 +54,6 @@ describe('RevocationDenyList', () => {
     list.add({ grantId: 'g1', expiresAt: new Date(now + 60_000) });
     list.add({ grantId: 'g1', expiresAt: new Date(now + 10_000) });
     now += 30_000;
-    expect(list.isDenied('g1', 't')).toBe(true);
+    expect(list.isDenied({ clientId: 'c1', grantId: 'g1', tokenId: 't' })).toBe(true);
   });
 });

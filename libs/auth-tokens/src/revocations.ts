@@ -1,30 +1,38 @@
 import type { Clock } from './clock.js';
 
 /**
- * An announcement that access tokens must be refused before they expire: every token of the grant
- * (`gid` claim), or, with `tokenId`, only the one token with that `jti` (a refresh retry supersedes the
- * pair issued before it, API.md §7). `expiresAt` is when the last such token expires; after that the
- * announcement can be forgotten.
+ * An announcement that access tokens must be refused before they expire: every token of a grant
+ * (`grantId`, the `gid` claim), one token (`tokenId`, its `jti`: a revoked client-credentials token, or
+ * the pair a refresh retry superseded, API.md §7), or every token of a client (`clientId`: a disabled
+ * client, whose client-credentials tokens are stored nowhere). `expiresAt` is when the last such token
+ * expires; after that the announcement can be forgotten.
  */
-export interface Revocation {
-  grantId: string;
-  tokenId?: string;
-  expiresAt: Date;
+export type Revocation = { expiresAt: Date } & (
+  { grantId: string; tokenId?: string } | { tokenId: string } | { clientId: string }
+);
+
+/** The identifiers of a token a verifier asks about. */
+export interface RevocableToken {
+  readonly clientId: string;
+  /** Absent for a client-credentials token, which belongs to no stored grant. */
+  readonly grantId?: string | undefined;
+  readonly tokenId: string;
 }
 
 /** What a verifier asks: has this token been revoked? */
 export interface DenyList {
-  isDenied(grantId: string, tokenId: string): boolean;
+  isDenied(token: RevocableToken): boolean;
 }
 
 /**
- * The revoked grants and tokens of a process, each kept until its tokens have expired. Entries stay
- * `retainMs` longer than announced, so that a verifier's clock tolerance on `exp` cannot let a revoked
- * token through after its entry was dropped.
+ * The revoked grants, tokens and clients of a process, each kept until its tokens have expired.
+ * Entries stay `retainMs` longer than announced, so that a verifier's clock tolerance on `exp` cannot
+ * let a revoked token through after its entry was dropped.
  */
 export class RevocationDenyList implements DenyList {
   private readonly grants = new Map<string, number>();
   private readonly tokens = new Map<string, number>();
+  private readonly clients = new Map<string, number>();
   private readonly retainMs: number;
 
   constructor(
@@ -39,23 +47,31 @@ export class RevocationDenyList implements DenyList {
     this.prune(now);
     const until = revocation.expiresAt.getTime() + this.retainMs;
     if (until <= now) return;
-    const entries = revocation.tokenId === undefined ? this.grants : this.tokens;
-    const id = revocation.tokenId ?? revocation.grantId;
+    const [entries, id] =
+      'clientId' in revocation
+        ? [this.clients, revocation.clientId]
+        : revocation.tokenId !== undefined
+          ? [this.tokens, revocation.tokenId]
+          : [this.grants, (revocation as { grantId: string }).grantId];
     entries.set(id, Math.max(entries.get(id) ?? 0, until));
   }
 
-  isDenied(grantId: string, tokenId: string): boolean {
+  isDenied(token: RevocableToken): boolean {
     const now = this.clock().getTime();
-    return (this.grants.get(grantId) ?? 0) > now || (this.tokens.get(tokenId) ?? 0) > now;
+    return (
+      (this.tokens.get(token.tokenId) ?? 0) > now ||
+      (this.clients.get(token.clientId) ?? 0) > now ||
+      (token.grantId !== undefined && (this.grants.get(token.grantId) ?? 0) > now)
+    );
   }
 
   /** Entries currently kept (for metrics and tests). */
   get size(): number {
-    return this.grants.size + this.tokens.size;
+    return this.grants.size + this.tokens.size + this.clients.size;
   }
 
   private prune(now: number): void {
-    for (const entries of [this.grants, this.tokens]) {
+    for (const entries of [this.grants, this.tokens, this.clients]) {
       for (const [id, until] of entries) if (until <= now) entries.delete(id);
     }
   }

@@ -154,9 +154,16 @@ describe('createTokenVerifier', () => {
     expect(await rejection(sign(rest))).toBe('The access token lacks required claims');
   });
 
-  it('refuses a token without a grant id', async () => {
+  it('accepts a token without a grant id (client credentials), revoked by its id or its client', async () => {
     const { gid: _gid, ...rest } = claims();
-    expect(await rejection(sign(rest))).toBe('The access token lacks required claims');
+    const context = await verifier.verify(sign(rest));
+    expect(context.grantId).toBeUndefined();
+    denyList.add({ tokenId: 'token-1', expiresAt: new Date(T0 + 10800_000) });
+    expect(await rejection(sign(rest))).toBe('The access token was revoked');
+    const another = sign({ ...rest, jti: 'token-2' });
+    await verifier.verify(another);
+    denyList.add({ clientId: 'client-1', expiresAt: new Date(T0 + 10800_000) });
+    expect(await rejection(another)).toBe('The access token was revoked');
   });
 
   it('refuses a token of a revoked grant, and a revoked token', async () => {

@@ -14,8 +14,12 @@ export interface AuthContext {
   orgId: number;
   /** `scope`, restricted to the scopes this platform knows. */
   scopes: readonly Scope[];
-  /** `gid`: the grant (authorization) the token was issued under; revoking it revokes the token. */
-  grantId: string;
+  /**
+   * `gid`: the grant (authorization) the token was issued under; revoking it revokes the token. Absent
+   * for a client-credentials token: nothing is stored per such token (API.md §7), and it is revoked by
+   * its `jti` or with its client.
+   */
+  grantId?: string;
   /** `jti`. */
   tokenId: string;
   /** `iat`. */
@@ -92,7 +96,7 @@ const claimsSchema = z.object({
   sub: z.string().min(1),
   org: z.number().int().positive(),
   scope: z.string(),
-  gid: z.string().min(1),
+  gid: z.string().min(1).optional(),
   jti: z.string().min(1),
   iat: z.number(),
   exp: z.number(),
@@ -115,7 +119,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       const known = verified.get(token);
       if (known !== undefined) {
         if (epochSeconds(options.clock()) <= epochSeconds(known.expiresAt) + clockTolerance) {
-          if (options.denyList.isDenied(known.grantId, known.tokenId))
+          if (options.denyList.isDenied(known))
             throw new TokenRejectedError('The access token was revoked', 'revoked');
           return known;
         }
@@ -160,17 +164,18 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     const claims = claimsSchema.safeParse(payload);
     if (!claims.success) throw new TokenRejectedError('The access token lacks required claims', 'claims');
     const { sub, org, scope, gid, jti, iat, exp } = claims.data;
-    if (options.denyList.isDenied(gid, jti))
-      throw new TokenRejectedError('The access token was revoked', 'revoked');
-    return {
+    const context: AuthContext = {
       clientId: sub,
       orgId: org,
       scopes: scope.split(' ').filter(isScope),
-      grantId: gid,
+      ...(gid === undefined ? {} : { grantId: gid }),
       tokenId: jti,
       issuedAt: new Date(iat * 1000),
       expiresAt: new Date(exp * 1000),
     };
+    if (options.denyList.isDenied(context))
+      throw new TokenRejectedError('The access token was revoked', 'revoked');
+    return context;
   }
 }
 

@@ -4516,7 +4516,8 @@ export interface components {
             token_type: "bearer";
             /** @constant */
             expires_in: 10800;
-            refresh_token: string;
+            /** @description The authorization code and refresh token grants; none for client credentials */
+            refresh_token?: string;
             /** @description Space-separated scopes: read, write, operations */
             scope: string;
         };

@@ -9,7 +9,8 @@ export interface AccessTokenSubject {
   clientId: string;
   organizationId: number;
   scopes: readonly Scope[];
-  grantId: string;
+  /** The grant the token is issued under; none for client credentials, which store nothing. */
+  grantId?: string;
 }
 
 export interface IssuedAccessToken {
@@ -22,7 +23,7 @@ export interface IssuedAccessToken {
  * Signs an access token in the RFC 9068 profile (API.md §7): header `typ: at+jwt`, RS256 with the
  * current signing key named in `kid`; `iss` the public base URL, `sub` and `client_id` the client, `aud`
  * the deployment's API resource (the public base URL as well: one audience for every service), `org`
- * its organization, `scope`, `jti`, `gid` the grant, `iat`, and `exp` = `iat` + 10800.
+ * its organization, `scope`, `jti`, `gid` the grant (when there is one), `iat`, and `exp` = `iat` + 10800.
  */
 export async function signAccessToken(
   keys: SigningKeys,
@@ -42,7 +43,7 @@ export async function signAccessToken(
       aud: issuer,
       org: subject.organizationId,
       scope: scopeString(subject.scopes),
-      gid: subject.grantId,
+      ...(subject.grantId === undefined ? {} : { gid: subject.grantId }),
       jti: tokenId,
       iat,
       exp,

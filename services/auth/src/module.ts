@@ -15,6 +15,7 @@ import {
 } from '@ofp/auth-tokens';
 import { migrate, type Logger, type Module, type Pool, type Route } from '@ofp/runtime';
 import { adminRoutes } from './admin/routes.js';
+import { Janitor } from './janitor.js';
 import { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import { Grants } from './oauth/grants.js';
 import { authRoutes } from './routes.js';
@@ -50,6 +51,8 @@ export interface AuthService {
   readonly issuer: string;
   /** Makes sure a signing key exists. */
   readonly module: Module;
+  /** `auth-janitor`: purges expired codes, grants and refresh tokens (tests run `purge` by hand). */
+  readonly janitor: Janitor;
   /** `/oauth/*`, `/.well-known/*` and `/v2/authenticate`. */
   readonly routes: readonly Route[];
   /** `/admin/*` (API.md §10): the operators' API, for a port of its own where the deployment has one. */
@@ -95,10 +98,17 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     clock: deps.clock,
   });
   const limiter = new TokenBucketLimiter(deps.settings.rateLimit, deps.clock);
+  const janitor = new Janitor({
+    pool: deps.pool,
+    clock: deps.clock,
+    logger: deps.logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  });
   let started = false;
 
   return {
     issuer,
+    janitor,
     module: {
       name: 'auth',
       async start() {

@@ -170,7 +170,7 @@ function authenticateRoute(deps: AuthRoutesDeps): Route<AuthContext> {
 async function authenticate(deps: AuthRoutesDeps, auth: AuthContext): Promise<Reply> {
   const client = await deps.pool.connect();
   try {
-    if (!(await deps.grants.accessTokenLive(client, auth.grantId, auth.tokenId))) {
+    if (!(await deps.grants.accessTokenLive(client, auth))) {
       throw baseError('Unauthenticated', 'The access token was revoked', {
         'WWW-Authenticate': bearerChallenge({
           code: 'invalid_token',

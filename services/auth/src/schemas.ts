@@ -46,7 +46,10 @@ export const tokenResponseSchema = z
     access_token: z.string(),
     token_type: z.literal('bearer'),
     expires_in: z.literal(ACCESS_TOKEN_TTL_SECONDS),
-    refresh_token: z.string(),
+    refresh_token: z
+      .string()
+      .optional()
+      .describe('The authorization code and refresh token grants; none for client credentials'),
     scope: scopeList,
   })
   .meta({ id: 'TokenResponse' });

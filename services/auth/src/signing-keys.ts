@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Clock, KeySource } from '@ofp/auth-tokens';
-import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { inTransaction, prepared, type Pool, type PoolClient } from '@ofp/runtime';
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
@@ -23,12 +23,29 @@ export interface PublicJwk {
 const PUBLISHED_AFTER_RETIREMENT_MS = (ACCESS_TOKEN_TTL_SECONDS + 5 * 60) * 1000;
 
 /**
+ * How long a replica signs with the key it last read before it reads which key signs again. A replica
+ * that has not seen a rotation yet signs with the retired key for at most this long, which is harmless:
+ * a retired key stays published until its last token expired (a rotation is never a revocation).
+ */
+const SIGNER_RECHECK_MS = 5_000;
+
+/** The key that signs new tokens, as a replica keeps it in memory. */
+interface Signer {
+  kid: string;
+  privateKey: KeyObject;
+  /** When it was read (the clock's milliseconds). */
+  readAt: number;
+}
+
+/**
  * The RSA keys that sign access tokens, kept in `auth.signing_keys`. One key signs at a time; rotating
- * retires it (it stays in the JWKS until its tokens have expired) and makes a new one the signer. Every
- * replica reads the current signer from the database, so a rotation anywhere takes effect everywhere.
+ * retires it (it stays in the JWKS until its tokens have expired) and makes a new one the signer. Each
+ * replica keeps the signer in memory and reads it again every {@link SIGNER_RECHECK_MS}, so that issuing
+ * a token reads nothing from the database and a rotation anywhere takes effect everywhere within that.
  */
 export class SigningKeys {
-  private readonly parsed = new Map<string, KeyObject>();
+  private current: Signer | undefined;
+  private reading: Promise<Signer> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -51,10 +68,10 @@ export class SigningKeys {
     return inserted.rowCount === 1;
   }
 
-  /** Retires the signing key and makes a new one the signer. Returns both key ids. */
+  /** Retires the signing key and makes a new one the signer (at once in this replica). Returns both key ids. */
   async rotate(): Promise<{ kid: string; retiredKid: string | undefined }> {
     const key = await newKey();
-    return inTransaction(this.pool, async (client: PoolClient) => {
+    const rotated = await inTransaction(this.pool, async (client: PoolClient) => {
       const now = this.clock();
       const retired = await client.query<{ kid: string }>(
         'UPDATE auth.signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid',
@@ -66,21 +83,37 @@ export class SigningKeys {
       );
       return { kid: key.jwk.kid, retiredKid: retired.rows[0]?.kid };
     });
+    this.current = {
+      kid: key.jwk.kid,
+      privateKey: createPrivateKey(key.privatePem),
+      readAt: this.clock().getTime(),
+    };
+    return rotated;
   }
 
   /** The key that signs new tokens. */
   async signer(): Promise<{ kid: string; privateKey: KeyObject }> {
+    const now = this.clock().getTime();
+    const current = this.current;
+    // A clock that stepped back counts as long ago.
+    if (current !== undefined && now >= current.readAt && now - current.readAt < SIGNER_RECHECK_MS)
+      return current;
+    this.reading ??= this.readSigner(current).finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async readSigner(previous: Signer | undefined): Promise<Signer> {
+    const readAt = this.clock().getTime();
     const { rows } = await this.pool.query<{ kid: string; private_key: string }>(
-      'SELECT kid, private_key FROM auth.signing_keys WHERE retired_at IS NULL',
+      prepared('SELECT kid, private_key FROM auth.signing_keys WHERE retired_at IS NULL', []),
     );
     const row = rows[0];
     if (row === undefined) throw new Error('no signing key: ensureSigningKey() runs at start');
-    let privateKey = this.parsed.get(row.kid);
-    if (privateKey === undefined) {
-      privateKey = createPrivateKey(row.private_key);
-      this.parsed.set(row.kid, privateKey);
-    }
-    return { kid: row.kid, privateKey };
+    const privateKey = row.kid === previous?.kid ? previous.privateKey : createPrivateKey(row.private_key);
+    this.current = { kid: row.kid, privateKey, readAt };
+    return this.current;
   }
 
   /** The JWKS document (RFC 7517 §5): the signer and every retired key whose tokens may still be live. */

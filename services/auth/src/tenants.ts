@@ -166,14 +166,14 @@ export async function rotateClientSecret(tx: PoolClient, clientId: string): Prom
 }
 
 /**
- * Disables a client: it authenticates no more, and every grant it holds is revoked as a reused
- * refresh token's is (API.md §7: its access tokens fail everywhere within 5 s). Disabling a disabled
- * client changes nothing.
+ * Disables a client: it authenticates no more, every grant it holds is revoked as a reused refresh
+ * token's is, and its client-credentials tokens (stored nowhere) are denied by client (API.md §7: its
+ * access tokens fail everywhere within 5 s). Disabling a disabled client changes nothing.
  */
 export async function disableClient(
   tx: PoolClient,
   clock: Clock,
-  grants: Pick<Grants, 'revoke'>,
+  grants: Pick<Grants, 'revoke' | 'revokeClient'>,
   clientId: string,
 ): Promise<{ client: ClientRecord; revokedGrants: number }> {
   const client = await lockClient(tx, clientId, 'update');
@@ -186,5 +186,6 @@ export async function disableClient(
     [clientId],
   );
   for (const { id } of rows) await grants.revoke(tx, id);
+  await grants.revokeClient(tx, clientId);
   return { client: { ...client, disabled_at: disabledAt }, revokedGrants: rows.length };
 }

@@ -142,7 +142,7 @@ describe('bearer token verification against the auth service', () => {
       clientId: client.client_id,
       orgId: client.organization_id,
       scopes: ['read', 'write'],
-      grantId: anyString,
+      tokenId: anyString,
     });
   });
 
@@ -231,6 +231,25 @@ describe('bearer token verification against the auth service', () => {
     expect(status).toBe(401);
     expect(Date.now() - start).toBeLessThan(5_000);
     await expectRefused(token, 'The access token was revoked');
+  });
+
+  it('refuses every token of a disabled client within 5 seconds', async () => {
+    const tokens = [await accessToken(), await accessToken('read')];
+    for (const token of tokens) expect((await call(token)).status).toBe(200);
+    const disabled = await fetch(`${server.url}/admin/clients/${client.client_id}/disable`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(disabled.status).toBe(200);
+    const start = Date.now();
+    const statuses = async () => Promise.all(tokens.map(async (token) => (await call(token)).status));
+    while ((await statuses()).includes(200) && Date.now() - start < 5_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await statuses()).toEqual([401, 401]);
+    expect(Date.now() - start).toBeLessThan(5_000);
+    client = await server.registerClient();
   });
 
   it('limits each client’s request rate with 429 and the RateLimit headers', async () => {

@@ -1,4 +1,4 @@
-import { startAuthTestServer, type AuthTestServer } from '../testing/auth-test-server.js';
+import { startAuthTestServer, TEST_REDIRECT_URI, type AuthTestServer } from '../testing/auth-test-server.js';
 
 // jest's asymmetric matchers are typed any; as unknown they fit any expected shape.
 const anyString: unknown = expect.any(String);
@@ -228,13 +228,12 @@ describe('administration API (API.md §10)', () => {
   });
 
   describe('disabling a client', () => {
-    it('revokes its grants (its tokens stop working) and refuses it from then on', async () => {
-      const client = await createClient(await organizationId());
-      const tokens = (await (await clientCredentials(client)).json()) as {
-        access_token: string;
-        refresh_token: string;
-      };
+    it('revokes its grants and tokens (they stop working) and refuses it from then on', async () => {
+      const client = await createClient(await organizationId(), { redirect_uri: TEST_REDIRECT_URI });
+      const tokens = (await (await clientCredentials(client)).json()) as { access_token: string };
       expect(await authenticates(tokens.access_token)).toBe(200);
+      const code = await server.codeGrant(client);
+      expect(await authenticates(code.access_token)).toBe(200);
 
       const response = await post(`/admin/clients/${client.client_id}/disable`, {});
       expect(response.status).toBe(200);
@@ -246,6 +245,7 @@ describe('administration API (API.md §10)', () => {
       });
 
       expect(await authenticates(tokens.access_token)).toBe(401);
+      expect(await authenticates(code.access_token)).toBe(401);
       const again = await clientCredentials(client);
       expect(again.status).toBe(401);
       expect(await again.json()).toEqual({
@@ -254,17 +254,20 @@ describe('administration API (API.md §10)', () => {
       });
       const refresh = await server.postForm('/oauth/token', {
         grant_type: 'refresh_token',
-        refresh_token: tokens.refresh_token,
+        refresh_token: code.refresh_token,
         client_id: client.client_id,
         client_secret: client.client_secret,
       });
       expect(refresh.status).toBe(401);
-      // Announced like any revocation (API.md §7), so resource servers drop its tokens too.
-      const { rows } = await server.pool.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM es.events WHERE type = 'grant.revoked' AND data->>'grant_id' IN (SELECT id::text FROM auth.grants WHERE client_id = $1)",
+      // Announced like any revocation (API.md §7), so resource servers drop its tokens too: the grant
+      // of its code, and the client itself for its client-credentials tokens, which are stored nowhere.
+      const { rows } = await server.pool.query<{ grants: number; clients: number }>(
+        `SELECT count(*) FILTER (WHERE data->>'grant_id' IN (SELECT id::text FROM auth.grants WHERE client_id = $1))::int AS grants,
+                count(*) FILTER (WHERE data->>'client_id' = $1)::int AS clients
+           FROM es.events WHERE type = 'grant.revoked'`,
         [client.client_id],
       );
-      expect(rows[0]!.n).toBe(1);
+      expect(rows[0]).toEqual({ grants: 1, clients: 1 });
       const listed = (await (
         await get(`/admin/organizations/${client.organization_id}/clients`)
       ).json()) as SearchJson<ClientJson>;
@@ -286,46 +289,21 @@ describe('administration API (API.md §10)', () => {
       expect((await post('/admin/clients/no-such-client/disable', {})).status).toBe(404);
     });
 
-    it('gives nothing to a token request that authenticated before a disable committed', async () => {
+    it('stores nothing for a client-credentials token, and issues no refresh token', async () => {
       const client = await createClient(await organizationId());
-      // A disable under way holds the client's row, as disableClient does, until it commits.
-      const disabling = await server.pool.connect();
-      try {
-        await disabling.query('BEGIN');
-        await disabling.query('SELECT 1 FROM auth.clients WHERE id = $1 FOR UPDATE', [client.client_id]);
-        const requests = Array.from({ length: 5 }, () => clientCredentials(client));
-        // Let the requests authenticate (the client is not disabled yet) and reach the row.
-        await waitFor(async () => {
-          const { rows } = await server.pool.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-          );
-          return rows[0]!.n === requests.length;
-        });
-        await disabling.query('UPDATE auth.clients SET disabled_at = now() WHERE id = $1', [
-          client.client_id,
-        ]);
-        await disabling.query('COMMIT');
-        const responses = await Promise.all(requests);
-        expect(responses.map((response) => response.status)).toEqual(requests.map(() => 401));
-      } finally {
-        disabling.release();
-      }
-      const { rows } = await server.pool.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM auth.grants WHERE client_id = $1',
+      const response = await clientCredentials(client);
+      expect(response.status).toBe(200);
+      expect(await response.json()).not.toHaveProperty('refresh_token');
+      const { rows } = await server.pool.query<{ grants: number; refresh_tokens: number }>(
+        `SELECT (SELECT count(*)::int FROM auth.grants WHERE client_id = $1) AS grants,
+                (SELECT count(*)::int FROM auth.refresh_tokens rt JOIN auth.grants g ON g.id = rt.grant_id
+                  WHERE g.client_id = $1) AS refresh_tokens`,
         [client.client_id],
       );
-      expect(rows[0]!.n).toBe(0);
+      expect(rows[0]).toEqual({ grants: 0, refresh_tokens: 0 });
     });
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 interface ClientJson {
   client_id: string;

@@ -27,8 +27,8 @@ export interface AdminRoutesDeps {
   pool: Pool;
   clock: Clock;
   keys: SigningKeys;
-  /** Revokes a disabled client's grants. */
-  grants: Pick<Grants, 'revoke'>;
+  /** Revokes a disabled client's grants and tokens. */
+  grants: Pick<Grants, 'revoke' | 'revokeClient'>;
   adminToken: string;
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Revocation, Scope } from '@ofp/auth-tokens';
-import { prepared, type Pool, type PoolClient } from '@ofp/runtime';
+import type { PoolClient } from '@ofp/runtime';
 import { signAccessToken } from '../access-tokens.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../token-lifetime.js';
 import { digestSecret, newSecret } from '../secrets.js';
@@ -17,7 +17,8 @@ export interface TokenResponse {
   access_token: string;
   token_type: 'bearer';
   expires_in: number;
-  refresh_token: string;
+  /** None for client credentials (RFC 6749 §4.4.3). */
+  refresh_token?: string;
   scope: string;
 }
 
@@ -128,43 +129,37 @@ export class Grants {
   }
 
   /**
-   * The client-credentials grant in one statement, without a transaction around it: the grant and its
-   * pair are written only while the client is enabled, its row held shared as `lockClient` holds it
-   * for the other grants, so that a disable waits for the statement and then revokes this grant too.
-   * Undefined when the client is disabled. (The access token is signed first and thrown away then.)
+   * The client-credentials grant (RFC 6749 §4.4): an access token and nothing else, stored nowhere (API.md
+   * §7). Such a token belongs to no grant row: revoking it denies its `jti`, and disabling its client
+   * denies every token of the client ({@link revokeToken}, {@link revokeClient}).
    */
   async issueToClient(
-    db: Pool,
     client: { id: string; organizationId: number },
     scopes: readonly Scope[],
-  ): Promise<TokenResponse | undefined> {
-    const grantId = randomUUID();
-    const pair = await this.newPair(
-      { id: grantId, clientId: client.id, organizationId: client.organizationId },
-      scopes,
+  ): Promise<TokenResponse> {
+    const access = await signAccessToken(
+      this.options.keys,
+      this.options.issuer,
+      { clientId: client.id, organizationId: client.organizationId, scopes },
+      this.options.clock(),
     );
-    const { rowCount } = await db.query(
-      prepared(
-        `WITH client AS (
-         SELECT id FROM auth.clients WHERE id = $9 AND disabled_at IS NULL FOR SHARE
-       ), granted AS (
-         INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at)
-         SELECT $2, client.id, $10, $4, NULL, $7 FROM client
-         RETURNING id
-       )
-       INSERT INTO auth.refresh_tokens (${REFRESH_TOKEN_COLUMNS})
-       SELECT $1, granted.id, $3, $4, $5, $6, $7, $8, 'active' FROM granted`,
-        [...pair.row, client.id, client.organizationId],
-      ),
-    );
-    return rowCount === 1 ? pair.response : undefined;
+    return {
+      access_token: access.token,
+      token_type: 'bearer',
+      expires_in: ACCESS_TOKEN_TTL_SECONDS,
+      scope: scopeString(scopes),
+    };
   }
 
   /** A signed access token and a new refresh token under `grant`, with the refresh token's row. */
   private async newPair(
     grant: Pick<Grant, 'id' | 'clientId' | 'organizationId'>,
     scopes: readonly Scope[],
-  ): Promise<{ response: TokenResponse; refreshTokenId: string; row: unknown[] }> {
+  ): Promise<{
+    response: TokenResponse & { refresh_token: string };
+    refreshTokenId: string;
+    row: unknown[];
+  }> {
     const now = this.options.clock();
     const access = await signAccessToken(
       this.options.keys,
@@ -305,14 +300,56 @@ export class Grants {
     return rows[0]?.id;
   }
 
-  /** Whether the access token `jti` of grant `grantId` still works (its grant and pair are live). */
-  async accessTokenLive(tx: PoolClient, grantId: string, tokenId: string): Promise<boolean> {
-    const { rows } = await tx.query<{ live: boolean }>(
-      `SELECT g.revoked_at IS NULL AND rt.state <> 'superseded' AS live
-         FROM auth.grants g JOIN auth.refresh_tokens rt ON rt.grant_id = g.id
-        WHERE g.id = $1 AND rt.access_token_id = $2`,
-      [grantId, tokenId],
+  /**
+   * Revokes one access token of no grant (client credentials) until it expires: remembered by its `jti`
+   * here, and announced to every verifier. Revoking it twice changes nothing.
+   */
+  async revokeToken(
+    tx: PoolClient,
+    token: { clientId: string; tokenId: string; expiresAt: Date },
+  ): Promise<void> {
+    const { rowCount } = await tx.query(
+      `INSERT INTO auth.revoked_access_tokens (token_id, client_id, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [token.tokenId, token.clientId, token.expiresAt],
     );
+    if (rowCount === 1) {
+      await this.options.announce(tx, { tokenId: token.tokenId, expiresAt: token.expiresAt });
+    }
+  }
+
+  /**
+   * Announces that every access token of a client is revoked (it was disabled): its client-credentials
+   * tokens are stored nowhere, so verifiers deny the client itself until the last token it can hold,
+   * one issued at this instant, has expired.
+   */
+  async revokeClient(tx: PoolClient, clientId: string): Promise<void> {
+    const expiresAt = new Date(this.options.clock().getTime() + ACCESS_TOKEN_TTL_SECONDS * 1000);
+    await this.options.announce(tx, { clientId, expiresAt });
+  }
+
+  /**
+   * Whether an access token still works here: its grant and pair are live, or for a token of no grant
+   * (client credentials), its client is enabled and the token not revoked.
+   */
+  async accessTokenLive(
+    tx: Pick<PoolClient, 'query'>,
+    token: { clientId: string; grantId?: string | undefined; tokenId: string },
+  ): Promise<boolean> {
+    const { rows } =
+      token.grantId === undefined
+        ? await tx.query<{ live: boolean }>(
+            `SELECT c.disabled_at IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM auth.revoked_access_tokens WHERE token_id = $2) AS live
+               FROM auth.clients c WHERE c.id = $1`,
+            [token.clientId, token.tokenId],
+          )
+        : await tx.query<{ live: boolean }>(
+            `SELECT g.revoked_at IS NULL AND rt.state <> 'superseded' AS live
+               FROM auth.grants g JOIN auth.refresh_tokens rt ON rt.grant_id = g.id
+              WHERE g.id = $1 AND rt.access_token_id = $2`,
+            [token.grantId, token.tokenId],
+          );
     return rows[0]?.live === true;
   }
 }

@@ -29,7 +29,8 @@ type Resolved =
     }
   | {
       kind: 'access';
-      grantId: string;
+      /** None for a client-credentials token. */
+      grantId: string | undefined;
       tokenId: string;
       clientId: string;
       organizationId: number;
@@ -97,8 +98,9 @@ function tokenParameter(form: OAuthParams): string {
 
 /**
  * `POST /oauth/revoke` (RFC 7009): revoking a refresh or an access token revokes its whole grant
- * (API.md §7; §2.1 allows both directions). An unknown or expired token is answered with 200 as well
- * (§2.2), a token of another client is refused (§2.1).
+ * (API.md §7; §2.1 allows both directions); a client-credentials access token, of no grant, is revoked
+ * alone. An unknown or expired token is answered with 200 as well (§2.2), a token of another client is
+ * refused (§2.1).
  */
 export function revokeEndpoint(deps: TokenStatusDeps): (request: ClientRequest) => Promise<Reply> {
   return async ({ form, client }) => {
@@ -108,6 +110,10 @@ export function revokeEndpoint(deps: TokenStatusDeps): (request: ClientRequest) 
       if (resolved.kind === 'unknown') return;
       if (resolved.clientId !== client.id) {
         throw new OAuthError('invalid_grant', 'The token was issued to another client');
+      }
+      if (resolved.grantId === undefined) {
+        if (resolved.kind === 'access') await deps.grants.revokeToken(tx, resolved);
+        return;
       }
       await deps.grants.lock(tx, resolved.grantId);
       await deps.grants.revoke(tx, resolved.grantId);
@@ -140,7 +146,7 @@ export function introspectEndpoint(deps: TokenStatusDeps): (request: ClientReque
           ? { active: true, ...common, iat: epochSeconds(resolved.issuedAt) }
           : { active: false };
       }
-      const live = await deps.grants.accessTokenLive(tx, resolved.grantId, resolved.tokenId);
+      const live = await deps.grants.accessTokenLive(tx, resolved);
       return live
         ? {
             active: true,

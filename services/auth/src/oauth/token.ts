@@ -40,11 +40,9 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
         outcome = await whileActive(deps, client, (tx) => refresh(deps, tx, client, form));
         break;
       case 'client_credentials':
-        // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included here; API.md §7's success
-        // response has one for every grant, and the contract wins.
-        outcome =
-          (await deps.grants.issueToClient(deps.pool, client, narrowed(form, client.scopes))) ??
-          new OAuthError('invalid_client', 'The client is disabled');
+        // No refresh token (RFC 6749 §4.4.3) and nothing stored (API.md §7): the client authenticated
+        // as enabled a moment ago, and a disable that commits meanwhile denies its tokens everywhere.
+        outcome = await deps.grants.issueToClient(client, narrowed(form, client.scopes));
         break;
       case undefined:
         throw new OAuthError('invalid_request', 'The grant_type parameter is required');

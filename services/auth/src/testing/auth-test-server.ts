@@ -42,6 +42,14 @@ export interface AuthTestServer {
   auth: AuthService;
   /** Registers an organization and a client through the admin API. */
   registerClient(client?: { scopes?: string[]; redirectUri?: string }): Promise<RegisteredClient>;
+  /**
+   * Runs the authorization code flow for a client registered with {@link TEST_REDIRECT_URI}: resolves
+   * with the token response (a grant, its refresh token) and the code.
+   */
+  codeGrant(client: {
+    client_id: string;
+    client_secret: string;
+  }): Promise<{ access_token: string; refresh_token: string; code: string }>;
   /** POSTs a form to the server, as an OAuth client does. */
   postForm(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
   close(): Promise<void>;
@@ -121,6 +129,25 @@ export async function startAuthTestServer(
       });
       if (response.status !== 201) throw new Error(`client registration failed: ${await response.text()}`);
       return ((await response.json()) as { results: RegisteredClient }).results;
+    },
+    async codeGrant(client) {
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: TEST_REDIRECT_URI,
+      });
+      const redirect = await fetch(`${url}/oauth/authorize?${query.toString()}`, { redirect: 'manual' });
+      const code = new URL(redirect.headers.get('location')!).searchParams.get('code');
+      if (code === null) throw new Error(`no code: ${redirect.headers.get('location')}`);
+      const response = await server.postForm('/oauth/token', {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: TEST_REDIRECT_URI,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      });
+      if (response.status !== 200) throw new Error(`code grant failed: ${await response.text()}`);
+      return { ...((await response.json()) as { access_token: string; refresh_token: string }), code };
     },
     postForm(path, form, headers = {}) {
       return fetch(`${url}${path}`, {

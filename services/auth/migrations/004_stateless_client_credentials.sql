@@ -1,0 +1,14 @@
+-- Client credentials store nothing per token (API.md §7): no grant, no refresh token. A revoked one is
+-- remembered by its jti until it expires, for introspection and /v2/authenticate (every other service
+-- learns of it from the announcement); the janitor forgets it then.
+CREATE TABLE auth.revoked_access_tokens (
+  token_id uuid PRIMARY KEY, -- the access token's jti
+  client_id text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX revoked_access_tokens_expires_at ON auth.revoked_access_tokens (expires_at);
+
+-- What the janitor scans for (API.md §7: expired codes, grants and refresh tokens are purged).
+CREATE INDEX refresh_tokens_expires_at ON auth.refresh_tokens (expires_at);
+CREATE INDEX authorization_codes_expires_at ON auth.authorization_codes (expires_at);
+CREATE INDEX grants_revoked ON auth.grants (id) WHERE revoked_at IS NOT NULL;
