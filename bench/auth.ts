@@ -275,7 +275,9 @@ async function durablePostgres(): Promise<{
       for (const name of created) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await admin.end();
       await running.stop();
-      if (!given) await rm(dataDir, { recursive: true, force: true });
+      if (given) return;
+      await rm(dataDir, { recursive: true, force: true });
+      await rm(`${dataDir}.password`, { force: true });
     },
   };
 }
