@@ -7,6 +7,17 @@ import { webhookDispatcherConfigShape } from '@ofp/webhook-dispatcher';
 export const TARGET_NAMES = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher', 'migrate'] as const;
 export type Target = (typeof TARGET_NAMES)[number];
 
+/** OpenTelemetry's own variable choosing one signal's exporter, read by the SDK: listed here to be documented. */
+function otelExporter(signal: 'traces' | 'metrics' | 'logs') {
+  return z
+    .string()
+    .optional()
+    .meta({
+      description: `with \`OTEL_EXPORTER_OTLP_ENDPOINT\`: \`none\` stops exporting the ${signal} (read by the OpenTelemetry SDK)`,
+      whenUnset: '`otlp`',
+    });
+}
+
 /**
  * Every setting of the platform process (docs/configuration.md). Standalone mode (TARGET=all, no
  * KAFKA_BROKERS) needs none of them; the distributed mode needs DATABASE_URL and KAFKA_BROKERS.
@@ -100,8 +111,12 @@ export const platformConfigSchema = z
       whenUnset: '`pretty` on a terminal, else `json`',
     }),
     OTEL_EXPORTER_OTLP_ENDPOINT: env.url().optional().meta({
-      description: 'when set, traces go to this OTLP endpoint (OpenTelemetry NodeSDK)',
+      description:
+        "when set, the OpenTelemetry NodeSDK exports traces, the instrumentations' metrics and the logs to this OTLP endpoint (`/v1/traces`, `/v1/metrics`, `/v1/logs` under it), over `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, `http/json` or `grpc`); unset, nothing is exported. The Prometheus metrics of `/metrics` are not part of it",
     }),
+    OTEL_TRACES_EXPORTER: otelExporter('traces'),
+    OTEL_METRICS_EXPORTER: otelExporter('metrics'),
+    OTEL_LOGS_EXPORTER: otelExporter('logs'),
   })
   .superRefine((config, ctx) => {
     for (const { setting, message } of kafkaSettingsIssues(config))

@@ -13,6 +13,13 @@ import {
 // processes and Kafka (API.md §8 `traceparent`, §9 `ce_traceparent`), exported over OTLP/HTTP (JSON)
 // to a receiver in this test.
 
+/** An OTLP/JSON attribute value (only the kinds the platform's spans carry). */
+interface AttributeValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+
 interface ExportedSpan {
   traceId: string;
   spanId: string;
@@ -20,6 +27,17 @@ interface ExportedSpan {
   name: string;
   kind: number;
   service: string;
+  attributes?: { key: string; value: AttributeValue }[];
+}
+
+/** A span's attributes as plain values (OTLP/JSON sends 64-bit integers as strings). */
+function attributesOf(span: ExportedSpan): Record<string, string | number | boolean | undefined> {
+  return Object.fromEntries(
+    (span.attributes ?? []).map(({ key, value }) => [
+      key,
+      value.stringValue ?? (value.intValue === undefined ? value.boolValue : Number(value.intValue)),
+    ]),
+  );
 }
 
 /** An OTLP/HTTP trace receiver: keeps every span exported to `POST /v1/traces`. */
@@ -121,6 +139,33 @@ describe('one trace from a write to its webhook (distributed)', () => {
     expect(inTrace.some((span) => span.kind === SPAN_KIND_SERVER && span.service === 'ofp-api')).toBe(true);
     expect(inTrace.some((span) => span.service === 'ofp-api' && span.name.startsWith('pg'))).toBe(true);
     for (const name of expected) expect({ name, found: names.includes(name) }).toEqual({ name, found: true });
+    // Spans say what happened: the route and operation on the server span, what a command wrote, the
+    // messaging of each batch, named statements on pg spans.
+    const serverSpan = inTrace.find((span) => span.kind === SPAN_KIND_SERVER && span.service === 'ofp-api')!;
+    expect({ name: serverSpan.name, ...attributesOf(serverSpan) }).toMatchObject({
+      name: 'POST /v2/fulfillment_orders',
+      'http.route': '/v2/fulfillment_orders',
+      'ofp.operation_id': 'fulfillment_orders.create',
+    });
+    const command = inTrace.find((span) => span.name === 'command fulfillment_orders.create')!;
+    expect(attributesOf(command)).toMatchObject({
+      'ofp.record.type': 'fulfillment_orders',
+      'ofp.record.id': fo.body.results.id,
+      'ofp.organization.id': acme.organizationId,
+    });
+    const projected = inTrace.find((span) => span.name === 'process projector')!;
+    expect(attributesOf(projected)).toMatchObject({
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'process',
+      'messaging.consumer.group.name': 'projector',
+    });
+    expect(attributesOf(projected)['messaging.batch.message_count']).toBeGreaterThanOrEqual(1);
+    expect(attributesOf(inTrace.find((span) => span.name === 'publish outbox')!)).toMatchObject({
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'send',
+    });
+    const statements = inTrace.filter((span) => span.name.startsWith('pg.query:')).map((span) => span.name);
+    expect(statements.some((name) => name.startsWith('pg.query:insert_es.events_'))).toBe(true);
     // Every process on the way took part (the auth service too, when the api fetched its keys).
     const services = new Set(inTrace.map((span) => span.service));
     for (const service of ['ofp-api', 'ofp-projector', 'ofp-webhook-dispatcher'])

@@ -76,6 +76,8 @@ export class ThroughputCounter {
 
 /** How events travel from the event store to the services that react to them. */
 export interface Bus {
+  /** What carries the events, as OpenTelemetry's `messaging.system` names it (`kafka`), or this project's name. */
+  readonly system: string;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
   /** The lag of every durable consumer group this process subscribed (transient ones keep no progress). */
   lag(): Promise<ConsumerLag[]>;

@@ -31,6 +31,12 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
                 `process ${each.group}`,
                 'consumer',
                 () => each.handle(events),
+                {
+                  'messaging.system': bus.system,
+                  'messaging.operation.type': 'process',
+                  'messaging.consumer.group.name': each.group,
+                  'messaging.batch.message_count': events.length,
+                },
               ),
           }),
         ),

@@ -30,6 +30,8 @@ export interface PgLogBusOptions {
  * {@link PostgresSession}, which listens again after any connection loss and wakes them then).
  */
 export class PgLogBus implements Bus {
+  /** Not one of OpenTelemetry's messaging systems: the event store read as a log. */
+  readonly system = 'ofp.postgres_log';
   private readonly durable = new Map<string, readonly string[]>();
   private readonly counts = new ThroughputCounter();
 

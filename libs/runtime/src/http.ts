@@ -23,7 +23,7 @@ import type { Logger } from './logger.js';
 import { statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
 import { DatabaseTimeout, withDatabaseDeadline } from './postgres.js';
-import { currentTraceparent, validTraceparent } from './tracing.js';
+import { currentTraceparent, nameServerSpan, validTraceparent } from './tracing.js';
 import {
   PUBLIC,
   jsonReply,
@@ -174,6 +174,7 @@ class Exchange implements RouteRequest {
       const route = found?.store as Route | undefined;
       if (!found || !route) throw unrouted(this.pipeline.router, this.method, this.url);
       this.route = route;
+      nameServerSpan(this.method, `${this.prefix}${route.path}`, route.operationId);
       this.params = found.params as Record<string, string>;
       this.query = checkQuery(route, found.searchParams);
       if (route.body !== undefined) this.body = await readBody(this.req, route.body);

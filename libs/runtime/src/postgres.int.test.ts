@@ -1,12 +1,36 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createLogger } from './logger.js';
 import { migrate } from './migrations.js';
-import { DatabaseTimeout, createPool, inTransaction, withDatabaseDeadline, type Pool } from './postgres.js';
+import {
+  DatabaseTimeout,
+  createPool,
+  inTransaction,
+  statementName,
+  withDatabaseDeadline,
+  type Pool,
+} from './postgres.js';
 
 describe('createPool', () => {
+  // pg warns once per process of a client given a query while it runs one: every start printed it, from
+  // the SET of generic plans queued on each new connection. Run in a process of its own, whose stderr
+  // shows the warning (jest's sandbox does not pass the process's warning events to a test).
+  it('plans generically when asked, from the connection start-up, with no statement queued beside the first', async () => {
+    const script = `
+      import { createPool } from ${JSON.stringify(new URL('../dist/postgres.js', import.meta.url).href)};
+      const pool = createPool({ connectionString: process.env.DATABASE_URL, applicationName: 'generic-plans-test', max: 3, genericPlans: true });
+      const modes = await Promise.all(Array.from({ length: 6 }, () => pool.query('SHOW plan_cache_mode')));
+      console.log(JSON.stringify(modes.map(({ rows }) => rows[0].plan_cache_mode)));
+      await pool.end();
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect({ status: child.status, stderr: child.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(child.stdout)).toEqual(Array.from({ length: 6 }, () => 'force_generic_plan'));
+  });
+
   it('survives a checked-out client losing its connection between statements, and goes on serving', async () => {
     const pool = createPool({
       connectionString: process.env.DATABASE_URL!,
@@ -123,5 +147,19 @@ describe('database timeouts (API.md §3: 503 within 5 s while the database hangs
     const logger = createLogger({ name: 'test', level: 'silent' });
     await migrate(pool, { component, directory, logger });
     await pool.query('DELETE FROM public.schema_migrations WHERE component = $1', [component]);
+  });
+});
+
+describe('statementName', () => {
+  it('says what a statement does and to which table, unique by its text, within 63 bytes', () => {
+    const insert = statementName('INSERT INTO es.events (stream_id) VALUES ($1)');
+    expect(insert).toMatch(/^insert_es\.events_[\w-]{10}$/);
+    expect(statementName('SELECT * FROM read.people WHERE id = $1')).toMatch(/^select_read\.people_/);
+    expect(statementName('WITH x AS (SELECT 1) UPDATE api.keys SET a = 1')).toMatch(/^update_api\.keys_/);
+    expect(
+      statementName('WITH i AS (INSERT INTO es.events SELECT * FROM x RETURNING 1) SELECT 1 FROM i'),
+    ).toMatch(/^insert_es\.events_/);
+    expect(statementName('INSERT INTO es.events (stream_id) VALUES ($2)')).not.toBe(insert);
+    expect(statementName(`SELECT 1 FROM ${'t'.repeat(200)}`).length).toBeLessThanOrEqual(63);
   });
 });

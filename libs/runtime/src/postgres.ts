@@ -201,6 +201,9 @@ export function createPool(options: PoolOptions): Pool {
       idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
       statementBoundMs: timeouts.statementMs + ANSWER_GRACE_MS,
     }),
+    // Session settings go with the connection's start-up packet: a statement queued on a new client
+    // before the pool's users' made pg warn of concurrent queries on one client at every start.
+    ...(options.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
@@ -209,8 +212,6 @@ export function createPool(options: PoolOptions): Pool {
     // sends every backend's client a FATAL, which arrives between the statements of a transaction as
     // often as not. The statement in flight or the next one fails; released with it, the client goes.
     client.on('error', () => {});
-    // Queued on the new connection before any statement of the pool's users.
-    if (options.genericPlans) client.query('SET plan_cache_mode = force_generic_plan').catch(() => {});
   });
   return pool;
 }
@@ -231,10 +232,26 @@ const NAMES_KEPT = 10_000;
 export function prepared(text: string, values: readonly unknown[]): pg.QueryConfig & { name: string } {
   let name = statementNames.get(text);
   if (name === undefined) {
-    name = `s_${createHash('sha1').update(text).digest('base64url')}`;
+    name = statementName(text);
     if (statementNames.size < NAMES_KEPT) statementNames.set(text, name);
   }
   return { name, text, values: [...values] };
+}
+
+/**
+ * A statement's name says what it does and to which table, then a digest of its text that makes it
+ * unique (`insert_es.events_Hx3k0Ezq5A`): pg spans (`pg.query:<name>`), `pg_stat_activity` and logs
+ * show it, where a digest alone said nothing. Within Postgres's 63 bytes.
+ */
+export function statementName(text: string): string {
+  // What a statement does is its first write (a WITH's insert, say), or else what it reads.
+  const verb = /\b(insert|update|delete)\b/i.exec(text) ?? /\b(select)\b/i.exec(text);
+  const command = verb?.[1]?.toLowerCase() ?? /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? 'statement';
+  const table = /\b(?:from|into|update|join)\s+([\w.]+)/i
+    .exec(text.slice(verb?.index ?? 0))?.[1]
+    ?.toLowerCase();
+  const digest = createHash('sha1').update(text).digest('base64url').slice(0, 10);
+  return `${command}_${(table ?? '').slice(0, 40)}_${digest}`;
 }
 
 /**

@@ -8,6 +8,11 @@ const UNTRACED_PATHS = new Set(['/livez', '/readyz', '/metrics']);
  * Starts the OpenTelemetry NodeSDK when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Call it first in a
  * process entry point and import everything else afterwards (dynamic import), so that the
  * instrumentations hook http and pg before those modules load. Returns a shutdown function.
+ *
+ * The SDK exports what OpenTelemetry's own variables say (docs/configuration.md): traces, the
+ * instrumentations' metrics and the logs (pino's records, through its instrumentation), each over
+ * OTLP unless `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER` or `OTEL_LOGS_EXPORTER` is `none`;
+ * the protocol from `OTEL_EXPORTER_OTLP_PROTOCOL` (http/protobuf unless set).
  */
 export async function startTelemetry(
   env: Readonly<Record<string, string | undefined>>,
@@ -17,11 +22,9 @@ export async function startTelemetry(
   // ESM modules are instrumented through import-in-the-middle's loader hook.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
   const { getNodeAutoInstrumentations } = await import('@opentelemetry/auto-instrumentations-node');
   const sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME ?? serviceName,
-    traceExporter: new OTLPTraceExporter(),
     instrumentations: [
       getNodeAutoInstrumentations({
         '@opentelemetry/instrumentation-fs': { enabled: false },

@@ -1,21 +1,35 @@
 import {
   context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
+  type Attributes,
   type Context,
   type Link,
 } from '@opentelemetry/api';
+import { RPCType, W3CTraceContextPropagator, getRPCMetadata } from '@opentelemetry/core';
 
-// W3C Trace Context (https://www.w3.org/TR/trace-context/ §3.2): version 00, a trace id and a parent
-// id that are not all zeros, flags.
-const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** W3C Trace Context (https://www.w3.org/TR/trace-context/), as OpenTelemetry parses and writes it. */
+const W3C = new W3CTraceContextPropagator();
 
-/** A `traceparent` value as W3C Trace Context defines it, else undefined. */
+/**
+ * A `traceparent` value as W3C Trace Context defines it (version 00, a trace id and a parent id that
+ * are not all zeros, flags), in the form OpenTelemetry writes it; else undefined.
+ */
 export function validTraceparent(value: unknown): string | undefined {
-  return typeof value === 'string' && TRACEPARENT.test(value) ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const spanContext = trace.getSpanContext(
+    W3C.extract(ROOT_CONTEXT, { traceparent: value }, defaultTextMapGetter),
+  );
+  if (!spanContext || !isSpanContextValid(spanContext)) return undefined;
+  const carrier: Record<string, string> = {};
+  W3C.inject(trace.setSpanContext(ROOT_CONTEXT, spanContext), carrier, defaultTextMapSetter);
+  return carrier.traceparent;
 }
 
 /**
@@ -28,6 +42,26 @@ export function currentTraceparent(): string | undefined {
   return validTraceparent(carrier.traceparent);
 }
 
+/**
+ * Names the active server span after its route template and operation (OpenTelemetry's HTTP server
+ * conventions: `http.route`, a span named `METHOD /route`), once the request is routed: the HTTP
+ * instrumentation knows only the URL. Without an SDK there is no span, and this does nothing.
+ */
+export function nameServerSpan(method: string, route: string, operationId: string): void {
+  const span = trace.getActiveSpan();
+  if (!span) return;
+  // The HTTP instrumentation names its span from this at the response's end.
+  const rpc = getRPCMetadata(context.active());
+  if (rpc?.type === RPCType.HTTP) rpc.route = route;
+  span.updateName(`${method} ${route}`);
+  span.setAttributes({ 'http.route': route, 'ofp.operation_id': operationId });
+}
+
+/** Attributes of the active span (a command's record, a batch's size), when this process is traced. */
+export function describeActiveSpan(attributes: Attributes): void {
+  trace.getActiveSpan()?.setAttributes(attributes);
+}
+
 /** The context a `traceparent` names (the active one when it names none). */
 function contextOf(traceparent: string | undefined): Context {
   if (traceparent === undefined) return context.active();
@@ -38,16 +72,25 @@ function contextOf(traceparent: string | undefined): Context {
 
 const tracer = trace.getTracer('ofp');
 
+const SPAN_KINDS = {
+  consumer: SpanKind.CONSUMER,
+  producer: SpanKind.PRODUCER,
+  client: SpanKind.CLIENT,
+  internal: SpanKind.INTERNAL,
+} as const;
+
 /**
  * Runs `work` in a span that continues the traces of `traceparents` (the events it works on, as the
  * OpenTelemetry messaging conventions say): a child of the one trace they share, else a new span
- * linked to each of them. Without an SDK the span is a no-op and costs next to nothing.
+ * linked to each of them; with none, a child of the active span. `attributes` say what it works on.
+ * Without an SDK the span is a no-op and costs next to nothing.
  */
 export async function inTracesOf<T>(
   traceparents: readonly (string | undefined)[],
   name: string,
-  kind: 'consumer' | 'producer' | 'client',
+  kind: 'consumer' | 'producer' | 'client' | 'internal',
   work: () => Promise<T>,
+  attributes: Attributes = {},
 ): Promise<T> {
   const distinct = [...new Set(traceparents.filter((each) => each !== undefined))];
   const parent = distinct.length === 1 ? contextOf(distinct[0]) : context.active();
@@ -58,9 +101,8 @@ export async function inTracesOf<T>(
           return spanContext ? [{ context: spanContext }] : [];
         })
       : [];
-  const spanKind =
-    kind === 'consumer' ? SpanKind.CONSUMER : kind === 'producer' ? SpanKind.PRODUCER : SpanKind.CLIENT;
-  return tracer.startActiveSpan(name, { kind: spanKind, links }, parent, async (span) => {
+  const spanKind = SPAN_KINDS[kind];
+  return tracer.startActiveSpan(name, { kind: spanKind, links, attributes }, parent, async (span) => {
     try {
       return await work();
     } catch (error) {

@@ -35,6 +35,7 @@ export interface KafkaBusOptions {
  * in place (with backoff and heartbeats), so nothing after the failure is committed either.
  */
 export class KafkaBus implements Bus {
+  readonly system = 'kafka';
   /** Durable groups of this process: their topics, and when they last handled a batch. */
   private readonly durable = new Map<string, { topics: string[]; progressedAt: number }>();
   private admin: Promise<Admin> | undefined;

@@ -140,11 +140,18 @@ export class OutboxRelay implements Module {
     if (events.length === 0) return 0;
     await this.ensureTopicsFor(events);
     // A publish span in the traces of the events it carries (the polling that found none makes none).
+    const topicMessages = groupByTopic(events, this.options.topics);
     await inTracesOf(
       events.map((event) => validTraceparent(event.metadata.traceparent)),
       'publish outbox',
       'producer',
-      () => this.producer!.sendBatch({ acks: -1, topicMessages: groupByTopic(events, this.options.topics) }),
+      () => this.producer!.sendBatch({ acks: -1, topicMessages }),
+      {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'send',
+        'messaging.batch.message_count': events.length,
+        'messaging.destination.name': topicMessages.map((each) => each.topic).join(','),
+      },
     );
     await this.store.acknowledgeOutbox(events.map((e) => e.position.position));
     return events.length;

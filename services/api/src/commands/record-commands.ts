@@ -1,7 +1,13 @@
 import { fieldError, baseError, recordStreamId, type RecordChange, type RecordJson } from '@ofp/contracts';
 import { handleCommand, WrongExpectedVersion, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
-import type { IdempotencyStore, PoolClient, StoredResponse } from '@ofp/runtime';
+import {
+  describeActiveSpan,
+  inTracesOf,
+  type IdempotencyStore,
+  type PoolClient,
+  type StoredResponse,
+} from '@ofp/runtime';
 import {
   decide,
   type Actor,
@@ -66,69 +72,83 @@ export class RecordCommands {
       request.kind === 'delete' ? {} : await this.references.resolve(model, context.orgId, request.body);
     const creating = request.kind === 'create';
     let streamId = '';
-    return handleCommand(
-      this.store,
-      async () => {
-        const id = creating ? (request.id ?? (await this.records.nextId())) : request.id;
-        streamId = recordStreamId(model.name, id);
-        const state = await this.records.load(model, id, context.orgId, creating);
-        const related = await this.loadRelated(
-          model,
-          context.orgId,
-          creating ? body : state.status === 'live' ? state.record : undefined,
-        );
-        const decision = decide(model, this.command(request, id, body, context.by), state, related);
-        const { events } = decision;
-        if (events.length === 0) {
-          if (state.status !== 'live') throw new Error('a decision without events needs a live record');
-          return { appends: [], outcome: () => ({ record: state.record, created: false, written: [] }) };
-        }
-        const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
-        if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
-        const appends = changes.map((change) => this.records.appendOf(change, context));
-        const outcome = (results: ReadonlyMap<string, { version: number; position: GlobalPosition }>) => ({
-          record: events[events.length - 1]!.data.record,
-          created: creating,
-          written: appends.map((append): WrittenStream => ({
-            streamId: append.streamId,
-            streamType: append.streamType,
-            orgId: context.orgId,
-            changes: append.events.map((event) => event.data as RecordChange),
-            ...results.get(append.streamId)!,
-          })),
-        });
-        return {
-          appends,
-          outcome,
-          alsoInTransaction: async (client, results) => {
-            await this.reserveUniqueValues(client, model, context.orgId, id, creating, events);
-            if (
-              idempotent &&
-              !(await this.idempotency.record(
-                client,
-                context.orgId,
-                idempotent.key,
-                idempotent.hash,
-                idempotent.respond(outcome(results)),
-              ))
-            ) {
-              throw baseError('Conflict', 'A request with the same Idempotency-Key is being processed');
-            }
-          },
-        };
-      },
-      {
-        onRace: (error) => {
-          // If-Match pins the client's record; a race on the related record is not the client's to lose.
-          if (!(error instanceof WrongExpectedVersion) || error.streamId !== streamId) return;
-          if (request.kind !== 'create' && request.ifMatch !== undefined)
-            throw baseError(
-              'PreconditionFailed',
-              'The record was changed concurrently; If-Match no longer matches',
+    // A span per command, whoever issues it (a request, a process manager), saying what it writes.
+    return inTracesOf(
+      [],
+      `command ${model.name}.${request.kind}`,
+      'internal',
+      () =>
+        handleCommand(
+          this.store,
+          async () => {
+            const id = creating ? (request.id ?? (await this.records.nextId())) : request.id;
+            streamId = recordStreamId(model.name, id);
+            describeActiveSpan({ 'ofp.record.id': id });
+            const state = await this.records.load(model, id, context.orgId, creating);
+            const related = await this.loadRelated(
+              model,
+              context.orgId,
+              creating ? body : state.status === 'live' ? state.record : undefined,
             );
-          if (request.kind === 'create' && request.id !== undefined)
-            throw fieldError('Conflict', 'id', 'has already been taken');
-        },
+            const decision = decide(model, this.command(request, id, body, context.by), state, related);
+            const { events } = decision;
+            if (events.length === 0) {
+              if (state.status !== 'live') throw new Error('a decision without events needs a live record');
+              return { appends: [], outcome: () => ({ record: state.record, created: false, written: [] }) };
+            }
+            const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
+            if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
+            const appends = changes.map((change) => this.records.appendOf(change, context));
+            const outcome = (
+              results: ReadonlyMap<string, { version: number; position: GlobalPosition }>,
+            ) => ({
+              record: events[events.length - 1]!.data.record,
+              created: creating,
+              written: appends.map((append): WrittenStream => ({
+                streamId: append.streamId,
+                streamType: append.streamType,
+                orgId: context.orgId,
+                changes: append.events.map((event) => event.data as RecordChange),
+                ...results.get(append.streamId)!,
+              })),
+            });
+            return {
+              appends,
+              outcome,
+              alsoInTransaction: async (client, results) => {
+                await this.reserveUniqueValues(client, model, context.orgId, id, creating, events);
+                if (
+                  idempotent &&
+                  !(await this.idempotency.record(
+                    client,
+                    context.orgId,
+                    idempotent.key,
+                    idempotent.hash,
+                    idempotent.respond(outcome(results)),
+                  ))
+                ) {
+                  throw baseError('Conflict', 'A request with the same Idempotency-Key is being processed');
+                }
+              },
+            };
+          },
+          {
+            onRace: (error) => {
+              // If-Match pins the client's record; a race on the related record is not the client's to lose.
+              if (!(error instanceof WrongExpectedVersion) || error.streamId !== streamId) return;
+              if (request.kind !== 'create' && request.ifMatch !== undefined)
+                throw baseError(
+                  'PreconditionFailed',
+                  'The record was changed concurrently; If-Match no longer matches',
+                );
+              if (request.kind === 'create' && request.id !== undefined)
+                throw fieldError('Conflict', 'id', 'has already been taken');
+            },
+          },
+        ),
+      {
+        'ofp.record.type': model.name,
+        'ofp.organization.id': context.orgId,
       },
     );
   }

@@ -61,16 +61,26 @@ export class HttpSender {
     const traceparent = delivery.traceparent ?? undefined;
     // The POST is a span of the change's trace. When this process is traced, the undici
     // instrumentation sends that trace's context; when it is not, the change's own goes out.
-    return inTracesOf([traceparent], 'webhook POST', 'client', () => {
-      const own = currentTraceparent() === undefined ? traceparent : undefined;
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        ...this.signer.headers(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
-        ...(own === undefined ? {} : { traceparent: own }),
-      };
-      return this.post(delivery.url, headers, delivery.payload);
-    });
+    return inTracesOf(
+      [traceparent],
+      'webhook POST',
+      'client',
+      () => {
+        const own = currentTraceparent() === undefined ? traceparent : undefined;
+        const headers = {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          ...this.signer.headers(delivery.secrets, delivery.eventId, this.options.clock(), delivery.payload),
+          ...(own === undefined ? {} : { traceparent: own }),
+        };
+        return this.post(delivery.url, headers, delivery.payload);
+      },
+      {
+        'http.request.method': 'POST',
+        'url.full': delivery.url,
+        'ofp.webhook.event_id': delivery.eventId,
+      },
+    );
   }
 
   private async post(
