@@ -146,4 +146,5 @@ export interface Events {
   'webhook.deleted': S['WebhookDeletedEvent'];
   'webhook.disabled': S['WebhookDisabledEvent'];
   'webhook.test': S['WebhookTestEvent'];
+  'webhook.delivery_failed': S['WebhookDeliveryFailedEvent'];
 }

@@ -1505,6 +1505,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook.delivery_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.delivery_failed
+         * @description A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.
+         */
+        post: operations["webhook.webhook.delivery_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1539,7 +1559,7 @@ export interface components {
             /** @description Events in this page */
             count: number;
             /** @description The events, oldest first, each exactly as a webhook delivery of it carries it */
-            results: (components["schemas"]["PhoneNumberTypeCreatedEvent"] | components["schemas"]["PhoneNumberTypeUpdatedEvent"] | components["schemas"]["PhoneNumberTypeDeletedEvent"] | components["schemas"]["PersonCreatedEvent"] | components["schemas"]["PersonUpdatedEvent"] | components["schemas"]["PersonDeletedEvent"] | components["schemas"]["ItemCreatedEvent"] | components["schemas"]["ItemUpdatedEvent"] | components["schemas"]["ItemDeletedEvent"] | components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderDeletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["FulfillmentOrderCreatedEvent"] | components["schemas"]["FulfillmentOrderUpdatedEvent"] | components["schemas"]["FulfillmentOrderDeletedEvent"] | components["schemas"]["FulfillmentOrderShippedEvent"] | components["schemas"]["FulfillmentOrderCancelledEvent"] | components["schemas"]["ShipmentCreatedEvent"] | components["schemas"]["ShipmentUpdatedEvent"] | components["schemas"]["ShipmentTrackingUpdatedEvent"] | components["schemas"]["ShipmentDeliveredEvent"] | components["schemas"]["PurchaseOrderCreatedEvent"] | components["schemas"]["PurchaseOrderUpdatedEvent"] | components["schemas"]["PurchaseOrderDeletedEvent"] | components["schemas"]["PurchaseOrderReceivedEvent"] | components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InventoryCreatedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryAdjustmentCreatedEvent"] | components["schemas"]["WebhookCreatedEvent"] | components["schemas"]["WebhookUpdatedEvent"] | components["schemas"]["WebhookDeletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["WebhookTestEvent"])[];
+            results: (components["schemas"]["PhoneNumberTypeCreatedEvent"] | components["schemas"]["PhoneNumberTypeUpdatedEvent"] | components["schemas"]["PhoneNumberTypeDeletedEvent"] | components["schemas"]["PersonCreatedEvent"] | components["schemas"]["PersonUpdatedEvent"] | components["schemas"]["PersonDeletedEvent"] | components["schemas"]["ItemCreatedEvent"] | components["schemas"]["ItemUpdatedEvent"] | components["schemas"]["ItemDeletedEvent"] | components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderDeletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["FulfillmentOrderCreatedEvent"] | components["schemas"]["FulfillmentOrderUpdatedEvent"] | components["schemas"]["FulfillmentOrderDeletedEvent"] | components["schemas"]["FulfillmentOrderShippedEvent"] | components["schemas"]["FulfillmentOrderCancelledEvent"] | components["schemas"]["ShipmentCreatedEvent"] | components["schemas"]["ShipmentUpdatedEvent"] | components["schemas"]["ShipmentTrackingUpdatedEvent"] | components["schemas"]["ShipmentDeliveredEvent"] | components["schemas"]["PurchaseOrderCreatedEvent"] | components["schemas"]["PurchaseOrderUpdatedEvent"] | components["schemas"]["PurchaseOrderDeletedEvent"] | components["schemas"]["PurchaseOrderReceivedEvent"] | components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InventoryCreatedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryAdjustmentCreatedEvent"] | components["schemas"]["WebhookCreatedEvent"] | components["schemas"]["WebhookUpdatedEvent"] | components["schemas"]["WebhookDeletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["WebhookDeliveryFailedEvent"])[];
             /** @description null: errors come in the error envelope */
             errors: null;
             /** @description Whether more events may follow already: ask again at once with next_cursor; false: poll later */
@@ -4718,6 +4738,50 @@ export interface components {
             count: 1;
             results: components["schemas"]["WebhookDelivery"];
             errors: null;
+        };
+        /** @description A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints */
+        WebhookDeliveryFailedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also the webhook-id header: stable across retries
+             */
+            id: string;
+            /** @constant */
+            type: "webhook.delivery_failed";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The record's version after the change: drop events older than one seen */
+            sequence: number;
+            data: components["schemas"]["WebhookDelivery"];
+            /** @description The changed fields' values before the change */
+            previous_attributes: {
+                id?: number;
+                webhook_id?: number;
+                event_id?: string;
+                event_type?: string;
+                /** @enum {string} */
+                status?: "pending" | "succeeded" | "failed";
+                attempts?: number;
+                next_attempt_at?: string | null;
+                last_status_code?: number | null;
+                last_error?: string | null;
+                attempt_log?: {
+                    /** Format: date-time */
+                    started_at: string;
+                    duration_ms: number;
+                    status_code: number | null;
+                    error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
+                    error: string | null;
+                    response_excerpt: string | null;
+                }[];
+                payload?: string;
+                external_id?: string | null;
+                /** Format: date-time */
+                created_at?: string;
+                /** Format: date-time */
+                updated_at?: string;
+                version?: number;
+            };
         };
         /** @description An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints */
         WebhookDisabledEvent: {
@@ -19126,6 +19190,37 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook.webhook.delivery_failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds: refuse one too far from your clock */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated */
+                "webhook-signature": string;
+                /** @description The W3C Trace Context of the change, when it was made inside a trace */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDeliveryFailedEvent"];
             };
         };
         responses: {

@@ -26,6 +26,12 @@ export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
  */
 const MAX_PAYLOAD_LENGTH = 4 * 1024 * 1024;
 
+/**
+ * The notice that a delivery's last attempt failed, its retries exhausted (Svix's
+ * `message.attempt.exhausted`): the dispatcher's own, its data the delivery (`webhook_deliveries`).
+ */
+export const DELIVERY_FAILED_EVENT_TYPE = 'webhook.delivery_failed';
+
 export const webhooks = defineModel({
   name: 'webhooks',
   singular: 'webhook',
@@ -34,6 +40,8 @@ export const webhooks = defineModel({
     'webhook.disabled':
       "An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints",
     'webhook.test': 'Sent by POST /v2/webhooks/{id}/test to that endpoint alone',
+    [DELIVERY_FAILED_EVENT_TYPE]:
+      "A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints",
   },
   fields: {
     url: column.string({ required: true, maxLength: 2000 }),

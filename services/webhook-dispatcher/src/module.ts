@@ -20,6 +20,7 @@ import { DeliveryQueue } from './delivery/delivery-queue.js';
 import { DeliveryWorkers } from './delivery/delivery-workers.js';
 import { EndpointDisabler } from './delivery/endpoint-disabler.js';
 import { EventIntake, INTAKE_GROUP, intakeStreamTypes } from './delivery/event-intake.js';
+import { FailureAnnouncer } from './delivery/failure-announcer.js';
 import { HttpSender } from './delivery/http-sender.js';
 import { webhookRoutes } from './http/routes.js';
 import { layOutTables } from './schema.js';
@@ -91,7 +92,7 @@ function addressGuardOf(deps: DeliverySenderDependencies): AddressGuard {
 
 /** The webhook dispatcher: its modules and its part of the route table. */
 export interface WebhookDispatcherService {
-  /** The workers, the disabler and the purge. */
+  /** The workers, the disabler, the failure announcer and the purge. */
   readonly delivery: Module;
   /** The bus consumer that queues the deliveries: started after {@link delivery}. */
   readonly intake: Module;
@@ -136,6 +137,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   const metrics = deps.metrics ?? new Registry();
   const deliveryMetrics = new DeliveryMetrics(metrics, () => queue.depth(deps.clock()));
   const disabler = new EndpointDisabler(deps.pool, commands, logger, deliveryMetrics);
+  const announcer = new FailureAnnouncer(deps.pool, queue, deps.clock, logger);
   const sender = createDeliverySender(deps);
   const workers = new DeliveryWorkers({
     session: deps.session,
@@ -143,6 +145,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     sender,
     metrics: deliveryMetrics,
     onDisableRequested: () => disabler.request(),
+    onGivenUp: () => announcer.request(),
     clock: deps.clock,
     random: deps.random ?? Math.random,
     logger,
@@ -169,9 +172,14 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     name: 'webhook-delivery',
     async start() {
       await workers.start();
-      // Disables that a process which died left asked for, and any that failed: looked at again regularly.
+      // Disables and failures to tell that a process which died left behind, and any that failed:
+      // looked at again regularly.
       disabler.request();
-      sweep = setInterval(() => disabler.request(), limits.reapIntervalMs);
+      announcer.request();
+      sweep = setInterval(() => {
+        disabler.request();
+        announcer.request();
+      }, limits.reapIntervalMs);
       sweep.unref();
       purge = setInterval(() => {
         purgeExpired().catch((error: unknown) =>
@@ -187,6 +195,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
       clearInterval(purge);
       await workers.stop();
       await disabler.idle();
+      await announcer.idle();
       await sender.close();
     },
     ready: () => started,

@@ -1,5 +1,7 @@
 import type { Queryable } from '@ofp/models';
 import { inTransaction, prepared, type Pool } from '@ofp/runtime';
+import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
+import { TEST_EVENT_TYPE } from '../subscriptions/webhook-commands.js';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
@@ -286,14 +288,18 @@ export class DeliveryQueue {
    * back meanwhile (its worker was presumed dead, or its claim lapsed) is not recorded: that delivery
    * is queued again and will be sent again, with the same id.
    *
-   * @returns the endpoints that now have to be disabled (API.md §8: a 410, or 5 days of failures).
+   * A delivery given up (its last attempt failed, or its endpoint was disabled meanwhile) is noted in
+   * `webhooks.delivery_failures` by the same statement, for the FailureAnnouncer to tell.
+   *
+   * @returns the endpoints that now have to be disabled (API.md §8: a 410, or 5 days of failures), and
+   * how many deliveries were given up.
    */
   async complete(
     finished: readonly FinishedAttempt[],
     now: Date,
     failingPeriodMs: number,
-  ): Promise<number[]> {
-    if (finished.length === 0) return [];
+  ): Promise<{ toDisable: number[]; givenUp: number }> {
+    if (finished.length === 0) return { toDisable: [], givenUp: 0 };
     const endpoints = [...new Set(finished.map(({ delivery }) => delivery.webhookId))].sort((a, b) => a - b);
     const column = <T>(value: (attempt: FinishedAttempt) => T): T[] => finished.map(value);
     const { rows } = await inTransaction(this.pool, async (client) => {
@@ -302,14 +308,14 @@ export class DeliveryQueue {
         `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
         [endpoints],
       );
-      return client.query<{ webhook_id: number | null; disable_reason: string | null }>(
+      return client.query<{ webhook_id: number | null; disable_reason: string | null; given_up: number }>(
         prepared(
           `WITH result AS (
          SELECT r.*,
                 -- A retry goes on while the endpoint is enabled (tests are sent to disabled ones too). One
                 -- disabled (or deleted) while the attempt was under way gave up its queue then, but not
                 -- this delivery: its retry is given up now.
-                r.status = 'pending' AND (r.event_type = 'webhook.test' OR coalesce(
+                r.status = 'pending' AND (r.event_type = '${TEST_EVENT_TYPE}' OR coalesce(
                   (SELECT w.enabled FROM webhooks.webhooks w WHERE w.id = r.webhook_id), false)) AS retried
            FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::timestamptz[],
                        $7::timestamptz[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::boolean[])
@@ -360,9 +366,18 @@ export class DeliveryQueue {
             -- Only what changes: a healthy endpoint's row is not written again with every batch.
             AND (s.failing_since IS NOT NULL OR NOT h.succeeded OR h.gone)
          RETURNING s.webhook_id, s.disable_reason
+       ), given_up AS (
+         -- Deliveries given up after this attempt, to be told to the organization's other endpoints
+         -- (webhook.delivery_failed): not a test, sent to that endpoint alone, nor such a notice itself.
+         INSERT INTO webhooks.delivery_failures (delivery_id, failed_at)
+         SELECT u.id, $14 FROM recorded u JOIN result r ON r.id = u.id
+          WHERE NOT r.retried AND r.status <> 'succeeded'
+            AND r.event_type NOT IN ('${TEST_EVENT_TYPE}', '${DELIVERY_FAILED_EVENT_TYPE}')
+         ON CONFLICT (delivery_id) DO NOTHING
+         RETURNING delivery_id
        )
        -- Finished deliveries free endpoint slots: wake every worker.
-       SELECT t.webhook_id, t.disable_reason
+       SELECT t.webhook_id, t.disable_reason, (SELECT count(*)::int FROM given_up) AS given_up
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake
          LEFT JOIN touched t ON t.disable_reason IS NOT NULL`,
           [
@@ -391,7 +406,10 @@ export class DeliveryQueue {
         : [{ webhookId: delivery.webhookId, streamId: delivery.streamId }],
     );
     if (finishedLanes.length > 0) await this.passTurns(now, finishedLanes);
-    return rows.flatMap(({ webhook_id: id }) => (id === null ? [] : [id]));
+    return {
+      toDisable: rows.flatMap(({ webhook_id: id }) => (id === null ? [] : [id])),
+      givenUp: rows[0]?.given_up ?? 0,
+    };
   }
 
   /**

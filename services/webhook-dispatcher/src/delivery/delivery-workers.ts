@@ -54,6 +54,8 @@ export interface DeliveryWorkersDependencies {
   readonly metrics: DeliveryMetrics;
   /** Asked to run when a recorded attempt demands that an endpoint be disabled. */
   readonly onDisableRequested: () => void;
+  /** Asked to run when recorded attempts gave deliveries up (webhook.delivery_failed to tell). */
+  readonly onGivenUp: () => void;
   readonly clock: () => Date;
   readonly random: () => number;
   readonly logger: Logger;
@@ -221,9 +223,14 @@ export class DeliveryWorkers {
       while (this.finished.length > 0) {
         const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
         try {
-          const toDisable = await this.deps.queue.complete(batch, this.deps.clock(), FAILING_PERIOD_MS);
+          const { toDisable, givenUp } = await this.deps.queue.complete(
+            batch,
+            this.deps.clock(),
+            FAILING_PERIOD_MS,
+          );
           failures = 0;
           if (toDisable.length > 0) this.deps.onDisableRequested();
+          if (givenUp > 0) this.deps.onGivenUp();
         } catch (error) {
           failures++;
           this.deps.logger.error({ err: error, failures }, 'recording webhook attempts failed; retrying');

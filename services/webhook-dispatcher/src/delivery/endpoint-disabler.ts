@@ -2,6 +2,7 @@ import type { Logger, Pool } from '@ofp/runtime';
 import type { WebhookCommands } from '../subscriptions/webhook-commands.js';
 import type { DisableReason } from '../subscriptions/webhook-decider.js';
 import type { DeliveryMetrics } from './delivery-metrics.js';
+import { RunsInTurn } from './runs-in-turn.js';
 
 /**
  * Carries out the disables that recorded attempts asked for (`webhooks.endpoints.disable_reason`): a
@@ -9,8 +10,7 @@ import type { DeliveryMetrics } from './delivery-metrics.js';
  * Also run at start, for requests a process left behind when it died.
  */
 export class EndpointDisabler {
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly runs = new RunsInTurn(() => this.run());
 
   constructor(
     private readonly pool: Pool,
@@ -20,40 +20,31 @@ export class EndpointDisabler {
   ) {}
 
   request(): void {
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.run().finally(() => {
-      this.running = undefined;
-    });
+    this.runs.request();
   }
 
   /** Resolves once no run is under way. */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
+    await this.runs.idle();
   }
 
   private async run(): Promise<void> {
-    do {
-      this.again = false;
-      const { rows } = await this.pool
-        .query<{ webhook_id: number; disable_reason: DisableReason }>(
-          'SELECT webhook_id, disable_reason FROM webhooks.endpoints WHERE disable_reason IS NOT NULL',
-        )
-        .catch((error: unknown) => {
-          this.logger.error({ err: error }, 'reading endpoints to disable failed');
-          return { rows: [] };
-        });
-      for (const { webhook_id: webhookId, disable_reason: reason } of rows) {
-        try {
-          await this.commands.disable(webhookId, reason);
-          this.metrics?.disabled(reason);
-          this.logger.warn({ webhook_id: webhookId, reason }, 'webhook endpoint disabled');
-        } catch (error) {
-          this.logger.error({ err: error, webhook_id: webhookId }, 'disabling a webhook endpoint failed');
-        }
+    const { rows } = await this.pool
+      .query<{ webhook_id: number; disable_reason: DisableReason }>(
+        'SELECT webhook_id, disable_reason FROM webhooks.endpoints WHERE disable_reason IS NOT NULL',
+      )
+      .catch((error: unknown) => {
+        this.logger.error({ err: error }, 'reading endpoints to disable failed');
+        return { rows: [] };
+      });
+    for (const { webhook_id: webhookId, disable_reason: reason } of rows) {
+      try {
+        await this.commands.disable(webhookId, reason);
+        this.metrics?.disabled(reason);
+        this.logger.warn({ webhook_id: webhookId, reason }, 'webhook endpoint disabled');
+      } catch (error) {
+        this.logger.error({ err: error, webhook_id: webhookId }, 'disabling a webhook endpoint failed');
       }
-    } while (this.again);
+    }
   }
 }

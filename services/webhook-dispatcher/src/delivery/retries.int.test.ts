@@ -2,6 +2,7 @@ import type { RecordJson } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { freePort, manualClock, startWebhookReceiver, type WebhookReceiver } from '@ofp/testing';
 import { eventually, startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
+import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
 import { RETRY_DELAYS_MS } from './retry-schedule.js';
 
 /** The jitter the tests inject (random 0.5 stretches every wait by 5%). */
@@ -242,6 +243,55 @@ describe('retries, order and recovery on an injected clock', () => {
       next_attempt_at: null,
     });
   });
+
+  it('tells the other endpoints that subscribe to webhook.delivery_failed when a delivery is given up, once', async () => {
+    const orgId = ++org;
+    let secrets: [string, string, string] = ['', '', ''];
+    const failing = await receiverFor(() => secrets[0]);
+    const watcher = await receiverFor(() => secrets[1]);
+    const bystander = await receiverFor(() => secrets[2]);
+    // It subscribes to the notice too, but is not told about its own deliveries.
+    const broken = await harness.createWebhook(orgId, {
+      url: failing.url,
+      events: ['person.created', DELIVERY_FAILED_EVENT_TYPE],
+    });
+    const watching = await harness.createWebhook(orgId, {
+      url: watcher.url,
+      events: [DELIVERY_FAILED_EVENT_TYPE],
+    });
+    const other = await harness.createWebhook(orgId, { url: bystander.url, events: ['webhook.disabled'] });
+    secrets = [broken.secret, watching.secret, other.secret];
+    failing.answerWith(() => ({ status: 500 }));
+
+    const event = await append(orgId, 1);
+    for (let step = 0; step < RETRY_DELAYS_MS.length; step++) {
+      await settled(orgId);
+      expect(watcher.received).toEqual([]);
+      clock.advance(11 * HOUR);
+    }
+    await watcher.waitFor((r) => r.length === 1);
+    await settled(orgId);
+
+    const given = await delivery(orgId, event.eventId);
+    expect(given).toMatchObject({ status: 'failed', attempts: 8, webhook_id: broken.id });
+    const [notice] = watcher.received;
+    expect(notice).toMatchObject({ verified: true, payload: { type: DELIVERY_FAILED_EVENT_TYPE } });
+    expect(notice!.id).not.toBe(event.eventId);
+    // The delivery as the API shows it, in the same key order, the body its attempts sent included.
+    const { data } = JSON.parse(notice!.body) as { data: RecordJson };
+    expect(JSON.stringify(data)).toBe(JSON.stringify(given));
+    expect(data.payload).toBe(failing.received[0]!.body);
+    // Not to the endpoint it is about, nor to one that does not subscribe to it; told once.
+    expect(failing.received.map((r) => r.id)).toEqual(Array(8).fill(event.eventId));
+    expect(bystander.received).toEqual([]);
+    const { rows } = await harness.database.pool.query<{ notes: number }>(
+      'SELECT count(*)::int AS notes FROM webhooks.delivery_failures',
+    );
+    expect(rows[0]!.notes).toBe(0);
+    clock.advance(HOUR);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(watcher.received).toHaveLength(1);
+  }, 60_000);
 
   it('disables an endpoint whose deliveries all failed for 5 days and tells the other endpoints', async () => {
     const orgId = ++org;

@@ -1,7 +1,7 @@
 import { closest } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { MODELS, eventPayloadSchema, recordSchema, type EventType, type ModelDefinition } from '@ofp/models';
-import { webhooks } from '../models.js';
+import { DELIVERY_FAILED_EVENT_TYPE, webhookDeliveries, webhooks } from '../models.js';
 
 /**
  * A webhook as the API shows it: the registry keeps each subscribed event type as `{type}` (so that
@@ -44,11 +44,13 @@ export function eventCatalog(): (EventType & { readonly payload: z.ZodType })[] 
   return EVENT_MODELS.flatMap((model) =>
     model.eventTypes.map((eventType) => ({
       ...eventType,
-      payload: eventPayloadSchema(
-        model,
-        eventType,
-        model === webhooks ? webhookSchema() : recordSchema(model),
-      ),
+      payload: eventPayloadSchema(model, eventType, dataSchema(model, eventType.type)),
     })),
   );
+}
+
+/** The record an event of `type` carries as its data: a webhook in its API form, a delivery, a record. */
+export function dataSchema(model: ModelDefinition, type: string): z.ZodObject {
+  if (type === DELIVERY_FAILED_EVENT_TYPE) return recordSchema(webhookDeliveries);
+  return model === webhooks ? webhookSchema() : recordSchema(model);
 }

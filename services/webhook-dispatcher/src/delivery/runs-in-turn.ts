@@ -1,0 +1,30 @@
+/**
+ * Runs a task one run at a time: a request while a run is under way gets one more run after it, however
+ * many requests came meanwhile. The task handles its own errors.
+ */
+export class RunsInTurn {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly task: () => Promise<void>) {}
+
+  request(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.task();
+      } while (this.again);
+    })().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Resolves once no run is under way. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+}
