@@ -20,6 +20,7 @@ import {
 import {
   KafkaBus,
   OutboxRelay,
+  Parking,
   PgLogBus,
   checkKafka,
   createKafkaClient,
@@ -29,7 +30,7 @@ import {
   type KafkaClient,
   type TopicSettings,
 } from '@ofp/bus';
-import { EventStore, migrateEventStore } from '@ofp/event-store';
+import { EventStore, ParkedEvents, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
   STANDALONE_FILES,
@@ -62,7 +63,7 @@ import {
 } from '@ofp/webhook-dispatcher';
 import type { PlatformConfig, Target } from './config.js';
 import { servedDescriptions } from './descriptions.js';
-import { registerFlowMetrics, registerOutboxMetrics } from './observability.js';
+import { registerFlowMetrics, registerOutboxMetrics, registerParkingMetrics } from './observability.js';
 import { preflight } from './preflight.js';
 import { runbookRoutes } from './runbooks.js';
 import { platformStreamTypes } from './streams.js';
@@ -121,6 +122,8 @@ export interface Provided {
   'webhooks-schema': undefined;
   /** Kafka with KAFKA_BROKERS, else the Postgres log. */
   bus: Bus;
+  /** Parked events (API.md §12) of the process's consumer groups: projector, process managers, webhook intake. */
+  parking: Parking;
   /** Bearer verification for `/v2`, its deny-list fed by the revocation announcements. */
   'token-verification': BearerGate;
   /** The admin API's bearer token: ADMIN_TOKEN, or (standalone) one generated and kept in DATA_DIR. */
@@ -371,10 +374,20 @@ const modules = {
   'auth-janitor': module({ deps: ['auth'], init: ({ auth }) => auth.janitor }),
 
   api: module({
-    deps: ['api-schema', 'event-store', 'pool', 'postgres-session', 'bus', 'token-verification', 'metrics'],
-    init: ({ config, logger, clock, pool, bus, metrics, ...given }) => {
+    deps: [
+      'api-schema',
+      'event-store',
+      'pool',
+      'postgres-session',
+      'bus',
+      'parking',
+      'token-verification',
+      'metrics',
+    ],
+    init: ({ config, logger, clock, pool, bus, parking, metrics, ...given }) => {
       const api = createApiService({
         pool,
+        parking,
         session: given['postgres-session'],
         store: given['event-store'],
         bus,
@@ -406,9 +419,25 @@ const modules = {
     },
   }),
 
+  parking: module({
+    deps: ['event-store', 'pool', 'postgres-session', 'metrics'],
+    init: ({ pool, logger, metrics, ...given }) => {
+      const parked = new ParkedEvents(pool);
+      registerParkingMetrics(metrics, parked);
+      const parking = new Parking({
+        parked,
+        store: given['event-store'],
+        pool,
+        session: given['postgres-session'],
+        logger,
+      });
+      return { value: parking, stop: () => parking.close() };
+    },
+  }),
+
   projector: module({
-    deps: ['bus', 'pool'],
-    init: ({ pool, bus, logger }) => createProjectorModule({ pool, bus, logger }),
+    deps: ['bus', 'pool', 'parking'],
+    init: ({ pool, bus, logger, parking }) => createProjectorModule({ pool, bus, logger, parking }),
   }),
 
   webhooks: module({
@@ -418,12 +447,14 @@ const modules = {
       'pool',
       'postgres-session',
       'bus',
+      'parking',
       'token-verification',
       'metrics',
     ],
-    init: ({ config, logger, clock, pool, bus, metrics, ...given }) => {
+    init: ({ config, logger, clock, pool, bus, parking, metrics, ...given }) => {
       const dispatcher = createWebhookDispatcher({
         pool,
+        parking,
         session: given['postgres-session'],
         store: given['event-store'],
         bus,

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Bus } from '@ofp/bus';
-import type { EventStore } from '@ofp/event-store';
+import type { EventStore, ParkedEvents } from '@ofp/event-store';
 import { sharedReading } from '@ofp/runtime';
 
 /**
@@ -69,6 +69,24 @@ export function registerOutboxMetrics(registry: Registry, outbox: EventStore): v
     registers: [registry],
     async collect() {
       this.set((await read()).oldestSeconds);
+    },
+  });
+}
+
+/**
+ * `ofp_parked_events`: the events each consumer group parked (API.md §12), not counting those waiting
+ * behind them; read from the table at each scrape, so every process reports the deployment's figure.
+ */
+export function registerParkingMetrics(registry: Registry, parked: ParkedEvents): void {
+  new Gauge({
+    name: 'ofp_parked_events',
+    help: 'Events a consumer group could not apply and parked (GET /admin/parked_events lists them)',
+    labelNames: ['group'],
+    registers: [registry],
+    async collect() {
+      const counts = await parked.counts();
+      this.reset();
+      for (const [group, parkedEvents] of counts) this.set({ group }, parkedEvents);
     },
   });
 }

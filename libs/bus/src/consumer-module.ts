@@ -1,5 +1,6 @@
 import { inTracesOf, validTraceparent, type Module } from '@ofp/runtime';
 import type { Bus, SubscribeOptions, Subscription } from './bus.js';
+import type { Parking } from './parking.js';
 
 export interface ConsumerModuleOptions {
   readonly name: string;
@@ -7,6 +8,11 @@ export interface ConsumerModuleOptions {
   readonly prepare?: () => Promise<void>;
   /** The consumer groups the module runs, each with its handler. */
   readonly subscriptions: readonly SubscribeOptions[];
+  /**
+   * Parks what a durable group cannot apply, so that one event stops nobody else (API.md §12);
+   * transient subscriptions, which keep no progress, are not parked.
+   */
+  readonly parking?: Parking | undefined;
 }
 
 /**
@@ -20,9 +26,12 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
     name: options.name,
     async start() {
       await options.prepare?.();
+      const parking = options.parking;
+      await parking?.open();
       subscriptions = await Promise.all(
-        options.subscriptions.map((each) =>
-          bus.subscribe({
+        options.subscriptions.map((each) => {
+          const handle = parking && !each.transient ? parking.guard(each.group, each.handle) : each.handle;
+          return bus.subscribe({
             ...each,
             // Each batch continues the traces of its events (API.md §9's ce_traceparent).
             handle: (events) =>
@@ -30,7 +39,7 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
                 events.map((event) => validTraceparent(event.metadata.traceparent)),
                 `process ${each.group}`,
                 'consumer',
-                () => each.handle(events),
+                () => handle(events),
                 {
                   'messaging.system': bus.system,
                   'messaging.operation.type': 'process',
@@ -38,8 +47,8 @@ export function consumerModule(bus: Bus, options: ConsumerModuleOptions): Module
                   'messaging.batch.message_count': events.length,
                 },
               ),
-          }),
-        ),
+          });
+        }),
       );
     },
     async stop() {

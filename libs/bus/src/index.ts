@@ -1,5 +1,6 @@
 export * from './bus.js';
 export * from './consumer-module.js';
+export * from './parking.js';
 export * from './pg-log-bus.js';
 export * from './wakeup.js';
 export * from './kafka/cloudevents.js';

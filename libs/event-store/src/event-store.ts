@@ -241,6 +241,15 @@ export class EventStore {
     return rows.map(toStoredEvent);
   }
 
+  /** The events of these ids that exist, in their streams' order (by stream, then version). */
+  async readEvents(eventIds: readonly string[]): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, version`,
+      [eventIds],
+    );
+    return rows.map(toStoredEvent);
+  }
+
   /** A stream's last event, or undefined for a stream that does not exist. */
   async readStreamHead(streamId: string): Promise<StoredEvent | undefined> {
     const { rows } = await this.pool.query<EventRow>(

@@ -22,7 +22,7 @@ import {
 import type { Logger } from './logger.js';
 import { statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
-import { DatabaseTimeout, withDatabaseDeadline } from './postgres.js';
+import { isDependencyDown, withDatabaseDeadline } from './postgres.js';
 import { currentTraceparent, nameServerSpan, validTraceparent } from './tracing.js';
 import {
   PUBLIC,
@@ -371,33 +371,6 @@ function write(res: ServerResponse, reply: Reply, headers: string[]): void {
   headers.push('Content-Length', String(Buffer.byteLength(reply.body)));
   res.writeHead(reply.status, headers);
   res.end(reply.body);
-}
-
-/**
- * Whether an error means the database (or another dependency) cannot be reached or cannot answer
- * right now, which is a 503 (API.md §3), not a 500: refused or broken connections, Postgres shutting
- * down or out of connections (SQLSTATE classes 08 and 57P, 53300), a statement or lock wait that the
- * server timed out (57014, 55P03, and 25P03 for a session idle in its transaction too long), a
- * transaction that lost to a concurrent one (40001 serialization failure, 40P01 deadlock), a pool
- * that found no connection in time, and the client's own deadline ({@link DatabaseTimeout}).
- */
-function isDependencyDown(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  if (error instanceof DatabaseTimeout) return true;
-  const code = (error as { code?: unknown }).code;
-  if (
-    typeof code === 'string' &&
-    (/^(08|57P)/.test(code) ||
-      ['53300', '57014', '55P03', '25P03', '40001', '40P01'].includes(code) ||
-      ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code))
-  ) {
-    return true;
-  }
-  const message = (error as { message?: unknown }).message;
-  return (
-    typeof message === 'string' &&
-    /timeout exceeded when trying to connect|Connection terminated/.test(message)
-  );
 }
 
 /** The envelope of an error (API.md §2-3), logged unless it is the client's. */

@@ -274,3 +274,30 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     client.release(broken);
   }
 }
+
+/**
+ * Whether an error means the database (or another dependency) cannot be reached or cannot answer
+ * right now, which is a 503 (API.md §3), not a 500: refused or broken connections, Postgres shutting
+ * down or out of connections (SQLSTATE classes 08 and 57P, 53300), a statement or lock wait that the
+ * server timed out (57014, 55P03, and 25P03 for a session idle in its transaction too long), a
+ * transaction that lost to a concurrent one (40001 serialization failure, 40P01 deadlock), a pool
+ * that found no connection in time, and the client's own deadline ({@link DatabaseTimeout}).
+ */
+export function isDependencyDown(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  if (error instanceof DatabaseTimeout) return true;
+  const code = (error as { code?: unknown }).code;
+  if (
+    typeof code === 'string' &&
+    (/^(08|57P)/.test(code) ||
+      ['53300', '57014', '55P03', '25P03', '40001', '40P01'].includes(code) ||
+      ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code))
+  ) {
+    return true;
+  }
+  const message = (error as { message?: unknown }).message;
+  return (
+    typeof message === 'string' &&
+    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+  );
+}

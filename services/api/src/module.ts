@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Registry } from 'prom-client';
 import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
-import type { Bus } from '@ofp/bus';
+import type { Bus, Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
@@ -40,6 +40,8 @@ export interface ApiDependencies {
   readonly store: EventStore;
   /** Where the process managers read the events they react to. */
   readonly bus: Bus;
+  /** Parks an event a process manager cannot apply (API.md §12). */
+  readonly parking?: Parking;
   readonly logger: Logger;
   readonly clock: () => Date;
   /** Bearer verification and rate limit, which every request passes first. */
@@ -124,7 +126,7 @@ export function createApiService(deps: ApiDependencies): ApiService {
   const seed = (auth: AuthContext) => tenants.ensureSeeded(auth.orgId);
   return {
     api,
-    processManagers: processManagersModule(deps.bus, processManagers, deps.logger),
+    processManagers: processManagersModule(deps.bus, processManagers, deps.logger, deps.parking),
     routes: [
       ...apiRoutes({
         commands,

@@ -1,4 +1,4 @@
-import { consumerModule, type Bus } from '@ofp/bus';
+import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import { MODELS, PROJECTION_CHANNEL, PROJECTION_LOCK, READ_SCHEMA, createReadSchema } from '@ofp/models';
 import { inTransaction, type Logger, type Module, type Pool } from '@ofp/runtime';
 import { PROJECTED_STREAM_TYPES, applyEvents } from './projection.js';
@@ -7,6 +7,8 @@ export interface ProjectorDependencies {
   readonly pool: Pool;
   readonly bus: Bus;
   readonly logger: Logger;
+  /** Parks an event the read model cannot take, so that it stops no other record (API.md §12). */
+  readonly parking?: Parking;
 }
 
 /** The consumer group of the read-model projection. */
@@ -20,6 +22,7 @@ export const PROJECTOR_GROUP = 'projector';
 export function createProjectorModule(deps: ProjectorDependencies): Module {
   return consumerModule(deps.bus, {
     name: 'projector',
+    parking: deps.parking,
     prepare: () =>
       inTransaction(deps.pool, async (client) => {
         // Two processes starting together must not race on CREATE TABLE IF NOT EXISTS.

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import type { BearerGate } from '@ofp/auth-tokens';
-import { consumerModule, type Bus } from '@ofp/bus';
+import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
@@ -42,6 +42,8 @@ export interface WebhookDispatcherDependencies {
   readonly store: EventStore;
   /** Where every model's events come from (Kafka, or the Postgres-log bus standalone). */
   readonly bus: Bus;
+  /** Parks an event the intake cannot take (API.md §12). */
+  readonly parking?: Parking;
   readonly logger: Logger;
   readonly clock: () => Date;
   /** Bearer verification and the client's rate limit, on the dispatcher's routes. */
@@ -202,6 +204,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   };
   const intakeModule = consumerModule(deps.bus, {
     name: 'webhook-intake',
+    parking: deps.parking,
     subscriptions: [
       { group: INTAKE_GROUP, streamTypes: intakeStreamTypes(), handle: (events) => intake.handle(events) },
     ],

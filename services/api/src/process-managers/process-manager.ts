@@ -1,4 +1,4 @@
-import { consumerModule, type Bus } from '@ofp/bus';
+import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import type { RecordChange } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { currentTraceparent, validTraceparent, type Logger, type Module } from '@ofp/runtime';
@@ -42,7 +42,12 @@ export type SourceEvent = Pick<StoredEvent<RecordChange>, 'streamId' | 'streamTy
  * Runs process managers as bus consumers, each in its own consumer group. Events of a batch are
  * handled one after another, in the bus's order, so one stream's events are applied in order.
  */
-export function processManagersModule(bus: Bus, managers: readonly ProcessManager[], logger: Logger): Module {
+export function processManagersModule(
+  bus: Bus,
+  managers: readonly ProcessManager[],
+  logger: Logger,
+  parking?: Parking,
+): Module {
   // Read-your-writes follows one step from a write to what managers append: a follow-on change must
   // lead to no further one.
   for (const manager of managers)
@@ -51,6 +56,7 @@ export function processManagersModule(bus: Bus, managers: readonly ProcessManage
         throw new Error(`${manager.name} appends to ${type}, which a process manager reacts to`);
   return consumerModule(bus, {
     name: 'process-managers',
+    parking,
     subscriptions: managers.map((manager) => ({
       group: `process-manager.${manager.name}`,
       streamTypes: manager.streamTypes,

@@ -8,6 +8,7 @@ import {
   singleEnvelope,
   type FieldErrors,
 } from '@ofp/contracts';
+import { ParkedEvents, type ParkedEvent } from '@ofp/event-store';
 import { inTransaction, jsonReply, type Pool, type Route, type RouteRequest } from '@ofp/runtime';
 import type { Grants } from '../oauth/grants.js';
 import type { SigningKeys } from '../signing-keys.js';
@@ -118,6 +119,7 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 /** The administration API of API.md §10, guarded by the deployment's admin token. */
 export function adminRoutes(deps: AdminRoutesDeps): Route[] {
   const access = adminAccess(deps.adminToken);
+  const parked = new ParkedEvents(deps.pool);
   const admin = (route: Omit<Route<undefined>, 'access' | 'tag'>): Route<undefined> => ({
     ...route,
     access,
@@ -234,5 +236,61 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
         return jsonReply(201, singleEnvelope({ kid: rotated.kid, retired_kid: rotated.retiredKid ?? null }));
       },
     }),
+    admin({
+      method: 'GET',
+      path: '/admin/parked_events',
+      operationId: 'admin.listParkedEvents',
+      summary:
+        'List the events a consumer group could not apply and parked, oldest first (API.md §12); `consumer_group` narrows it',
+      query: { names: [...PAGE_QUERY.names, 'consumer_group'] },
+      responses: {
+        200: {
+          description: 'A page of parked events, each with the reason and the events waiting behind it',
+        },
+      },
+      handle: async (request) => {
+        const page = pageOf(request);
+        const consumerGroup = request.query.consumer_group;
+        const { parked: events, total } = await parked.list({
+          ...page,
+          ...(consumerGroup === undefined ? {} : { consumerGroup }),
+        });
+        return jsonReply(200, searchEnvelope(events.map(parkedEventBody), total, page.offset));
+      },
+    }),
+    admin({
+      method: 'POST',
+      path: '/admin/parked_events/{id}/retry',
+      operationId: 'admin.retryParkedEvent',
+      summary:
+        'Apply a parked event again, then the events of its stream waiting behind it, in order; it stays parked, with the new reason, if it fails again',
+      responses: { 202: { description: 'The parked event, its retry asked for' } },
+      errors: [404],
+      handle: async (request) => {
+        const given = request.params.id ?? '';
+        const retried = /^[1-9]\d{0,15}$/.test(given) ? await parked.requestRetry(Number(given)) : undefined;
+        if (!retried) throw baseError('NotFound', `Parked event ${given} not found`);
+        return jsonReply(202, singleEnvelope(parkedEventBody(retried)));
+      },
+    }),
   ];
+}
+
+/** A parked event as the admin API shows it. */
+function parkedEventBody(event: ParkedEvent) {
+  return {
+    id: event.id,
+    consumer_group: event.consumerGroup,
+    event_id: event.eventId,
+    event_type: event.eventType,
+    stream_id: event.streamId,
+    stream_type: event.streamType,
+    version: event.version,
+    organization_id: event.orgId,
+    reason: event.reason,
+    attempts: event.attempts,
+    parked_at: event.parkedAt.toISOString(),
+    retry_requested_at: event.retryRequestedAt?.toISOString() ?? null,
+    waiting: event.waiting,
+  };
 }

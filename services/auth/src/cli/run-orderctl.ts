@@ -20,6 +20,9 @@ Commands:
   rotate-client-secret --client CLIENT_ID
   disable-client --client CLIENT_ID      (its grants are revoked; its tokens stop working)
   rotate-signing-key
+  list-parked-events [--group GROUP] [--limit N] [--offset N]
+                (events a consumer group could not apply, with the reason; API.md §12)
+  retry-parked-event --id ID             (applies it, then the events of its stream behind it, in order)
 
 --url: the admin API, else $ORDERCTL_URL, http://localhost:$ADMIN_PORT (in the auth service's
   container), $PUBLIC_URL, http://localhost:$PORT, or the standalone instance running on $DATA_DIR
@@ -41,6 +44,8 @@ const OPTIONS = {
   scopes: { type: 'string' },
   limit: { type: 'string' },
   offset: { type: 'string' },
+  group: { type: 'string' },
+  id: { type: 'string' },
 } as const;
 
 class UsageError extends Error {}
@@ -59,6 +64,17 @@ interface Envelope {
   offset?: number;
   results?: unknown;
   errors?: Record<string, string[]> | null;
+}
+
+interface ParkedEventJson {
+  id: number;
+  consumer_group: string;
+  stream_id: string;
+  version: number;
+  organization_id: number | null;
+  reason: string;
+  waiting: number;
+  parked_at: string;
 }
 
 interface OrganizationJson {
@@ -225,6 +241,47 @@ function callOf(command: string | undefined, values: Record<string, unknown>): C
         describe: (results) => {
           const { kid, retired_kid } = results as { kid: string; retired_kid: string | null };
           return `Tokens are now signed with key ${kid}${retired_kid ? `; ${retired_kid} stays published until its tokens expire` : ''}.`;
+        },
+      };
+    case 'list-parked-events': {
+      const group = values.group;
+      const page = pageQuery(values);
+      const groupQuery = typeof group === 'string' ? `consumer_group=${encodeURIComponent(group)}` : '';
+      return {
+        method: 'GET',
+        path: `/admin/parked_events${page}${groupQuery && (page ? `&${groupQuery}` : `?${groupQuery}`)}`,
+        describe: (results, envelope) => {
+          const parked = results as ParkedEventJson[];
+          return [
+            ...(parked.length === 0
+              ? []
+              : [
+                  table(
+                    ['ID', 'GROUP', 'STREAM', 'VERSION', 'ORGANIZATION', 'WAITING', 'PARKED', 'REASON'],
+                    parked.map((p) => [
+                      String(p.id),
+                      p.consumer_group,
+                      p.stream_id,
+                      String(p.version),
+                      String(p.organization_id ?? '-'),
+                      String(p.waiting),
+                      p.parked_at,
+                      p.reason,
+                    ]),
+                  ),
+                ]),
+            pageLine(envelope, 'parked events'),
+          ].join('\n');
+        },
+      };
+    }
+    case 'retry-parked-event':
+      return {
+        method: 'POST',
+        path: `/admin/parked_events/${encodeURIComponent(option(values, 'id'))}/retry`,
+        describe: (results) => {
+          const parked = results as ParkedEventJson;
+          return `Retry of parked event ${parked.id} asked for: ${parked.consumer_group} applies ${parked.stream_id} v${parked.version}, then the ${parked.waiting} event(s) behind it (list-parked-events shows it again if it fails).`;
         },
       };
     default:
