@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
-import { closeServer, createHttpApp, listen, MAX_BODY_BYTES } from './http.js';
+import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, MAX_BODY_DEPTH } from './http.js';
 import { createMetricsRegistry } from './metrics.js';
 import { createPool, type Pool } from './postgres.js';
 import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
@@ -22,6 +23,18 @@ const bearer = (scopes: string[]): Access<{ org: number }> => ({
     });
   },
 });
+
+/** Statements that input can make Postgres refuse, one per SQLSTATE the pipeline must answer with a 4xx. */
+const STATEMENTS = {
+  short: 'INSERT INTO http_test_values (short) VALUES ($1)',
+  amount: 'INSERT INTO http_test_values (amount) VALUES ($1)',
+  whole: 'INSERT INTO http_test_values (whole) VALUES ($1)',
+  at: 'INSERT INTO http_test_values (at) VALUES ($1)',
+  indexed: 'INSERT INTO http_test_values (indexed) VALUES ($1)',
+  document: 'INSERT INTO http_test_values (document) VALUES ($1)',
+  // A string parameter reaches Postgres as UTF-8 whatever it holds: bytes that are not come only decoded.
+  utf8: "SELECT convert_from(decode($1, 'hex'), 'UTF8')",
+} as const;
 
 const route = (
   method: Route['method'],
@@ -45,8 +58,13 @@ describe('the HTTP pipeline', () => {
   let base: string;
   let ready = false;
   const logged: Record<string, unknown>[] = [];
+  let pool: Pool;
 
   beforeAll(async () => {
+    pool = createPool({ connectionString: process.env.DATABASE_URL!, applicationName: 'http-test' });
+    await pool.query(`CREATE TABLE IF NOT EXISTS http_test_values (
+  short varchar(3), amount numeric(5,2), indexed text, whole integer, at date, document jsonb)`);
+    await pool.query('CREATE INDEX IF NOT EXISTS http_test_values_indexed ON http_test_values (indexed)');
     const app = createHttpApp({
       logger: pino(
         { level: 'info' },
@@ -59,6 +77,20 @@ describe('the HTTP pipeline', () => {
           body: 'json',
         }),
         route('GET', '/conflict', () => Promise.reject(baseError('Conflict', 'taken'))),
+        // Runs a statement on the body's value as a write would: what Postgres refuses is the request's error.
+        route(
+          'POST',
+          '/values',
+          async (request) => {
+            const { statement, value } = request.body as {
+              statement: keyof typeof STATEMENTS;
+              value: unknown;
+            };
+            await pool.query(STATEMENTS[statement], [value]);
+            return jsonReply(200, {});
+          },
+          { body: 'json' },
+        ),
         route('GET', '/boom', () => Promise.reject(new Error('secret internals at /etc/passwd'))),
         route('GET', '/db-down', () =>
           Promise.reject(
@@ -90,10 +122,12 @@ describe('the HTTP pipeline', () => {
   });
   afterAll(async () => {
     await closeServer(server);
+    await pool.query('DROP TABLE IF EXISTS http_test_values');
+    await pool.end();
   });
 
-  const post = (body: string, type = 'application/json') =>
-    fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': type }, body });
+  const post = (body: string, type = 'application/json', path = '/echo') =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
   const envelope = (base: string[]) => ({ count: 0, results: null, errors: { base } });
 
   it('answers an unknown route with a 404 envelope, and a known path with a 405 naming the methods it takes', async () => {
@@ -121,6 +155,84 @@ describe('the HTTP pipeline', () => {
     expect(large.status).toBe(413);
     expect(((await large.json()) as { errors: unknown }).errors).toHaveProperty('base');
     expect(await (await post(JSON.stringify({ a: 1 }))).json()).toEqual({ body: { a: 1 } });
+  });
+
+  it.each<[string, number[]]>([
+    ['a lone byte beyond ASCII', [0x7b, 0xff, 0x7d]],
+    ['an overlong encoding', [0x22, 0xc0, 0xaf, 0x22]],
+    ['a surrogate encoded in UTF-8', [0x22, 0x61, 0xed, 0xa0, 0x80, 0x22]],
+    ['a character cut short', [0x22, 0xe2, 0x82]],
+    ['a code point beyond U+10FFFF', [0x22, 0xf4, 0x90, 0x80, 0x80, 0x22]],
+  ])('refuses a body that is not UTF-8 (%s) with a 400 saying where', async (_case, bytes) => {
+    const response = await fetch(`${base}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(bytes),
+    });
+    expect(response.status).toBe(400);
+    const offset = bytes.findIndex((byte) => byte >= 0x80);
+    const hex = bytes[offset]!.toString(16).toUpperCase();
+    expect(await response.json()).toEqual(
+      envelope([
+        `Request body must be UTF-8: the byte 0x${hex} at offset ${offset} does not start a valid UTF-8 character`,
+      ]),
+    );
+  });
+
+  it.each([
+    ['{"last_name":"x\\ud800"}', 'last_name holds a lone surrogate (\\ud800)'],
+    ['{"lines":[{"sku":"a"},{"sku":"\\uDC00b"}]}', 'lines[1].sku holds a lone surrogate (\\udc00)'],
+    ['{"a\\ud83d":1}', 'a key of the body holds a lone surrogate (\\ud83d)'],
+    ['"\\ud800"', 'the body holds a lone surrogate (\\ud800)'],
+  ])('refuses an escaped lone surrogate (%s) with a 400 naming the column', async (body, where) => {
+    const response = await post(body);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(
+      envelope([`Request body text must be UTF-8: ${where}, which is no character`]),
+    );
+  });
+
+  it('refuses a body nested deeper than records nest, before parsing it', async () => {
+    const deep = (depth: number) => `${'{"a":['.repeat(depth)}"\\ud800"${']}'.repeat(depth)}`;
+    const response = await post(deep(MAX_BODY_DEPTH));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(
+      envelope([`Request body nests arrays and objects more than ${MAX_BODY_DEPTH} deep`]),
+    );
+    expect((await post(`${'['.repeat(400_000)}${']'.repeat(400_000)}`)).status).toBe(400);
+    // Brackets inside strings do not count.
+    expect((await post(JSON.stringify({ a: '[{'.repeat(100) }))).status).toBe(200);
+    expect((await post(JSON.stringify({ a: '"\\[{'.repeat(100) }))).status).toBe(200);
+  });
+
+  it('takes UTF-8 characters beyond the BMP, raw or escaped as a surrogate pair', async () => {
+    const raw = await post('{"name":"😀"}');
+    expect(await raw.json()).toEqual({ body: { name: '😀' } });
+    const escaped = await post('{"name":"\\ud83d\\ude00"}');
+    expect(await escaped.json()).toEqual({ body: { name: '😀' } });
+  });
+
+  it.each<[string, keyof typeof STATEMENTS, unknown]>([
+    ['22001', 'short', 'longer'],
+    ['22003', 'amount', '123456'],
+    ['22003', 'whole', '2147483648'],
+    ['22P02', 'whole', 'twelve'],
+    ['22P02', 'document', '"\\ud800"'],
+    ['22P05', 'document', '"\\u0000"'],
+    ['22007', 'at', 'someday'],
+    ['22008', 'at', '2026-13-45'],
+    ['22021', 'utf8', 'c328'],
+    ['54000', 'indexed', randomBytes(6000).toString('base64')],
+    ['54001', 'document', `${'['.repeat(250_000)}${']'.repeat(250_000)}`],
+  ])('answers Postgres refusing a value (%s, %s) with a 422, never a 500', async (code, statement, value) => {
+    logged.length = 0;
+    const response = await post(JSON.stringify({ statement, value }), 'application/json', '/values');
+    expect(response.status).toBe(422);
+    const { errors } = (await response.json()) as { errors: { base: string[] } };
+    expect(errors.base[0]).toMatch(/^A value cannot be stored: /);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 40, err: expect.objectContaining({ code }) as unknown }),
+    );
   });
 
   it('refuses a query parameter the operation does not take, naming it and pointing at q', async () => {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import {
   createServer,
@@ -20,7 +21,7 @@ import {
   type DomainError,
 } from '@ofp/contracts';
 import type { Logger } from './logger.js';
-import { statusOf } from './http-errors.js';
+import { refusedValueError, statusOf } from './http-errors.js';
 import { createHttpMetrics } from './metrics.js';
 import { isDependencyDown, withDatabaseDeadline } from './postgres.js';
 import { currentTraceparent, nameServerSpan, validTraceparent } from './tracing.js';
@@ -323,9 +324,9 @@ async function readBody(req: IncomingMessage, kind: BodyKind | undefined): Promi
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
     throw baseError('UnsupportedMediaType', 'Request body must be UTF-8');
   const limit = kind === 'json' ? MAX_BODY_BYTES : MAX_FORM_BYTES;
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(req, { limit, encoding: 'utf-8' });
+    bytes = await getRawBody(req, { limit });
   } catch (error) {
     const problem = (error as { type?: string }).type;
     if (problem === 'entity.too.large')
@@ -334,13 +335,99 @@ async function readBody(req: IncomingMessage, kind: BodyKind | undefined): Promi
       throw baseError('Invalid', 'The request body was cut short');
     throw error;
   }
+  // Decoding would replace what is not UTF-8 with U+FFFD, silently (API.md §1: a 400 instead).
+  if (!isUtf8(bytes)) throw baseError('Invalid', notUtf8Message(bytes));
+  const text = bytes.toString('utf8');
   if (kind === 'form') return text;
   if (text.trim() === '') return {};
+  if (nestingDepth(text) > MAX_BODY_DEPTH)
+    throw baseError('Invalid', `Request body nests arrays and objects more than ${MAX_BODY_DEPTH} deep`);
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch {
     throw baseError('Invalid', 'Malformed JSON in request body');
   }
+  // An escaped surrogate (`"\ud800"`) is valid JSON text, but a lone one is no character: no UTF-8
+  // holds it, and Postgres refuses it. Only a body that escapes surrogates needs looking through.
+  const lone = SURROGATE_ESCAPE.test(text) ? loneSurrogateAt(body, '') : undefined;
+  if (lone !== undefined)
+    throw baseError(
+      'Invalid',
+      `Request body text must be UTF-8: ${lone.where === '' ? 'the body' : lone.where} holds a lone surrogate (\\u${lone.unit}), which is no character`,
+    );
+  return body;
+}
+
+/**
+ * How deep a JSON body may nest arrays and objects. Records nest four levels at most (a shipment's
+ * packages' lines); anything deeper is junk, refused before it is parsed and walked.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/** The deepest nesting of arrays and objects in JSON text (brackets inside strings aside), by one pass. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** The first string (or key) of a parsed body holding a lone surrogate: its column path and the code unit. */
+function loneSurrogateAt(value: unknown, path: string): { where: string; unit: string } | undefined {
+  if (typeof value === 'string') {
+    if (value.isWellFormed()) return undefined;
+    const unit = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.exec(value)![0];
+    return { where: path, unit: unit.charCodeAt(0).toString(16) };
+  }
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = loneSurrogateAt(value[index], `${path}[${index}]`);
+      if (found) return found;
+    }
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, nested] of Object.entries(value)) {
+      const where = path === '' ? key : `${path}.${key}`;
+      const found = key.isWellFormed()
+        ? loneSurrogateAt(nested, where)
+        : loneSurrogateAt(key, `a key of ${path || 'the body'}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Where a body that is not UTF-8 first goes wrong (the Unicode Standard's table 3-7 of well-formed byte sequences). */
+function notUtf8Message(bytes: Buffer): string {
+  let at = 0;
+  while (at < bytes.length) {
+    const lead = bytes[at]!;
+    const length =
+      lead < 0x80 ? 1 : lead < 0xc2 ? 0 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : lead < 0xf5 ? 4 : 0;
+    // The second byte's range narrows after E0, ED, F0 and F4 (no overlong forms, surrogates, or beyond U+10FFFF).
+    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
+    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
+    let valid = length > 0;
+    for (let next = 1; valid && next < length; next++) {
+      const byte = bytes[at + next];
+      valid = byte !== undefined && byte >= (next === 1 ? low : 0x80) && byte <= (next === 1 ? high : 0xbf);
+    }
+    if (!valid) break;
+    at += length;
+  }
+  const byte = bytes[at]?.toString(16).toUpperCase().padStart(2, '0') ?? 'end';
+  return `Request body must be UTF-8: the byte 0x${byte} at offset ${at} does not start a valid UTF-8 character`;
 }
 
 /** The request id: the client's `X-Request-Id` when usable, else a new one. */
@@ -377,6 +464,11 @@ function write(res: ServerResponse, reply: Reply, headers: string[]): void {
 export function errorReply(error: unknown, requestId: string, log: Logger): Reply {
   if (isDomainError(error)) {
     return jsonReply(statusOf(error.kind), errorEnvelope(error.errors), headersOf(error));
+  }
+  const refused = refusedValueError(error);
+  if (refused) {
+    log.warn({ err: error }, 'Postgres refused a value of the request: its validation let it through');
+    return jsonReply(statusOf(refused.kind), errorEnvelope(refused.errors));
   }
   if (isDependencyDown(error)) {
     log.warn({ err: error }, 'a dependency is unavailable');
