@@ -2714,9 +2714,9 @@ export interface components {
             description?: string | null;
             barcode?: string | null;
             unit_of_measure?: string | null;
-            weight?: string | number | null;
+            weight?: (string | number) | null;
             weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
-            price?: string | number | null;
+            price?: (string | number) | null;
             currency?: string | null;
             /** @default true */
             active?: boolean;
@@ -2920,9 +2920,9 @@ export interface components {
             description?: string | null;
             barcode?: string | null;
             unit_of_measure?: string | null;
-            weight?: string | number | null;
+            weight?: (string | number) | null;
             weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
-            price?: string | number | null;
+            price?: (string | number) | null;
             currency?: string | null;
             active?: boolean;
             external_id?: string | null;
@@ -3095,7 +3095,7 @@ export interface components {
                 item_id?: number | null;
                 sku: string;
                 quantity: number;
-                unit_price?: string | number | null;
+                unit_price?: (string | number) | null;
             }[];
             external_id?: string | null;
         };
@@ -3351,7 +3351,7 @@ export interface components {
                 item_id?: number | null;
                 sku: string;
                 quantity: number;
-                unit_price?: string | number | null;
+                unit_price?: (string | number) | null;
             }[];
             external_id?: string | null;
         };
@@ -3871,7 +3871,7 @@ export interface components {
                 sku: string;
                 quantity: number;
                 quantity_received?: number | null;
-                unit_cost?: string | number | null;
+                unit_cost?: (string | number) | null;
             }[];
             external_id?: string | null;
         };
@@ -4123,7 +4123,7 @@ export interface components {
                 sku: string;
                 quantity: number;
                 quantity_received?: number | null;
-                unit_cost?: string | number | null;
+                unit_cost?: (string | number) | null;
             }[];
             external_id?: string | null;
         };
@@ -4214,7 +4214,7 @@ export interface components {
             packages?: {
                 tracking_number?: string | null;
                 tracking_url?: string | null;
-                weight?: string | number | null;
+                weight?: (string | number) | null;
                 /** @default [] */
                 lines?: {
                     sku: string;
@@ -4461,7 +4461,7 @@ export interface components {
             packages?: {
                 tracking_number?: string | null;
                 tracking_url?: string | null;
-                weight?: string | number | null;
+                weight?: (string | number) | null;
                 /** @default [] */
                 lines?: {
                     sku: string;

@@ -3,7 +3,7 @@ import type { QueryParameter } from '@ofp/runtime';
 import { pageEnvelopeOf, singleEnvelopeOf } from '@ofp/contracts';
 import type { ColumnDefinition, ColumnType, EventType, FieldMap, ModelDefinition } from './fields.js';
 import { OPERATORS, Q_LIMITS, resolveOperand } from './query.js';
-import { requestBodySchema } from './validation.js';
+import { decimalPattern, requestBodySchema } from './validation.js';
 
 // The schemas of what the API exchanges, derived from the registry (API.md §2, §4-§6, §8): records as
 // responses carry them, request bodies (the validation schemas themselves), the `q` language, the
@@ -204,11 +204,11 @@ function columnValue(column: ColumnDefinition): z.ZodType {
         ? z.string().max(column.maxLength).regex(column.pattern.regex)
         : z.string().max(column.maxLength);
     case 'integer':
-      return column.min === undefined ? z.int() : z.int().min(column.min);
+      return z.int().min(column.min).max(column.max);
     case 'decimal':
       return z
         .string()
-        .regex(new RegExp(`^-?\\d+(\\.\\d{${column.scale}})?$`))
+        .regex(new RegExp(decimalPattern(column, 'response')))
         .describe('A decimal string');
     case 'boolean':
       return z.boolean();

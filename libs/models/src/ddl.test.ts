@@ -6,19 +6,35 @@ const statements = (ddl: string) => ddl.split(';\n').filter(Boolean);
 describe('readModelDdl', () => {
   const ddl = readModelDdl([phoneNumberTypes, people, items, shipments]);
 
-  it('gives every text column byte-order collation', () => {
-    const textColumns = ddl.match(/ text[^,\n]*/g) ?? [];
-    expect(textColumns.length).toBeGreaterThan(10);
-    for (const text of textColumns) expect(text).toMatch(/^ text COLLATE "C"/);
+  it('gives every string column byte-order collation', () => {
+    const stringColumns = ddl.match(/"?\w+"? (text|character varying\(\d+\))( COLLATE "C")?[,\n;]/g) ?? [];
+    expect(stringColumns.length).toBeGreaterThan(10);
+    for (const column of stringColumns) expect(column).toMatch(/ COLLATE "C"/);
   });
 
-  it('types columns after the registry', () => {
-    expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "price" numeric');
+  it('types columns after the registry, their bounds included', () => {
+    expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "price" numeric(19,4)');
+    expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "weight" numeric(16,4)');
+    expect(ddl).toContain(
+      'ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "description" character varying(10000) COLLATE "C"',
+    );
     expect(ddl).toContain('ALTER TABLE "read"."items" ADD COLUMN IF NOT EXISTS "active" boolean');
-    expect(ddl).toContain('ALTER TABLE "read"."shipments" ADD COLUMN IF NOT EXISTS "shipped_at" timestamptz');
+    expect(ddl).toContain(
+      'ALTER TABLE "read"."shipments" ADD COLUMN IF NOT EXISTS "shipped_at" timestamp with time zone',
+    );
+    expect(ddl).toContain(
+      'ALTER TABLE "read"."shipments__packages__lines" ADD COLUMN IF NOT EXISTS "quantity" integer',
+    );
     expect(ddl).toContain(
       'ALTER TABLE "read"."people__phone_numbers" ADD COLUMN IF NOT EXISTS "phone_number_type_id" bigint',
     );
+  });
+
+  it('alters the columns whose type in the catalog is not the declared one, in one statement per table', () => {
+    const retype = statements(ddl).find((statement) => statement.includes('\'"read"."items"\'::regclass'));
+    expect(retype).toContain("('price', 'numeric(19,4)', 'numeric(19,4)')");
+    expect(retype).toContain("('sku', 'character varying(255)', 'character varying(255) COLLATE \"C\"')");
+    expect(retype).toContain('EXECUTE \'ALTER TABLE "read"."items" \' || changes;');
   });
 
   it('keys lists inside lists by the record, the parent element and the element', () => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { RECORD_ID, RECORD_METADATA, type ColumnDefinition, type ModelDefinition } from './fields.js';
 import { DOCUMENT_COLUMN, renderDocumentsStatement } from './render.js';
-import { READ_SCHEMA, qualifiedTable, quoteIdentifier, sqlType, type ReadModelOptions } from './sql.js';
-import { keyColumnType, tableTree, type TableNode } from './tables.js';
+import { READ_SCHEMA, columnSqlType, qualifiedTable, quoteIdentifier, type ReadModelOptions } from './sql.js';
+import { keyColumnType, tableTree, type StoredColumn, type TableNode } from './tables.js';
 
 /** Deleted records, so that a late or repeated older event cannot bring one back. */
 export const DELETED_RECORDS_TABLE = 'deleted_records';
@@ -22,7 +22,9 @@ const MAX_INDEXED_STRING_LENGTH = 500;
 /**
  * The read-model DDL of `models` (see `TableNode` for the layout), as one idempotent script: run it at
  * every start. Columns are added with `ADD COLUMN IF NOT EXISTS`, so a field added to the registry
- * appears without a rebuild; other changes (a type, a removed field) need the read model rebuilt.
+ * appears without a rebuild, and a column whose type differs from its declaration's (`columnSqlType`:
+ * its bounds changed) is altered to it, unless rows hold values the new type cannot: the table then
+ * keeps its types, with a warning (see `retypeColumns`). A removed field needs the read model rebuilt.
  *
  * Only key and metadata columns are `NOT NULL`: required-ness is the command side's rule, and a field
  * becoming required later must not make old events unprojectable.
@@ -83,6 +85,12 @@ function modelTables(root: TableNode, indexed: boolean, options: ReadModelOption
     if (isIndexable(definition))
       statements.push(...index('org_id', name, 'id'), ...index('org_id', `${name} DESC`, 'id'));
   }
+  statements.push(
+    retypeColumns(
+      table,
+      root.columns.filter(({ name }) => name !== RECORD_ID),
+    ),
+  );
   statements.push(...referenceColumns(root, table, 'id', indexed));
   statements.push(vacuumedOften(table));
   for (const child of root.children) statements.push(...childTables(root, child.node, indexed, options));
@@ -112,6 +120,7 @@ ${keys.join(',\n')},
     if (indexed && isIndexable(definition))
       statements.push(createIndex(node.table, table, ['org_id', name, 'record_id']));
   }
+  statements.push(retypeColumns(table, node.columns));
   statements.push(...referenceColumns(node, table, 'record_id', indexed));
   statements.push(vacuumedOften(table));
   for (const child of node.children) statements.push(...childTables(node, child.node, indexed, options));
@@ -156,9 +165,43 @@ function documentColumn(root: TableNode, options: ReadModelOptions): string {
 }
 
 function columnDdl(name: string, definition: ColumnDefinition): string {
+  return `${quoteIdentifier(name)} ${typeDdl(definition)}`;
+}
+
+function typeDdl(definition: ColumnDefinition): string {
   // Byte-order comparison and sorting of strings (API.md §4), whatever the database's default collation.
   const collation = definition.type === 'string' ? ' COLLATE "C"' : '';
-  return `${quoteIdentifier(name)} ${sqlType(definition.type)}${collation}`;
+  return `${columnSqlType(definition)}${collation}`;
+}
+
+/**
+ * Alters the columns whose type in the catalog is not their declaration's (a read model laid out
+ * before the bounds, or before a bound changed) in one `ALTER TABLE`, so that the table is rewritten
+ * once. When a row holds a value the new types cannot (written before the bounds: a quantity beyond
+ * 32 bits), the table keeps its types and Postgres logs a warning: the wider types still hold
+ * everything a write accepts now.
+ */
+function retypeColumns(table: string, columns: readonly StoredColumn[]): string {
+  const wanted = columns
+    .map(
+      ({ name, definition }) =>
+        `(${literal(name)}, ${literal(columnSqlType(definition))}, ${literal(typeDdl(definition))})`,
+    )
+    .join(', ');
+  // No line ends in a semicolon inside the block: the script's statements are separated by ';\n'.
+  return `DO $$ DECLARE changes varchar; BEGIN
+  SELECT string_agg(format('ALTER COLUMN %I TYPE %s', c.name, c.ddl), ', ') INTO changes
+    FROM (VALUES ${wanted}) AS c(name, type, ddl)
+    JOIN pg_attribute a ON a.attrelid = '${table}'::regclass AND a.attname = c.name AND NOT a.attisdropped
+   WHERE format_type(a.atttypid, a.atttypmod) <> c.type; IF changes IS NOT NULL THEN
+    BEGIN EXECUTE 'ALTER TABLE ${table} ' || changes; EXCEPTION WHEN data_exception THEN
+      RAISE WARNING 'read model table ${table} keeps its column types: %; its rows hold values beyond the new bounds (%)', changes, SQLERRM; END; END IF; END $$`;
+}
+
+/** A string literal of a name or type the registry declares (identifiers and digits only). */
+function literal(value: string): string {
+  if (!/^[\w ,()"]+$/.test(value)) throw new Error(`not a safe literal: ${value}`);
+  return `'${value}'`;
 }
 
 /** Whether a column has indexes (see `readModelDdl`): every one but strings longer than 500 characters. */

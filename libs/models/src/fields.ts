@@ -24,7 +24,10 @@ export interface TextPattern {
 export interface StringColumn extends ColumnRules {
   readonly kind: 'column';
   readonly type: 'string';
-  /** In characters (UTF-16 code units, as JavaScript counts them). */
+  /**
+   * In characters (Unicode code points, as JSON Schema's `maxLength` and Postgres's `varchar(n)` count
+   * them): the read model stores the column as `varchar(maxLength)`.
+   */
   readonly maxLength: number;
   readonly pattern?: TextPattern;
   /** The only values allowed (an enumeration such as a status). */
@@ -35,18 +38,36 @@ export interface StringColumn extends ColumnRules {
 export interface IntegerColumn extends ColumnRules {
   readonly kind: 'column';
   readonly type: 'integer';
-  readonly min?: number;
+  /**
+   * The bounds of its values (API.md §1), which also choose the read model's column type: `integer`
+   * when they fit 32 bits, `bigint` otherwise. Never beyond ±(2^53 - 1), what a JavaScript number and
+   * JSON parsers hold exactly.
+   */
+  readonly min: number;
+  readonly max: number;
   /** The model whose record id this column holds (`customer_id` → people); checked by the command side. */
   readonly references?: () => ModelDefinition;
   readonly default?: number;
 }
 
+/**
+ * A decimal, written and answered as a string (API.md §1: `"12.50"`). Its bounds are its digits: at
+ * most `integerDigits` before the point and `scale` after it, the read model's `numeric(integerDigits
+ * + scale, scale)`; nothing a client sent within them is rounded away.
+ */
 export interface DecimalColumn extends ColumnRules {
   readonly kind: 'column';
   readonly type: 'decimal';
-  /** Digits after the decimal point: written values are normalized to exactly this many (`"12.5"` → `"12.50"`). */
+  readonly integerDigits: number;
+  /** Digits after the point at most. */
   readonly scale: number;
-  readonly min?: number;
+  /**
+   * Digits after the point always written: values answer with at least this many and with the
+   * further ones only when they are not zero (money, 2: `"12.5"` → `"12.50"`, `"12.1250"` → `"12.125"`).
+   */
+  readonly minScale: number;
+  /** Refuses negative values when 0. */
+  readonly min?: 0;
   readonly default?: string;
 }
 
@@ -177,6 +198,18 @@ export interface EventType {
 
 type ColumnOptions<C extends ColumnDefinition> = Partial<Omit<C, 'kind' | 'type'>>;
 
+/** The bounds of a 32-bit signed integer: quantities and every integer column not told otherwise. */
+export const INT32 = { min: -2_147_483_648, max: 2_147_483_647 } as const;
+
+/** The largest record id (API.md §1): ids stay within what a JavaScript number holds exactly. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/** Money (API.md §1): at most 15 digits before the point and 4 after, answered with at least 2. */
+export const MONEY = { integerDigits: 15, scale: 4, minScale: 2 } as const;
+
+/** Weights (API.md §1): at most 12 digits before the point and 4 after, answered with at least 3. */
+export const WEIGHT = { integerDigits: 12, scale: 4, minScale: 3 } as const;
+
 function rules(options: Partial<ColumnRules> & { default?: unknown }): ColumnRules {
   const required = options.required ?? false;
   return {
@@ -197,13 +230,28 @@ export const column = {
     kind: 'column',
     type: 'string',
   }),
+  /**
+   * Integers default to 32 bits (a quantity); a column that references a model holds its ids
+   * (1 to {@link MAX_ID}).
+   */
   integer: (options: ColumnOptions<IntegerColumn> = {}): IntegerColumn => ({
+    ...(options.references ? { min: 1, max: MAX_ID } : INT32),
     ...options,
     ...rules(options),
     kind: 'column',
     type: 'integer',
   }),
-  decimal: (options: ColumnOptions<DecimalColumn> & { scale: number }): DecimalColumn => ({
+  /** A money amount ({@link MONEY}). */
+  money: (options: ColumnOptions<DecimalColumn> = {}): DecimalColumn => ({
+    ...MONEY,
+    ...options,
+    ...rules(options),
+    kind: 'column',
+    type: 'decimal',
+  }),
+  /** A weight ({@link WEIGHT}). */
+  weight: (options: ColumnOptions<DecimalColumn> = {}): DecimalColumn => ({
+    ...WEIGHT,
     ...options,
     ...rules(options),
     kind: 'column',
@@ -270,7 +318,7 @@ export const RECORD_METADATA = {
   external_id: column.string({ unique: true }),
   created_at: column.timestamp({ readOnly: true, nullable: false }),
   updated_at: column.timestamp({ readOnly: true, nullable: false }),
-  version: column.integer({ readOnly: true, nullable: false, min: 1 }),
+  version: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
 } as const satisfies FieldMap;
 
 /** Names the read model uses for its own columns; a field of that name would collide. */
@@ -305,7 +353,7 @@ export interface ModelDeclaration {
 export function defineModel(declaration: ModelDeclaration): ModelDefinition {
   const { stateMachine, deletable, operatorChanges, writes, storedDocuments, indexed, ...rest } = declaration;
   const fields: FieldMap = {
-    [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1 }),
+    [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
     ...declaration.fields,
     ...RECORD_METADATA,
   };

@@ -1,4 +1,15 @@
-import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp, utcTimestamp } from './formats.js';
+import { MONEY, WEIGHT } from './fields.js';
+import {
+  canonicalDecimal,
+  canonicalTimestamp,
+  decimalText,
+  decimalUnits,
+  fitsDecimal,
+  isDate,
+  isTimestamp,
+  utcTimestamp,
+  type DecimalFormat,
+} from './formats.js';
 
 describe('isDate', () => {
   it.each(['2026-11-21', '2024-02-29', '0001-01-01', '0099-12-31'])('accepts %s', (value) => {
@@ -55,29 +66,59 @@ describe('utcTimestamp', () => {
 });
 
 describe('canonicalDecimal', () => {
-  it.each<[string | number, number, string]>([
-    ['12.5', 2, '12.50'],
-    [12, 2, '12.00'],
-    ['007.10', 2, '7.10'],
-    ['-0.00', 2, '0.00'],
-    ['-3', 0, '-3'],
-    [0.1, 3, '0.100'],
-    ['123456789012345678.99', 2, '123456789012345678.99'],
-  ])('writes %p with scale %i as %s', (value, scale, expected) => {
-    expect(canonicalDecimal(value, scale)).toBe(expected);
+  it.each<[string | number, DecimalFormat, string]>([
+    ['12.5', MONEY, '12.50'],
+    [12, MONEY, '12.00'],
+    ['007.10', MONEY, '7.10'],
+    ['-0.00', MONEY, '0.00'],
+    ['12.125', MONEY, '12.125'],
+    ['12.1250', MONEY, '12.125'],
+    ['0.0001', MONEY, '0.0001'],
+    ['12.50000', MONEY, '12.50'],
+    ['999999999999999.9999', MONEY, '999999999999999.9999'],
+    ['-999999999999999.9999', MONEY, '-999999999999999.9999'],
+    ['0000000000000000001', MONEY, '1.00'],
+    [0.1, WEIGHT, '0.100'],
+    ['1.2345', WEIGHT, '1.2345'],
+    ['-3', { integerDigits: 3, scale: 0, minScale: 0 }, '-3'],
+  ])('writes %p as %s', (value, format, expected) => {
+    expect(canonicalDecimal(value, format)).toEqual({ value: expected });
   });
 
-  it.each<[string | number, number]>([
-    ['12.345', 2],
-    ['1e3', 2],
-    [1e21, 2],
-    [Number.NaN, 2],
-    ['12.', 2],
-    ['.5', 2],
-    ['+1', 2],
-    [' 1', 2],
-    ['', 2],
-  ])('refuses %p with scale %i', (value, scale) => {
-    expect(canonicalDecimal(value, scale)).toBeUndefined();
+  it.each<[string | number, DecimalFormat]>([
+    ['12.12345', MONEY],
+    ['1000000000000000', MONEY],
+    ['1000000000000', WEIGHT],
+    ['1e3', MONEY],
+    [1e21, MONEY],
+    [1e15, MONEY],
+    [Number.NaN, MONEY],
+    ['NaN', MONEY],
+    ['Infinity', MONEY],
+    ['12.', MONEY],
+    ['.5', MONEY],
+    ['+1', MONEY],
+    [' 1', MONEY],
+    ['', MONEY],
+    ['1'.repeat(140_000), MONEY],
+  ])('refuses %p', (value, format) => {
+    expect(canonicalDecimal(value, format)).toHaveProperty('problem');
+  });
+});
+
+describe('decimal units', () => {
+  it.each<[string, DecimalFormat, bigint]>([
+    ['12.50', MONEY, 125000n],
+    ['-0.0001', MONEY, -1n],
+    ['1.500', WEIGHT, 15000n],
+  ])('reads %s as %p units and writes them back', (text, format, units) => {
+    expect(decimalUnits(text, format.scale)).toBe(units);
+    expect(decimalText(units, format)).toBe(text);
+  });
+
+  it('tells whether units fit the digits of a format', () => {
+    expect(fitsDecimal(9999999999999999999n, MONEY)).toBe(true);
+    expect(fitsDecimal(10000000000000000000n, MONEY)).toBe(false);
+    expect(fitsDecimal(-10000000000000000000n, MONEY)).toBe(false);
   });
 });

@@ -48,19 +48,65 @@ export function canonicalTimestamp(value: string): string {
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 
+/** The digits a decimal column holds and writes (see `DecimalColumn`). */
+export interface DecimalFormat {
+  readonly integerDigits: number;
+  readonly scale: number;
+  readonly minScale: number;
+}
+
 /**
- * A decimal written as a string (`"12.5"`) or a JSON number, in canonical form with exactly `scale`
- * digits after the point (`"12.50"`); `undefined` when it is not a plain decimal or has more digits
- * after the point than `scale`. Works on the text, so no binary floating point rounding creeps in.
+ * A decimal written as a string (`"12.5"`) or a JSON number, in canonical form: leading zeros and the
+ * zeros after the point beyond `minScale` dropped, padded to `minScale` (`"12.50"`, `"12.125"`).
+ * `{problem}` when it is not a plain decimal, or has more digits than the format holds (zeros that
+ * change nothing aside): a value is never rounded. Works on the text, so no binary floating point
+ * rounding creeps in.
  */
-export function canonicalDecimal(value: string | number, scale: number): string | undefined {
+export function canonicalDecimal(
+  value: string | number,
+  format: DecimalFormat,
+): { readonly value: string } | { readonly problem: string } {
   const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value;
   const match = DECIMAL.exec(text);
-  if (!match) return undefined;
+  if (!match) return { problem: 'must be a decimal string such as "12.50"' };
   const [, sign, whole, fraction = ''] = match;
-  if (fraction.length > scale) return undefined;
   const digits = whole!.replace(/^0+(?=\d)/, '');
-  const padded = fraction.padEnd(scale, '0');
-  const negative = sign === '-' && /[1-9]/.test(digits + padded);
-  return `${negative ? '-' : ''}${digits}${scale > 0 ? `.${padded}` : ''}`;
+  const significant = fraction.replace(/0+$/, '');
+  if (digits.length > format.integerDigits || significant.length > format.scale)
+    return { problem: digitsProblem(format) };
+  const written = significant.padEnd(format.minScale, '0');
+  const negative = sign === '-' && /[1-9]/.test(digits + significant);
+  return { value: `${negative ? '-' : ''}${digits}${written === '' ? '' : `.${written}`}` };
+}
+
+/** What a value beyond a decimal format is told. */
+export function digitsProblem(format: DecimalFormat): string {
+  return `must have at most ${format.integerDigits} digits before the point and ${format.scale} after it`;
+}
+
+/** A canonical decimal as a whole number of its format's smallest units (`"12.50"`, scale 4 → 125000n). */
+export function decimalUnits(text: string, scale: number): bigint {
+  const negative = text.startsWith('-');
+  const [whole = '0', fraction = ''] = (negative ? text.slice(1) : text).split('.');
+  const units =
+    BigInt(whole) * 10n ** BigInt(scale) + BigInt(fraction.padEnd(scale, '0').slice(0, scale) || '0');
+  return negative ? -units : units;
+}
+
+/** Smallest units back to the canonical decimal of a format (125000n → `"12.50"` for money). */
+export function decimalText(units: bigint, format: DecimalFormat): string {
+  const negative = units < 0n;
+  const magnitude = negative ? -units : units;
+  const unit = 10n ** BigInt(format.scale);
+  const fraction = String(magnitude % unit)
+    .padStart(format.scale, '0')
+    .replace(/0+$/, '')
+    .padEnd(format.minScale, '0');
+  return `${negative ? '-' : ''}${magnitude / unit}${fraction === '' ? '' : `.${fraction}`}`;
+}
+
+/** Whether a number of smallest units has no more digits before the point than the format holds. */
+export function fitsDecimal(units: bigint, format: DecimalFormat): boolean {
+  const limit = 10n ** BigInt(format.integerDigits + format.scale);
+  return units < limit && units > -limit;
 }

@@ -8,8 +8,11 @@ export {
   column,
   defineModel,
   embedded,
+  INT32,
   joined,
   list,
+  MAX_ID,
+  MONEY,
   reference,
   RECORD_ID,
   RECORD_METADATA,
@@ -35,8 +38,17 @@ export {
   type TimestampColumn,
   type WriteAccess,
   type WriteScope,
+  WEIGHT,
 } from './fields.js';
 export { allowedMethods } from './allowed-methods.js';
+export {
+  canonicalDecimal,
+  decimalText,
+  decimalUnits,
+  digitsProblem,
+  fitsDecimal,
+  type DecimalFormat,
+} from './formats.js';
 export { transitionError, type StateMachine } from './state-machine.js';
 export {
   findModel,
@@ -45,6 +57,7 @@ export {
   inventoryAdjustments,
   invoices,
   items,
+  LONG_TEXT,
   MODELS,
   orders,
   people,
@@ -54,6 +67,7 @@ export {
   shipments,
 } from './registry.js';
 export {
+  boundsErrors,
   columnPath,
   requestBodySchema,
   validateCreate,

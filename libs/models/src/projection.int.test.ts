@@ -2,7 +2,7 @@ import { inTransaction } from '@ofp/runtime';
 import { createTestDatabase, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
 import { deleteRecord, writeRecord } from './projection.js';
-import { people, phoneNumberTypes, shipments } from './registry.js';
+import { items, orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
 import { getRecord, searchRecords } from './search.js';
 import type { RecordDocument } from './projection.js';
@@ -206,6 +206,94 @@ describe('writeRecord and deleteRecord', () => {
     expect(await total()).toBe(1);
     await writeRecord(db.pool, people, org, person(52, 3, 'Two again', []));
     expect(await total()).toBe(2);
+  });
+
+  it('stores and renders decimals at the bounds without losing a digit, money with at least 2 after the point', async () => {
+    await db.pool.query(readModelDdl([items]));
+    const item = (id: number, price: string | null, weight: string | null) => ({
+      id,
+      sku: `SKU-${id}`,
+      name: null,
+      description: null,
+      barcode: null,
+      unit_of_measure: null,
+      weight,
+      weight_unit: null,
+      price,
+      currency: null,
+      active: true,
+      external_id: null,
+      created_at: AT,
+      updated_at: AT,
+      version: 1,
+    });
+    const written = [
+      item(40, '12.50', '1.500'),
+      item(41, '12.125', '0.0001'),
+      item(42, '999999999999999.9999', '999999999999.9999'),
+      item(43, '0.00', '0.000'),
+      item(44, null, null),
+    ];
+    for (const record of written) await writeRecord(db.pool, items, ORG, record);
+    for (const record of written) expect(await getRecord(db.pool, items, ORG, record.id)).toEqual(record);
+  });
+
+  it('retypes the columns of a read model laid out before the bounds, and keeps what they hold', async () => {
+    const old = await createTestDatabase();
+    try {
+      await old.pool.query(readModelDdl([phoneNumberTypes, people, items, orders]));
+      // The layout of before: text, bigint and numeric without bounds.
+      await old.pool.query(`ALTER TABLE read.items ALTER COLUMN sku TYPE text COLLATE "C",
+        ALTER COLUMN price TYPE numeric, ALTER COLUMN description TYPE text COLLATE "C"`);
+      await old.pool.query('ALTER TABLE read.orders__lines ALTER COLUMN quantity TYPE bigint');
+      await old.pool.query(
+        `INSERT INTO read.items (id, org_id, sku, price, created_at, updated_at, version)
+         VALUES (1, $1, 'A', 12.5, now(), now(), 1)`,
+        [ORG],
+      );
+      await old.pool.query(
+        `INSERT INTO read.orders (id, org_id, created_at, updated_at, version) VALUES (2, $1, now(), now(), 1);
+         INSERT INTO read.orders__lines (org_id, record_id, ordinal, sku, quantity) VALUES (${ORG}, 2, 0, 'A', 3000000000)`.replace(
+          '$1',
+          String(ORG),
+        ),
+      );
+      const warnings: string[] = [];
+      const client = await old.pool.connect();
+      client.on('notice', (notice) => {
+        if (notice.severity === 'WARNING') warnings.push(notice.message ?? '');
+      });
+      try {
+        await client.query(readModelDdl([phoneNumberTypes, people, items, orders]));
+      } finally {
+        client.release();
+      }
+      const types = await old.pool.query<{ table: string; column: string; type: string }>(
+        `SELECT c.relname AS table, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type
+           FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'read' AND (c.relname, a.attname) IN
+                (('items', 'sku'), ('items', 'price'), ('items', 'description'), ('orders__lines', 'quantity'))
+          ORDER BY 1, 2`,
+      );
+      expect(types.rows).toEqual([
+        { table: 'items', column: 'description', type: 'character varying(10000)' },
+        { table: 'items', column: 'price', type: 'numeric(19,4)' },
+        { table: 'items', column: 'sku', type: 'character varying(255)' },
+        // A quantity beyond 32 bits, written before the bounds: the table keeps its types.
+        { table: 'orders__lines', column: 'quantity', type: 'bigint' },
+      ]);
+      expect(warnings).toEqual([
+        expect.stringContaining('read model table "read"."orders__lines" keeps its column types'),
+      ]);
+      const collation = await old.pool.query(
+        "SELECT collation_name FROM information_schema.columns WHERE table_schema = 'read' AND table_name = 'items' AND column_name = 'sku'",
+      );
+      expect(collation.rows).toEqual([{ collation_name: 'C' }]);
+      const price = await old.pool.query('SELECT price::text FROM read.items WHERE id = 1');
+      expect(price.rows).toEqual([{ price: '12.5000' }]);
+    } finally {
+      await old.drop();
+    }
   });
 
   it('refuses a record without a usable id or version', async () => {

@@ -4,6 +4,7 @@ import {
   embedded,
   joined,
   list,
+  MAX_ID,
   reference,
   type FieldMap,
   type ModelDefinition,
@@ -43,6 +44,9 @@ export const people = defineModel({
   },
 });
 
+/** The length of free text (API.md §1: `description`, `notes`). */
+export const LONG_TEXT = 10_000;
+
 const CURRENCY = { regex: /^[A-Z]{3}$/, message: 'must be an ISO 4217 currency code such as USD' };
 
 export const items = defineModel({
@@ -53,12 +57,12 @@ export const items = defineModel({
     sku: column.string({ required: true, unique: true }),
     name: column.string(),
     // Long text is not indexed: a B-tree entry cannot exceed about 2.7 kB.
-    description: column.string({ maxLength: 4000 }),
+    description: column.string({ maxLength: LONG_TEXT }),
     barcode: column.string(),
     unit_of_measure: column.string({ maxLength: 50 }),
-    weight: column.decimal({ scale: 3, min: 0 }),
+    weight: column.weight({ min: 0 }),
     weight_unit: column.string({ values: ['g', 'kg', 'oz', 'lb'] }),
-    price: column.decimal({ scale: 2, min: 0 }),
+    price: column.money({ min: 0 }),
     currency: column.string({ maxLength: 3, pattern: CURRENCY }),
     active: column.boolean({ default: true }),
   },
@@ -95,17 +99,17 @@ export const orders = defineModel({
     }),
     customer_id: column.integer({ references: () => people }),
     currency: column.string({ maxLength: 3, pattern: CURRENCY }),
-    total: column.decimal({ scale: 2, readOnly: true }),
+    total: column.money({ readOnly: true }),
     requested_ship_date: column.date(),
     anticipated_ship_date: column.date(),
     shipping_method: column.string(),
-    notes: column.string({ maxLength: 4000 }),
+    notes: column.string({ maxLength: LONG_TEXT }),
     ship_to: embedded(address),
     lines: list({
       item_id: column.integer({ references: () => items }),
       sku: column.string({ required: true }),
       quantity: column.integer({ required: true, min: 1 }),
-      unit_price: column.decimal({ scale: 2, min: 0 }),
+      unit_price: column.money({ min: 0 }),
     }),
   },
   stateMachine: {
@@ -190,7 +194,7 @@ export const shipments = defineModel({
     packages: list({
       tracking_number: column.string(),
       tracking_url: column.string({ maxLength: 2000 }),
-      weight: column.decimal({ scale: 3, min: 0 }),
+      weight: column.weight({ min: 0 }),
       lines: list({
         sku: column.string({ required: true }),
         quantity: column.integer({ required: true, min: 1 }),
@@ -229,13 +233,13 @@ export const purchaseOrders = defineModel({
     }),
     expected_arrival_date: column.date(),
     currency: column.string({ maxLength: 3, pattern: CURRENCY }),
-    total: column.decimal({ scale: 2, readOnly: true }),
+    total: column.money({ readOnly: true }),
     lines: list({
       sku: column.string({ required: true }),
       quantity: column.integer({ required: true, min: 1 }),
       // Left out of a line of a PUT, it keeps its value: receiving is a PUT of the grown quantities.
       quantity_received: column.integer({ min: 0 }),
-      unit_cost: column.decimal({ scale: 2, min: 0 }),
+      unit_cost: column.money({ min: 0 }),
     }),
   },
   stateMachine: {
@@ -267,15 +271,15 @@ export const invoices = defineModel({
     currency: column.string({ maxLength: 3, pattern: CURRENCY }),
     issue_date: column.date(),
     due_date: column.date(),
-    total: column.decimal({ scale: 2, readOnly: true }),
-    amount_paid: column.decimal({ scale: 2, min: 0, default: '0.00' }),
-    amount_due: column.decimal({ scale: 2, readOnly: true }),
+    total: column.money({ readOnly: true }),
+    amount_paid: column.money({ min: 0, default: '0.00' }),
+    amount_due: column.money({ readOnly: true }),
     lines: list({
-      description: column.string(),
+      description: column.string({ maxLength: LONG_TEXT }),
       sku: column.string(),
       quantity: column.integer({ required: true, min: 1 }),
-      unit_price: column.decimal({ scale: 2, required: true }),
-      amount: column.decimal({ scale: 2, readOnly: true }),
+      unit_price: column.money({ required: true }),
+      amount: column.money({ readOnly: true }),
     }),
   },
   stateMachine: {
@@ -285,6 +289,14 @@ export const invoices = defineModel({
     derived: ['partially_paid', 'paid'],
   },
 });
+
+/**
+ * A stock total of an inventory record. A write that would take one beyond 32 bits, like a quantity,
+ * is refused before it is appended (the api's stock check); the record itself holds up to
+ * ±(2^53 - 1), so that writes decided at the same moment on the same stock, each within 32 bits,
+ * still apply when the inventory manager adds them up.
+ */
+const STOCK_TOTAL = { readOnly: true, nullable: false, min: -MAX_ID, max: MAX_ID } as const;
 
 export const inventory = defineModel({
   name: 'inventory',
@@ -297,13 +309,13 @@ export const inventory = defineModel({
     'inventory.updated': 'Stock of a sku in a warehouse changed (on hand, committed, available or inbound)',
   },
   fields: {
-    item_id: column.integer({ readOnly: true }),
+    item_id: column.integer({ readOnly: true, min: 1, max: MAX_ID }),
     sku: column.string({ readOnly: true, nullable: false }),
     warehouse: column.string({ readOnly: true, maxLength: 100 }),
-    on_hand: column.integer({ readOnly: true, nullable: false }),
-    committed: column.integer({ readOnly: true, nullable: false }),
-    available: column.integer({ readOnly: true, nullable: false }),
-    inbound: column.integer({ readOnly: true, nullable: false }),
+    on_hand: column.integer(STOCK_TOTAL),
+    committed: column.integer(STOCK_TOTAL),
+    available: column.integer(STOCK_TOTAL),
+    inbound: column.integer(STOCK_TOTAL),
     // By sku rather than item_id: an item created after its stock was counted is still found.
     item: joined(() => items, { column: 'sku', targetColumn: 'sku' }),
   },

@@ -108,7 +108,7 @@ function renderColumn(expression: string, column: ColumnDefinition): string {
     case 'boolean':
       return expression;
     case 'decimal':
-      return `${expression}::text`;
+      return decimalText(expression, column.minScale);
     case 'date':
       return `to_char(${expression}, 'YYYY-MM-DD')`;
     case 'timestamp':
@@ -118,6 +118,14 @@ function renderColumn(expression: string, column: ColumnDefinition): string {
       throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
     }
   }
+}
+
+/**
+ * A `numeric(p, s)` value as the API writes it (`canonicalDecimal`): at least `minScale` digits after
+ * the point, and the further ones only when they are not zero (`12.5000` → `"12.50"`, `12.1250` → `"12.125"`).
+ */
+function decimalText(expression: string, minScale: number): string {
+  return `(CASE WHEN scale(trim_scale(${expression})) <= ${minScale} THEN round(${expression}, ${minScale}) ELSE trim_scale(${expression}) END)::text`;
 }
 
 function renderReference(idColumn: string, reference: ReferenceDefinition, context: RenderContext): string {

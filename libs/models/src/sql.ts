@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ColumnType } from './fields.js';
+import { INT32, type ColumnDefinition, type ColumnType } from './fields.js';
 import type { TableNode } from './tables.js';
 
 /** Anything that runs a query: a pool, or a client inside the caller's transaction. */
@@ -20,7 +20,10 @@ export interface ReadModelOptions {
   readonly schema?: string;
 }
 
-/** The Postgres type a column type is stored as and its values are cast to. */
+/**
+ * The Postgres type of a column type's values in statements (parameters are cast to it; a column's
+ * own, narrower type then refuses, rather than silently cuts, what it cannot hold).
+ */
 export function sqlType(type: ColumnType): string {
   switch (type) {
     case 'string':
@@ -38,6 +41,31 @@ export function sqlType(type: ColumnType): string {
     default: {
       const unhandled: never = type;
       throw new Error(`unknown column type ${String(unhandled)}`);
+    }
+  }
+}
+
+/**
+ * The read model's type of a column, holding exactly what its registry bounds allow (API.md §1):
+ * `character varying(maxLength)`, `integer` or `bigint` by the bounds, `numeric(p, s)` of the digits.
+ * Written as `format_type` spells it, so that the layout script can compare it with the catalog.
+ */
+export function columnSqlType(column: ColumnDefinition): string {
+  switch (column.type) {
+    case 'string':
+      return `character varying(${column.maxLength})`;
+    case 'integer':
+      return column.min >= INT32.min && column.max <= INT32.max ? 'integer' : 'bigint';
+    case 'decimal':
+      return `numeric(${column.integerDigits + column.scale},${column.scale})`;
+    case 'boolean':
+    case 'date':
+      return column.type;
+    case 'timestamp':
+      return 'timestamp with time zone';
+    default: {
+      const unhandled: never = column;
+      throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
     }
   }
 }

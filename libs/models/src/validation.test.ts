@@ -1,5 +1,13 @@
 import { DomainError } from '@ofp/contracts';
-import { invoices, items, orders, people, phoneNumberTypes, shipments } from './registry.js';
+import {
+  inventoryAdjustments,
+  invoices,
+  items,
+  orders,
+  people,
+  phoneNumberTypes,
+  shipments,
+} from './registry.js';
 import { columnPath, validateCreate, validateUpdate } from './validation.js';
 import type { ModelDefinition } from './fields.js';
 
@@ -127,9 +135,52 @@ describe('validateCreate', () => {
   });
 
   it('refuses decimals with too many digits after the point, and non-decimals', () => {
-    expect(createErrors(items, { sku: 'A-1', price: '12.345', weight: 'heavy' })).toEqual({
-      price: ['must be a decimal with at most 2 digits after the point, such as "12.50"'],
-      weight: ['must be a decimal with at most 3 digits after the point, such as "12.50"'],
+    expect(createErrors(items, { sku: 'A-1', price: '12.34567', weight: 'heavy' })).toEqual({
+      price: ['must have at most 15 digits before the point and 4 after it'],
+      weight: ['must be a decimal string such as "12.50"'],
+    });
+  });
+
+  it('keeps up to 4 digits after the point, writing money with at least 2 and weights with at least 3', () => {
+    expect(validateCreate(items, { sku: 'A-1', price: '12.1250', weight: '0.0001' })).toMatchObject({
+      price: '12.125',
+      weight: '0.0001',
+    });
+    expect(validateCreate(items, { sku: 'A-1', price: '999999999999999.9999' })).toMatchObject({
+      price: '999999999999999.9999',
+    });
+  });
+
+  it('refuses decimals beyond their digits, whatever their form', () => {
+    for (const price of ['1000000000000000', '1'.repeat(140_000), '1e3', 'NaN', 'Infinity', 1e15, 1e300])
+      expect(createErrors(items, { sku: 'A-1', price })).toHaveProperty('price');
+    expect(createErrors(items, { sku: 'A-1', weight: '1000000000000' })).toEqual({
+      weight: ['must have at most 12 digits before the point and 4 after it'],
+    });
+  });
+
+  it('refuses quantities beyond 32 bits and ids beyond 2^53 - 1', () => {
+    expect(createErrors(inventoryAdjustments, { sku: 'A', quantity_delta: 2 ** 31 })).toEqual({
+      quantity_delta: ['must be at most 2147483647'],
+    });
+    expect(createErrors(inventoryAdjustments, { sku: 'A', quantity_delta: -(2 ** 31) - 1 })).toEqual({
+      quantity_delta: ['must be at least -2147483648'],
+    });
+    expect(createErrors(orders, { order_number: 'SO-1', customer_id: 2 ** 53 })).toEqual({
+      customer_id: ['must be at most 9007199254740991'],
+    });
+    // As a JSON number, 2^63 - 1 reaches JavaScript rounded; it is refused all the same.
+    expect(
+      createErrors(orders, JSON.parse('{"order_number":"SO-1","customer_id":9223372036854775807}')),
+    ).toEqual({
+      customer_id: ['must be at most 9007199254740991'],
+    });
+  });
+
+  it('counts characters as code points, as JSON Schema and varchar do', () => {
+    expect(validateCreate(phoneNumberTypes, { name: '😀'.repeat(100) })).toEqual({ name: '😀'.repeat(100) });
+    expect(createErrors(phoneNumberTypes, { name: '😀'.repeat(101) })).toEqual({
+      name: ['must be at most 100 characters'],
     });
   });
 

@@ -38,6 +38,49 @@ export function validateUpdate(model: ModelDefinition, body: unknown): RecordBod
   return validate(requestBodySchema(model, 'update'), body);
 }
 
+/**
+ * The numbers of a record (its nested lists and objects included) beyond what their columns hold, by
+ * column path: a decided record's derived values (`total`, `lines[2].amount`, `amount_due`, stock
+ * totals), which no request validated. Empty when every number fits.
+ */
+export function boundsErrors(
+  fields: FieldMap,
+  record: Readonly<Record<string, unknown>>,
+  path = '',
+): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const [name, field] of Object.entries(fields)) {
+    const value = record[name];
+    const at = path === '' ? name : `${path}.${name}`;
+    if (value === null || value === undefined) continue;
+    if (field.kind === 'column') {
+      const problem = boundsProblem(field, value);
+      if (problem !== undefined) errors[at] = [problem];
+    } else if (field.kind === 'list' && Array.isArray(value)) {
+      value.forEach((element: Record<string, unknown>, index) =>
+        Object.assign(errors, boundsErrors(field.fields, element, `${at}[${index}]`)),
+      );
+    } else if (field.kind === 'object' && typeof value === 'object') {
+      Object.assign(errors, boundsErrors(field.fields, value as Record<string, unknown>, at));
+    }
+  }
+  return errors;
+}
+
+function boundsProblem(column: ColumnDefinition, value: unknown): string | undefined {
+  if (column.type === 'integer') {
+    if (typeof value === 'number' && Number.isInteger(value) && value >= column.min && value <= column.max)
+      return undefined;
+    return `would be ${String(value)}, beyond what it holds (${column.min} to ${column.max})`;
+  }
+  if (column.type === 'decimal') {
+    const canonical = typeof value === 'string' ? canonicalDecimal(value, column) : undefined;
+    if (canonical && 'value' in canonical) return undefined;
+    return `would have more digits than it holds (${column.integerDigits} before the point, ${column.scale} after it)`;
+  }
+  return undefined;
+}
+
 /** Formats a zod issue path the way the envelope names nested columns: `lines[2].quantity`. */
 export function columnPath(path: readonly PropertyKey[]): string {
   return path
@@ -152,17 +195,19 @@ function columnSchema(column: ColumnDefinition): z.ZodType {
           const problem = integerProblem(column, value);
           if (problem) context.addIssue({ code: 'custom', message: problem });
         })
-        .meta({ type: 'integer', ...(column.min === undefined ? {} : { minimum: column.min }) });
+        .meta({ type: 'integer', minimum: column.min, maximum: column.max });
     case 'decimal':
       return z
         .union([z.string(), z.number()], { error: typeError('a decimal string such as "12.50"') })
         .transform((value, context) => {
-          const canonical = canonicalDecimal(value, column.scale);
-          const problem = decimalProblem(column, canonical);
-          if (problem === undefined) return canonical;
+          const canonical = canonicalDecimal(value, column);
+          const problem =
+            'problem' in canonical ? canonical.problem : negativeProblem(column, canonical.value);
+          if (problem === undefined) return (canonical as { value: string }).value;
           context.addIssue({ code: 'custom', message: problem });
           return z.NEVER;
-        });
+        })
+        .meta(decimalConstraints(column));
     case 'boolean':
       return z.boolean({ error: typeError('true or false') });
     case 'date':
@@ -197,23 +242,62 @@ function stringProblem(column: StringColumn, value: string): string | undefined 
   // Postgres text cannot hold NUL; letting one through would stop the projector at that event.
   if (value.includes('\u0000')) return 'must not contain NUL characters';
   if (column.required && value.trim() === '') return "can't be blank";
-  if (value.length > column.maxLength) return `must be at most ${column.maxLength} characters`;
+  if (codePoints(value, column.maxLength) > column.maxLength)
+    return `must be at most ${column.maxLength} characters`;
   if (column.values && !column.values.includes(value)) return `must be one of: ${column.values.join(', ')}`;
   if (column.pattern && !column.pattern.regex.test(value)) return column.pattern.message;
   return undefined;
 }
 
+/**
+ * The characters of a string as JSON Schema's `maxLength` and Postgres's `varchar(n)` count them (code
+ * points: a surrogate pair is one), counted only when its UTF-16 length could be over `limit`.
+ */
+function codePoints(value: string, limit: number): number {
+  if (value.length <= limit) return value.length;
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
+}
+
 function integerProblem(column: IntegerColumn, value: number): string | undefined {
-  if (!Number.isSafeInteger(value)) return 'must be an integer';
-  if (column.min !== undefined && value < column.min) return `must be at least ${column.min}`;
+  if (!Number.isInteger(value)) return 'must be an integer';
+  if (value < column.min) return `must be at least ${column.min}`;
+  if (value > column.max) return `must be at most ${column.max}`;
   return undefined;
 }
 
-function decimalProblem(column: DecimalColumn, canonical: string | undefined): string | undefined {
-  if (canonical === undefined)
-    return `must be a decimal with at most ${column.scale} digits after the point, such as "12.50"`;
-  if (column.min !== undefined && Number(canonical) < column.min) return `must be at least ${column.min}`;
+function negativeProblem(column: DecimalColumn, canonical: string): string | undefined {
+  if (column.min === 0 && canonical.startsWith('-')) return 'must be at least 0';
   return undefined;
+}
+
+/**
+ * The bounds of a decimal for the JSON Schema of request bodies: a string of at most the column's
+ * digits, or a JSON number below the largest it holds.
+ */
+function decimalConstraints(column: DecimalColumn): Record<string, unknown> {
+  const limit = 10 ** column.integerDigits;
+  return {
+    anyOf: [
+      { type: 'string', pattern: decimalPattern(column, 'request') },
+      {
+        type: 'number',
+        exclusiveMaximum: limit,
+        ...(column.min === 0 ? { minimum: 0 } : { exclusiveMinimum: -limit }),
+      },
+    ],
+  };
+}
+
+/**
+ * The pattern of a decimal column's strings: as a request may write them (`"12.5"`, `"12"`), or as
+ * responses carry them (`minScale` to `scale` digits after the point).
+ */
+export function decimalPattern(column: DecimalColumn, as: 'request' | 'response'): string {
+  const whole = `${column.min === 0 ? '' : '-?'}\\d{1,${column.integerDigits}}`;
+  if (as === 'response' && column.minScale > 0) return `^${whole}\\.\\d{${column.minScale},${column.scale}}$`;
+  return `^${whole}(\\.\\d{1,${column.scale}})?$`;
 }
 
 /** `{"id": 3}` or `{"name": "Work"}`: the target named by one of its lookup keys. */

@@ -226,7 +226,10 @@ function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOpti
       name: param,
       in: 'path',
       required: true,
-      schema: param === 'id' ? { type: 'integer', minimum: 1 } : { type: 'string' },
+      schema:
+        param === 'id'
+          ? { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }
+          : { type: 'string' },
     });
   }
   if (route.query !== undefined && route.query !== 'any') {

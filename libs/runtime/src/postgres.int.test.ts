@@ -163,3 +163,21 @@ describe('statementName', () => {
     expect(statementName(`SELECT 1 FROM ${'t'.repeat(200)}`).length).toBeLessThanOrEqual(63);
   });
 });
+
+describe('bigint values', () => {
+  it('come as numbers up to 2^53 - 1 and as exact BigInts beyond, never as rounded numbers', async () => {
+    const pool = createPool({ connectionString: process.env.DATABASE_URL!, applicationName: 'pool-test' });
+    try {
+      const { rows } = await pool.query<{ safe: unknown; beyond: unknown; lowest: unknown }>(
+        'SELECT 9007199254740991::bigint AS safe, 9223372036854775807::bigint AS beyond, (-9223372036854775807 - 1)::bigint AS lowest',
+      );
+      expect(rows[0]).toEqual({
+        safe: 9007199254740991,
+        beyond: 9223372036854775807n,
+        lowest: -9223372036854775808n,
+      });
+    } finally {
+      await pool.end();
+    }
+  });
+});

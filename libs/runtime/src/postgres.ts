@@ -5,9 +5,19 @@ import pg from 'pg';
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
-// BIGINT (int8) columns are global positions and counters that fit in a JS number for any realistic
-// event volume (2^53); parse them as numbers rather than strings.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.INT8, parseBigint);
+
+/**
+ * A `bigint` (int8) value: ids, positions, versions and counters, as numbers, which hold them exactly
+ * up to 2^53 - 1 (the registry bounds every id and integer column within). One beyond would be rounded
+ * by a number (9223372036854775807 reads as 9223372036854775808): it comes as a BigInt instead, which
+ * no arithmetic with numbers and no JSON.stringify takes silently. (`numeric` values stay strings,
+ * pg's default.)
+ */
+export function parseBigint(value: string): number | bigint {
+  const number = Number(value);
+  return Number.isSafeInteger(number) ? number : BigInt(value);
+}
 
 export interface PoolOptions {
   connectionString: string;

@@ -21,13 +21,17 @@ export function prefersAsync(header: string | undefined): boolean {
   return header !== undefined && header.split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
 }
 
-const RECORD_ID = /^[1-9]\d{0,14}$/;
+const RECORD_ID = /^[1-9]\d{0,15}$/;
 
-/** A record id from a path segment: a positive integer, else the record cannot exist (404). */
+/**
+ * A record id from a path segment: a positive integer up to 2^53 - 1 (API.md §1, the registry's
+ * `MAX_ID`), else the record cannot exist (404).
+ */
 export function recordIdOf(segment: unknown, what: string): number {
-  if (typeof segment !== 'string' || !RECORD_ID.test(segment))
+  const id = typeof segment === 'string' && RECORD_ID.test(segment) ? Number(segment) : 0;
+  if (!Number.isSafeInteger(id) || id < 1)
     throw baseError('NotFound', `${what} ${String(segment)} not found`);
-  return Number(segment);
+  return id;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { column, defineModel, joined, list } from '@ofp/models';
+import { column, defineModel, joined, list, LONG_TEXT, MAX_ID } from '@ofp/models';
 
 // The dispatcher's models (API.md §8), declared with the registry's functions like the api's: it serves
 // them (`/v2/webhooks*`, `/v2/webhook_deliveries*`) from its own schema, and keeps `secret` out of them.
@@ -48,7 +48,7 @@ export const webhooks = defineModel({
     // Event types (`order.created`) or `*`. Registry lists hold objects, so each element is `{type}`
     // here (`q`: `events.type`); the dispatcher's HTTP layer reads and writes plain strings.
     events: list({ type: column.string({ required: true, maxLength: 100 }) }, { maxItems: 100 }),
-    description: column.string({ maxLength: 1000 }),
+    description: column.string({ maxLength: LONG_TEXT }),
     enabled: column.boolean({ default: true }),
     deliveries: joined(() => webhookDeliveries, { column: 'id', targetColumn: 'webhook_id' }),
   },
@@ -65,7 +65,7 @@ export const webhookDeliveries = defineModel({
   storedDocuments: false,
   indexed: false,
   fields: {
-    webhook_id: column.integer({ readOnly: true, nullable: false }),
+    webhook_id: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
     event_id: column.string({ readOnly: true, nullable: false, maxLength: 36 }),
     event_type: column.string({ readOnly: true, nullable: false, maxLength: 100 }),
     status: column.string({ readOnly: true, nullable: false, values: WEBHOOK_DELIVERY_STATUSES }),

@@ -19,6 +19,7 @@ import { rulesOf } from '../domain/rules-by-model.js';
 import type { EventMetadata, RecordStore, RecordStreamChange } from './record-store.js';
 import type { WrittenStream } from '../queries/read-your-writes.js';
 import type { ReferenceResolver } from './references.js';
+import { StockLimits } from './stock-limits.js';
 import type { UniqueValue, UniqueValues } from './unique-values.js';
 
 export interface WriteContext extends EventMetadata {
@@ -53,6 +54,8 @@ export interface WriteOutcome {
  * version with If-Match (then it is a 412).
  */
 export class RecordCommands {
+  private readonly stock: StockLimits;
+
   constructor(
     private readonly store: EventStore,
     private readonly records: RecordStore,
@@ -60,7 +63,9 @@ export class RecordCommands {
     private readonly unique: UniqueValues,
     private readonly idempotency: IdempotencyStore,
     private readonly clock: () => Date,
-  ) {}
+  ) {
+    this.stock = new StockLimits(records, unique);
+  }
 
   async write(
     model: ModelDefinition,
@@ -98,6 +103,10 @@ export class RecordCommands {
             }
             const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
             if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
+            await this.stock.check(
+              context.orgId,
+              changes.map((change) => ({ streamType: change.model.name, events: change.events })),
+            );
             const appends = changes.map((change) => this.records.appendOf(change, context));
             const outcome = (
               results: ReadonlyMap<string, { version: number; position: GlobalPosition }>,

@@ -1,5 +1,5 @@
-import type { RecordChange, RecordJson } from '@ofp/contracts';
-import { inventory } from '@ofp/models';
+import type { FieldErrors, RecordChange, RecordJson } from '@ofp/contracts';
+import { INT32, inventory } from '@ofp/models';
 import { listOf, plainRules, type RecordRules } from './record-rules.js';
 
 // Inventory (API.md §6) is a projection kept as event-sourced records, one per (sku, warehouse):
@@ -53,6 +53,36 @@ export function stockChanges(streamType: string, change: RecordChange): Map<stri
 /** The key of a (sku, warehouse) in maps and in the inventory's unique-value reservation. */
 export function stockKey(key: StockKey): string {
   return JSON.stringify([key.sku, key.warehouse]);
+}
+
+/** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
+export const STOCK_KEY_FIELD = 'sku_warehouse';
+
+const STOCK_TOTALS = ['on_hand', 'committed', 'inbound'] as const;
+
+/**
+ * The stock totals a write would take beyond 32 bits, like a quantity (API.md §1), by total: each
+ * change added to the stock its inventory record shows now. A total already beyond (writes decided
+ * at the same moment, each within the bound: the records hold more, see the registry's inventory)
+ * may still move back. Empty when every total stays within.
+ */
+export function stockLimitErrors(
+  changes: Iterable<Stock & StockKey>,
+  current: (key: StockKey) => Stock,
+): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const change of changes) {
+    const now = current(change);
+    for (const total of STOCK_TOTALS) {
+      const next = now[total] + change[total];
+      const outward = (next > INT32.max && change[total] > 0) || (next < INT32.min && change[total] < 0);
+      if (outward)
+        (errors[total] ??= []).push(
+          `would be ${next} for sku ${JSON.stringify(change.sku)} in warehouse ${JSON.stringify(change.warehouse)}, beyond what it holds (${INT32.min} to ${INT32.max})`,
+        );
+    }
+  }
+  return errors;
 }
 
 interface Line {

@@ -1,6 +1,6 @@
 import { DomainError, fieldError } from '@ofp/contracts';
 import { invoices } from '@ofp/models';
-import { fromCents, toCents } from './money.js';
+import { fromUnits, toUnits } from './money.js';
 import { listOf, movedTo, plainRules, type RecordRules } from './record-rules.js';
 
 interface InvoiceLine {
@@ -21,17 +21,17 @@ export const invoiceRules: RecordRules = {
   settle: ({ before, after }) => {
     const lines = listOf<InvoiceLine>(after, 'lines').map((line) => ({
       ...line,
-      amount: fromCents(BigInt(line.quantity) * toCents(line.unit_price)),
+      amount: fromUnits(BigInt(line.quantity) * toUnits(line.unit_price)),
     }));
-    const total = lines.reduce((sum, line) => sum + toCents(line.amount), 0n);
-    const paid = toCents(after.amount_paid);
-    const paidBefore = toCents(before?.amount_paid);
+    const total = lines.reduce((sum, line) => sum + toUnits(line.amount), 0n);
+    const paid = toUnits(after.amount_paid);
+    const paidBefore = toUnits(before?.amount_paid);
     if (paid > paidBefore && after.status === 'void')
       throw new DomainError('Conflict', { status: ['cannot pay a void invoice'] });
     if (paid < paidBefore)
-      throw fieldError('Unprocessable', 'amount_paid', `cannot decrease: ${fromCents(paidBefore)} is paid`);
+      throw fieldError('Unprocessable', 'amount_paid', `cannot decrease: ${fromUnits(paidBefore)} is paid`);
     if (paid > total)
-      throw fieldError('Unprocessable', 'amount_paid', `must be at most the total ${fromCents(total)}`);
+      throw fieldError('Unprocessable', 'amount_paid', `must be at most the total ${fromUnits(total)}`);
     const status = PAYMENT_STATUSES.includes(String(after.status))
       ? paid === 0n
         ? 'open'
@@ -44,8 +44,8 @@ export const invoiceRules: RecordRules = {
         ...after,
         status,
         lines,
-        total: fromCents(total),
-        amount_due: fromCents(total - paid),
+        total: fromUnits(total),
+        amount_due: fromUnits(total - paid),
       },
     };
   },

@@ -1,5 +1,13 @@
-import { baseError, fieldError, missingScope, type RecordChange, type RecordJson } from '@ofp/contracts';
 import {
+  baseError,
+  DomainError,
+  fieldError,
+  missingScope,
+  type RecordChange,
+  type RecordJson,
+} from '@ofp/contracts';
+import {
+  boundsErrors,
   transitionError,
   type FieldDefinition,
   type FieldMap,
@@ -82,7 +90,7 @@ export function decide(
         after: createdRecord(model, command),
         ...(relatedRecord ? { related: relatedRecord } : {}),
       });
-      const record = stamp(model, settled.record, 1, command.at);
+      const record = withinBounds(model, stamp(model, settled.record, 1, command.at));
       requireScopes(rules.scopes(undefined, record), command.by);
       const type = cataloged(model, rules.eventType(undefined, record) ?? `${model.singular}.created`);
       return withRelated(
@@ -101,7 +109,7 @@ export function decide(
         after: stamp(model, { ...current.record, ...command.fields }, version, command.at),
         ...(relatedRecord ? { related: relatedRecord } : {}),
       });
-      const record = stamp(model, settled.record, version, command.at);
+      const record = withinBounds(model, stamp(model, settled.record, version, command.at));
       const changed = changedFields(current.record, record);
       if (changed.length === 0) return { events: [] };
       requireScopes(rules.scopes(current.record, record), command.by);
@@ -153,7 +161,7 @@ function withRelated(
   if (!related || related.state.status !== 'live' || next === undefined) return decision;
   const current = related.state;
   const rules = rulesOf(related.model);
-  const record = stamp(related.model, next, current.record.version + 1, at);
+  const record = withinBounds(related.model, stamp(related.model, next, current.record.version + 1, at));
   const changed = changedFields(current.record, record);
   if (changed.length === 0) return decision;
   const data: RecordChange = {
@@ -177,6 +185,17 @@ function cataloged(model: ModelDefinition, type: string): string {
   if (!model.eventTypes.some((known) => known.type === type))
     throw new Error(`${model.name} decided event type ${type}, which its registry entry does not declare`);
   return type;
+}
+
+/**
+ * A decided record whose every number fits its column (API.md §1): a derived total that would not
+ * (an order's `total` over 15 digits, an invoice line's `amount`) is a 422 naming it, so that whatever
+ * is appended, every read model and subscriber can apply.
+ */
+function withinBounds(model: ModelDefinition, record: RecordJson): RecordJson {
+  const errors = boundsErrors(model.fields, record);
+  for (const _ in errors) throw new DomainError('Unprocessable', errors);
+  return record;
 }
 
 /** A client's token must hold every scope the change needs (API.md §7); the system needs none. */

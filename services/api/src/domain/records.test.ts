@@ -8,7 +8,7 @@ import {
   type ModelDefinition,
 } from '@ofp/models';
 import { decide, type Actor } from '../domain/record-decider.js';
-import { stockChanges } from './inventory.js';
+import { stockChanges, stockLimitErrors } from './inventory.js';
 import { orderProgressStatus } from './orders.js';
 import { thrown } from './thrown.fixture.js';
 
@@ -239,5 +239,80 @@ describe('stockChanges', () => {
     expect(
       stockChanges('purchase_orders', change({ status: 'draft', lines: [{ sku: 'A', quantity: 5 }] })).size,
     ).toBe(0);
+  });
+});
+
+describe('derived totals beyond their columns (API.md §1)', () => {
+  const MAX_LINE = 2_147_483_647;
+
+  it('refuses an order whose total would have more than 15 digits before the point, naming total', () => {
+    const lines = [{ sku: 'A', quantity: MAX_LINE, unit_price: '999999999999999.9999' }];
+    expect(thrown(() => created(orders, { order_number: 'SO-1', lines }))).toMatchObject({
+      kind: 'Unprocessable',
+      errors: { total: ['would have more digits than it holds (15 before the point, 4 after it)'] },
+    });
+  });
+
+  it('keeps every digit of a total at the bound, and the 4 digits after the point', () => {
+    const record = created(orders, {
+      order_number: 'SO-2',
+      lines: [
+        { sku: 'A', quantity: 3, unit_price: '0.3333' },
+        { sku: 'B', quantity: 1, unit_price: '999999999999998.0000' },
+      ],
+    });
+    expect(record.total).toBe('999999999999998.9999');
+  });
+
+  it('names the line amount, the total and the amount due of an invoice that would overflow', () => {
+    const lines = [
+      { quantity: 1, unit_price: '1.00' },
+      { quantity: MAX_LINE, unit_price: '999999999999999.0000' },
+    ];
+    expect(
+      thrown(() => created(invoices, { invoice_number: 'I-9', amount_paid: '0.00', lines })),
+    ).toMatchObject({
+      kind: 'Unprocessable',
+      errors: {
+        'lines[1].amount': [expect.stringContaining('would have more digits')],
+        total: [expect.any(String)],
+        amount_due: [expect.any(String)],
+      },
+    });
+  });
+
+  it('refuses a purchase order whose total would overflow', () => {
+    const lines = Array.from({ length: 2 }, () => ({
+      sku: 'A',
+      quantity: MAX_LINE,
+      unit_cost: '999999999999.0000',
+    }));
+    expect(thrown(() => created(purchaseOrders, { po_number: 'PO-9', lines }))).toMatchObject({
+      errors: { total: [expect.any(String)] },
+    });
+  });
+});
+
+describe('stockLimitErrors', () => {
+  const key = { sku: 'A', warehouse: 'W' };
+  const stock = (on_hand: number, committed = 0, inbound = 0) => ({ on_hand, committed, inbound });
+
+  it('names each total a change would take beyond 32 bits', () => {
+    expect(
+      stockLimitErrors([{ ...key, ...stock(1, 2, 0) }], () => stock(2_147_483_647, 2_147_483_646)),
+    ).toEqual({
+      on_hand: [
+        'would be 2147483648 for sku "A" in warehouse "W", beyond what it holds (-2147483648 to 2147483647)',
+      ],
+      committed: [expect.stringContaining('would be 2147483648')],
+    });
+    expect(stockLimitErrors([{ ...key, ...stock(-1) }], () => stock(-2_147_483_648))).toHaveProperty(
+      'on_hand',
+    );
+  });
+
+  it('lets a total within 32 bits, or one already beyond move back', () => {
+    expect(stockLimitErrors([{ ...key, ...stock(2_147_483_646) }], () => stock(1))).toEqual({});
+    expect(stockLimitErrors([{ ...key, ...stock(-5) }], () => stock(2_147_483_700))).toEqual({});
   });
 });

@@ -6,12 +6,16 @@ import type { Pool } from '@ofp/runtime';
 import { decide, type RecordState } from '../domain/record-decider.js';
 import type { RecordStore } from '../commands/record-store.js';
 import type { UniqueValues } from '../commands/unique-values.js';
-import { STOCK_SOURCES, stockChanges, stockKey, type Stock, type StockKey } from '../domain/inventory.js';
+import {
+  STOCK_KEY_FIELD,
+  STOCK_SOURCES,
+  stockChanges,
+  stockKey,
+  type Stock,
+  type StockKey,
+} from '../domain/inventory.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
 import { followOnMetadata, type ProcessManager, type SourceEvent } from './process-manager.js';
-
-/** The unique-value field that makes one inventory record per (sku, warehouse) and organization. */
-const STOCK_KEY_FIELD = 'sku_warehouse';
 
 /**
  * Keeps the inventory records (API.md §6) from the events that move stock: for each event, the

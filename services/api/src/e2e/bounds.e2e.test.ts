@@ -1,0 +1,92 @@
+import {
+  createIntegrator,
+  startTestPlatform,
+  stockOf,
+  type Integrator,
+  type RunningPlatform,
+} from '@ofp/testing';
+
+// The bounds of API.md §1 over HTTP: what a write accepts, the read model stores and shows as written;
+// what it would not hold, a write refuses with a 422 naming the field, derived totals included.
+
+const MAX_INT32 = 2_147_483_647;
+
+describe('bounds of the values a write takes (API.md §1)', () => {
+  let platform: RunningPlatform;
+  let acme: Integrator;
+
+  beforeAll(async () => {
+    platform = await startTestPlatform('standalone');
+    acme = await createIntegrator(platform, { name: 'Bounds' });
+  }, 180_000);
+  afterAll(async () => {
+    await platform?.stop();
+  }, 60_000);
+
+  it('keeps up to 4 digits of money after the point, and answers a GET with the bytes of the write', async () => {
+    const created = await acme.request<{ id: number; price: string; weight: string }>('POST', '/v2/items', {
+      body: { sku: 'PRECISE', price: '12.1250', weight: '0.0001' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.results).toMatchObject({ price: '12.125', weight: '0.0001' });
+    const read = await acme.request('GET', `/v2/items/${created.body.results.id}`);
+    expect(read.text).toBe(created.text);
+  });
+
+  it('refuses a price of 140,000 digits with a 422 on price, and goes on writing', async () => {
+    const refused = await acme.request('POST', '/v2/items', {
+      body: { sku: 'HUGE', price: '9'.repeat(140_000) },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual({
+      price: ['must have at most 15 digits before the point and 4 after it'],
+    });
+    expect((await acme.request('POST', '/v2/people', { body: { last_name: 'After' } })).status).toBe(201);
+  });
+
+  it('refuses an order whose total would overflow, naming total', async () => {
+    const refused = await acme.request('POST', '/v2/orders', {
+      body: {
+        order_number: 'SO-HUGE',
+        lines: [{ sku: 'A', quantity: MAX_INT32, unit_price: '999999999999999.9999' }],
+      },
+    });
+    expect(refused.status).toBe(422);
+    expect(Object.keys(refused.body.errors!)).toEqual(['total']);
+  });
+
+  it('refuses an adjustment that would take on_hand beyond 32 bits, naming on_hand, and stock goes on', async () => {
+    const adjust = (quantity_delta: number) =>
+      acme.request('POST', '/v2/inventory_adjustments', {
+        body: { sku: 'S', warehouse: 'W', quantity_delta },
+      });
+    expect((await adjust(MAX_INT32)).status).toBe(201);
+    const refused = await adjust(1);
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual({
+      on_hand: [
+        'would be 2147483648 for sku "S" in warehouse "W", beyond what it holds (-2147483648 to 2147483647)',
+      ],
+    });
+    expect((await adjust(-1)).status).toBe(201);
+    expect(await stockOf(acme, 'S', 'W')).toEqual({
+      on_hand: MAX_INT32 - 1,
+      committed: 0,
+      available: MAX_INT32 - 1,
+      inbound: 0,
+    });
+  });
+
+  it('refuses a fulfillment order that would commit more than 32 bits of a sku, naming committed', async () => {
+    const line = { sku: 'C', quantity: MAX_INT32 };
+    const first = await acme.request('POST', '/v2/fulfillment_orders', {
+      body: { warehouse: 'W', lines: [line] },
+    });
+    expect(first.status).toBe(201);
+    const refused = await acme.request('POST', '/v2/fulfillment_orders', {
+      body: { warehouse: 'W', lines: [line] },
+    });
+    expect(refused.status).toBe(422);
+    expect(Object.keys(refused.body.errors!)).toEqual(['committed']);
+  });
+});
