@@ -1,4 +1,5 @@
 export * from './module.js';
+export { webhookDeliveries, webhooks } from './models.js';
 export {
   DEFAULT_LIMITS,
   webhookDispatcherConfigShape,
