@@ -1,5 +1,6 @@
 import {
   createIntegrator,
+  searchPath,
   startTestPlatform,
   stockOf,
   type Integrator,
@@ -14,10 +15,12 @@ const MAX_INT32 = 2_147_483_647;
 describe('bounds of the values a write takes (API.md §1)', () => {
   let platform: RunningPlatform;
   let acme: Integrator;
+  let bystander: Integrator;
 
   beforeAll(async () => {
     platform = await startTestPlatform('standalone');
     acme = await createIntegrator(platform, { name: 'Bounds' });
+    bystander = await createIntegrator(platform, { name: 'Bystander' });
   }, 180_000);
   afterAll(async () => {
     await platform?.stop();
@@ -33,16 +36,45 @@ describe('bounds of the values a write takes (API.md §1)', () => {
     expect(read.text).toBe(created.text);
   });
 
-  it('refuses a price of 140,000 digits with a 422 on price, and goes on writing', async () => {
-    const refused = await acme.request('POST', '/v2/items', {
-      body: { sku: 'HUGE', price: '9'.repeat(140_000) },
-    });
-    expect(refused.status).toBe(422);
-    expect(refused.body.errors).toEqual({
-      price: ['must have at most 15 digits before the point and 4 after it'],
-    });
-    expect((await acme.request('POST', '/v2/people', { body: { last_name: 'After' } })).status).toBe(201);
-  });
+  it.each([['price'], ['weight']])(
+    'refuses a %s of 140,000 digits with a 422 naming it, and every organization goes on writing and reading',
+    async (column) => {
+      const refused = await acme.request('POST', '/v2/items', {
+        body: { sku: `HUGE-${column}`, [column]: '9'.repeat(140_000) },
+      });
+      expect(refused.status).toBe(422);
+      expect(refused.body.errors).toEqual({
+        [column]: [
+          `must have at most ${column === 'price' ? 15 : 12} digits before the point and 4 after it`,
+        ],
+      });
+      // The projector was not stopped (issue 23): a write of another organization is visible at once.
+      const lastName = `After ${column}`;
+      const started = Date.now();
+      expect((await bystander.request('POST', '/v2/people', { body: { last_name: lastName } })).status).toBe(
+        201,
+      );
+      expect(Date.now() - started).toBeLessThan(2_500);
+      const found = await bystander.request(
+        'GET',
+        searchPath('people', { filters: [{ operand: 'last_name', operator: '=', value: lastName }] }),
+      );
+      expect(found.body.count).toBe(1);
+    },
+  );
+
+  it.each([['/v2/people'], ['/v2/items'], ['/v2/orders'], ['/v2/webhooks']])(
+    'answers a lone surrogate in a body to %s with a 400 naming the column, never a 500',
+    async (path) => {
+      const response = await acme.request('POST', path, { body: '{"last_name":"x\\ud800","sku":"S"}' });
+      expect(response.status).toBe(400);
+      expect(response.body.errors).toEqual({
+        base: [
+          'Request body text must be UTF-8: last_name holds a lone surrogate (\\ud800), which is no character',
+        ],
+      });
+    },
+  );
 
   it('refuses an order whose total would overflow, naming total', async () => {
     const refused = await acme.request('POST', '/v2/orders', {
