@@ -18,10 +18,10 @@ import { mkdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { pino } from 'pino';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { Kafka, logLevel } from '@ofp/bus';
 import { createPool, startEmbeddedPostgres } from '@ofp/runtime';
 import {
   CACHE_DIR,
@@ -169,14 +169,15 @@ try {
     receivers.push(receiver);
   }
 
-  const admin = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+  const kafkaClient = new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } });
+  const admin = kafkaClient.admin();
   await admin.connect();
   cleanups.unshift(() => admin.disconnect());
   const started = Date.now();
   // One pool for the lag samples and the checks: a sample every 500 ms reuses its connection.
   const pool = createPool({ connectionString: databaseUrl, applicationName: 'chaos-checks', max: 4 });
   cleanups.unshift(() => pool.end());
-  const sampler = new LagSampler(pool, admin, TOPIC_PREFIX, started);
+  const sampler = new LagSampler(pool, kafkaClient, admin, TOPIC_PREFIX, started);
   cleanups.unshift(() => sampler.stop());
   const faults = scheduleFaults(
     random,

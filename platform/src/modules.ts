@@ -66,7 +66,7 @@ import { servedDescriptions } from './descriptions.js';
 import { registerFlowMetrics, registerOutboxMetrics, registerParkingMetrics } from './observability.js';
 import { preflight } from './preflight.js';
 import { runbookRoutes } from './runbooks.js';
-import { platformStreamTypes } from './streams.js';
+import { dataSchemaOf, platformStreamTypes } from './streams.js';
 
 /** What every module is given, besides the values of the modules it depends on. */
 export interface PlatformContext {
@@ -177,9 +177,9 @@ const modules = {
   // The auth service appends to the outbox and never talks to Kafka (the api's relay publishes).
   kafka: module({
     deps: ['preflight'],
-    init: async ({ config }) => {
+    init: async ({ config, logger }) => {
       if (!config.KAFKA_BROKERS) return { value: undefined };
-      const client = await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`);
+      const client = await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`, logger);
       await checkKafka(
         client,
         platformStreamTypes().map((streamType) => topicOf(topicsOf(config), streamType)),
@@ -285,7 +285,7 @@ const modules = {
           topics: topicsOf(config),
           batchSize: 500,
           sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
-          onRequestTimeout: (broker) => kafka.timedOut(broker),
+          ...(config.KAFKA_GROUP_INSTANCE_ID ? { instanceId: config.KAFKA_GROUP_INSTANCE_ID } : {}),
         });
         registerFlowMetrics(metrics, bus);
         return { value: bus, stop: () => bus.close() };
@@ -415,6 +415,7 @@ const modules = {
         topics: topicsOf(config),
         batchSize: 500,
         pollIntervalMs: 500,
+        dataSchemaOf,
       });
     },
   }),

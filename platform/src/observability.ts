@@ -7,7 +7,9 @@ import { sharedReading } from '@ofp/runtime';
  * The process-wide metrics of the event flow (issue 15): how far behind each consumer group of this
  * process is (`bus_consumer_lag_events`, `bus_consumer_lag_seconds`), how many events each was handed
  * and handled (`bus_consumer_events_fetched_total`, `bus_consumer_events_handled_total`: a group that
- * reads its events again and again shows there, not in its lag). Read at scrape time; the two lag
+ * reads its events again and again shows there, not in its lag), and how often a group's Kafka consumer
+ * was given its partitions and how often the bus's watchdog started one again
+ * (`bus_consumer_assignments_total`, `bus_consumer_restarts_total`). Read at scrape time; the two lag
  * gauges share one reading.
  */
 export function registerFlowMetrics(registry: Registry, bus: Bus): void {
@@ -32,21 +34,36 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
       for (const { group, seconds } of await lag()) this.set({ group }, seconds);
     },
   });
-  for (const [stage, help] of [
+  for (const [name, field, help] of [
     [
+      'bus_consumer_events_fetched_total',
       'fetched',
       'Events the bus handed to a consumer group of this process (again after a retry or a re-read)',
     ],
-    ['handled', 'Events a consumer group of this process finished handling'],
+    [
+      'bus_consumer_events_handled_total',
+      'handled',
+      'Events a consumer group of this process finished handling',
+    ],
+    [
+      'bus_consumer_assignments_total',
+      'assignments',
+      'Times a Kafka consumer of the group in this process was given its partitions (joining, or a rebalance; none when a static member comes back within its session)',
+    ],
+    [
+      'bus_consumer_restarts_total',
+      'restarts',
+      "Kafka consumers of the group in this process that the bus's watchdog found behind with nothing handed to their handler, and started again",
+    ],
   ] as const) {
     new Counter({
-      name: `bus_consumer_events_${stage}_total`,
+      name,
       help,
       labelNames: ['group'],
       registers: [registry],
       collect() {
         this.reset();
-        for (const counts of bus.throughput()) this.inc({ group: counts.group }, counts[stage]);
+        for (const counts of bus.throughput()) this.inc({ group: counts.group }, counts[field]);
       },
     });
   }

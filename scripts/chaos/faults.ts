@@ -6,17 +6,19 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Admin } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from '@ofp/bus';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
 import type { Pool } from '@ofp/runtime';
 import type { KafkaNode, PlatformProcess } from '@ofp/testing';
 
-export type FaultKind = 'kill-replica' | 'pause-replica' | 'kill-broker' | 'restart-postgres';
+export type FaultKind =
+  'kill-replica' | 'pause-replica' | 'kill-broker' | 'pause-broker' | 'restart-postgres';
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill-replica',
   'pause-replica',
   'kill-broker',
+  'pause-broker',
   'restart-postgres',
 ];
 
@@ -74,7 +76,7 @@ export function scheduleFaults(
               target: pick(consumers),
               holdMs: sessionTimeoutMs + uniformInt(random, 3_000, 8_000),
             }
-          : kind === 'kill-broker'
+          : kind === 'kill-broker' || kind === 'pause-broker'
             ? { kind, atMs: at, target: String(pick(brokers)), holdMs: uniformInt(random, 8_000, 20_000) }
             : { kind, atMs: at, target: 'postgres', holdMs: 0 };
     if (
@@ -103,9 +105,12 @@ export class LagSampler {
   private readonly samples: { atMs: number; lag: number | undefined }[] = [];
   private running = true;
   private readonly loop: Promise<void>;
+  /** A consumer per group, never subscribed, that asks for the group's committed offsets. */
+  private readonly askers = new Map<string, Promise<Consumer>>();
 
   constructor(
     private readonly pool: Pool,
+    private readonly kafka: Kafka,
     private readonly admin: Admin,
     private readonly topicPrefix: string,
     private readonly started: number,
@@ -147,6 +152,9 @@ export class LagSampler {
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+    const askers = [...this.askers.values()];
+    this.askers.clear();
+    await Promise.all(askers.map(async (asker) => (await asker.catch(() => undefined))?.disconnect()));
   }
 
   private async run(): Promise<void> {
@@ -157,38 +165,56 @@ export class LagSampler {
     }
   }
 
-  /** Transient groups (a subscription's own, `<group>-<uuid>`) come and go: only durable ones count. */
+  /**
+   * Events of the run's topics that the durable groups have not committed. Transient groups (a
+   * subscription's own, `<group>-<uuid>`) come and go: only durable ones count. A group's committed
+   * offsets are asked as a consumer of it (the admin client's ListConsumerGroupOffsets crashes the
+   * process on NOT_COORDINATOR in librdkafka 2.15; KafkaBus.uncommitted tells more), for every
+   * partition of the run's topics; a partition it has committed nothing on is one it does not read.
+   */
   private async consumerLag(): Promise<number> {
     const { groups } = await this.admin.listGroups();
     const durable = groups
       .map((group) => group.groupId)
       .filter((id) => !/-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
-    const heads = new Map<string, Map<number, { high: number; low: number }>>();
-    const head = async (topic: string) => {
-      let partitions = heads.get(topic);
-      if (!partitions) {
-        partitions = new Map(
-          (await this.admin.fetchTopicOffsets(topic)).map((p) => [
-            p.partition,
-            { high: Number(p.high), low: Number(p.low) },
-          ]),
-        );
-        heads.set(topic, partitions);
-      }
-      return partitions;
-    };
+    const topics = (await this.admin.listTopics()).filter((topic) => topic.startsWith(this.topicPrefix));
+    const partitions = (
+      await Promise.all(
+        topics.map(async (topic) =>
+          (await this.admin.fetchTopicOffsets(topic)).map((p) => ({ topic, ...p })),
+        ),
+      )
+    ).flat();
     let lag = 0;
     for (const groupId of durable) {
-      for (const { topic, partitions } of await this.admin.fetchOffsets({ groupId })) {
-        if (!topic.startsWith(this.topicPrefix)) continue;
-        const highs = await head(topic);
-        for (const { partition, offset } of partitions) {
-          const { high, low } = highs.get(partition) ?? { high: 0, low: 0 };
-          lag += Math.max(0, high - (Number(offset) >= 0 ? Number(offset) : low));
-        }
+      const committed = await (
+        await this.asker(groupId)
+      ).committed(
+        partitions.map(({ topic, partition }) => ({ topic, partition })),
+        5_000,
+      );
+      for (const { topic, partition, high } of partitions) {
+        const at = Number(
+          committed.find((c) => c.topic === topic && c.partition === partition)?.offset ?? -1,
+        );
+        if (at >= 0) lag += Math.max(0, Number(high) - at);
       }
     }
     return lag;
+  }
+
+  private asker(groupId: string): Promise<Consumer> {
+    let asker = this.askers.get(groupId);
+    if (!asker) {
+      asker = (async () => {
+        const consumer = this.kafka.consumer({ kafkaJS: { groupId } });
+        await consumer.connect();
+        return consumer;
+      })();
+      asker.catch(() => this.askers.delete(groupId));
+      this.askers.set(groupId, asker);
+    }
+    return asker;
   }
 }
 
@@ -211,10 +237,22 @@ export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
       return;
     }
     case 'kill-broker': {
-      const node = targets.brokers.find((each) => String(each.id) === fault.target)!;
+      const node = brokerNamed(targets, fault.target);
       await node.kill();
       await sleep(fault.holdMs);
       await node.restart();
+      return;
+    }
+    case 'pause-broker': {
+      // A broker that hangs rather than dies (a long pause, a host cut off): its connections stay open
+      // and nothing it was asked is answered until it is continued.
+      const pid = brokerNamed(targets, fault.target).pid()!;
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await sleep(fault.holdMs);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
       return;
     }
     case 'restart-postgres': {
@@ -230,6 +268,12 @@ export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
       return;
     }
   }
+}
+
+function brokerNamed(targets: Targets, id: string): KafkaNode {
+  const found = targets.brokers.find((each) => String(each.id) === id);
+  if (!found) throw new Error(`no Kafka node ${id}`);
+  return found;
 }
 
 function processNamed(targets: Targets, name: string): PlatformProcess {

@@ -1,8 +1,9 @@
-import { REVOCATIONS_STREAM_TYPE, consumerModule, type Bus } from '@ofp/bus';
+import { consumerModule, type Bus } from '@ofp/bus';
 import type { Module } from '@ofp/runtime';
 import type { Revocation, RevocationDenyList } from './revocations.js';
 
-export { REVOCATIONS_STREAM_TYPE };
+/** The stream type of the auth service's revocation announcements (`grant.revoked`), one stream each. */
+export const REVOCATIONS_STREAM_TYPE = 'revocations';
 /** The event type of a revocation announcement. */
 export const GRANT_REVOKED = 'grant.revoked';
 

@@ -49,15 +49,24 @@ export interface ConsumerThroughput {
   readonly group: string;
   readonly fetched: number;
   readonly handled: number;
+  /**
+   * Kafka: how many times a consumer of the group in this process was given its partitions (joining,
+   * or a rebalance). A static member that comes back within its session gets them without one.
+   */
+  readonly assignments: number;
+  /** Kafka: consumers of the group that the bus's watchdog found stalled while behind, and started again. */
+  readonly restarts: number;
 }
+
+type Counts = { -readonly [K in keyof Omit<ConsumerThroughput, 'group'>]: number };
 
 /** The counters behind {@link Bus.throughput}, kept per group by each bus. */
 export class ThroughputCounter {
-  private readonly groups = new Map<string, { fetched: number; handled: number }>();
+  private readonly groups = new Map<string, Counts>();
 
-  private of(group: string): { fetched: number; handled: number } {
+  private of(group: string): Counts {
     let counts = this.groups.get(group);
-    if (!counts) this.groups.set(group, (counts = { fetched: 0, handled: 0 }));
+    if (!counts) this.groups.set(group, (counts = { fetched: 0, handled: 0, assignments: 0, restarts: 0 }));
     return counts;
   }
 
@@ -67,6 +76,14 @@ export class ThroughputCounter {
 
   handled(group: string, events: number): void {
     this.of(group).handled += events;
+  }
+
+  assigned(group: string): void {
+    this.of(group).assignments++;
+  }
+
+  restarted(group: string): void {
+    this.of(group).restarts++;
   }
 
   read(): ConsumerThroughput[] {

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import type { Bus, Subscription } from './bus.js';
 import { PgLogBus } from './pg-log-bus.js';
 import { KafkaBus } from './kafka/kafka-bus.js';
 import { OutboxRelay } from './kafka/outbox-relay.js';
+import { Kafka, logLevel } from './kafka/kafka-javascript.js';
 
 const WRITERS = 8;
 const EVENTS_PER_WRITER = 500;
@@ -93,7 +93,7 @@ const kafkaTopics = {
 
 function kafkaClient(): Kafka {
   const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  return new Kafka({ clientId: 'delivery-test', brokers, logLevel: logLevel.NOTHING });
+  return new Kafka({ kafkaJS: { clientId: 'delivery-test', brokers, logLevel: logLevel.NOTHING } });
 }
 
 const adapters: Adapter[] = [
@@ -115,6 +115,7 @@ const adapters: Adapter[] = [
         topics: kafkaTopics,
         batchSize: 200,
         pollIntervalMs: 200,
+        dataSchemaOf: () => 'urn:ofp:schema:delivery-test:1',
       });
       await relay.start();
       return {
@@ -156,7 +157,7 @@ describe.each(adapters)('$name', (adapter) => {
 
   // kafkajs fetched the same messages about 48 times a second while the bus never resolved their
   // offsets: the handlers deduplicated and the commits (so the lag) moved on, so nothing but the count
-  // of invocations per event shows it.
+  // of invocations per event shows it. Kept for every client the bus runs on.
   it('hands each event to its handler once in a quiet run, and counts it fetched and handled once', async () => {
     const group = `g-${randomUUID()}`;
     const invocations = new Map<string, number>();
@@ -188,10 +189,11 @@ describe.each(adapters)('$name', (adapter) => {
     // Quiet from here on: a consumer whose position does not move would hand the events again meanwhile.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(appended.map((id) => invocations.get(id))).toEqual(appended.map(() => 1));
-    expect(bus.throughput().find((counts) => counts.group === group)).toEqual({
+    expect(bus.throughput().find((counts) => counts.group === group)).toMatchObject({
       group,
       fetched: appended.length,
       handled: appended.length,
+      restarts: 0,
     });
   }, 60_000);
 

@@ -5,12 +5,25 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel, type Admin, type PartitionMetadata } from 'kafkajs';
+import confluent, { type KafkaJS } from '@confluentinc/kafka-javascript';
 import { startKafkaBroker, startKafkaCluster } from './kafka-broker.js';
 import { testLogger } from './logger.js';
 import { CACHE_DIR } from './postgres.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const { Kafka, logLevel } = confluent.KafkaJS;
+
+/** Polls the topic's metadata until every partition has a leader (createTopics does not wait). */
+async function ledWithin(admin: KafkaJS.Admin, topic: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const [described] = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => []);
+    if (described && described.partitions.length > 0 && described.partitions.every((p) => p.leader >= 0))
+      return;
+    if (Date.now() > deadline) throw new Error(`${topic} has no leader after ${ms} ms`);
+    await sleep(200);
+  }
+}
 
 function isAlive(pid: number): boolean {
   try {
@@ -46,14 +59,19 @@ describe('the Kafka of the test run (KAFKA_BROKERS)', () => {
   it('delivers keyed messages with their headers to a consumer group, in order per key', async () => {
     const brokers = process.env.KAFKA_BROKERS?.split(',');
     if (!brokers) throw new Error('KAFKA_BROKERS is not set: run integration tests through jest');
-    const kafka = new Kafka({ clientId: 'kafka-broker-test', brokers, logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({
+      kafkaJS: { clientId: 'kafka-broker-test', brokers, logLevel: logLevel.NOTHING },
+    });
     const topic = `kafka-broker-test-${randomUUID()}`;
     const admin = kafka.admin();
-    const producer = kafka.producer();
-    const consumer = kafka.consumer({ groupId: `kafka-broker-test-${randomUUID()}` });
+    const producer = kafka.producer({ 'linger.ms': 0 });
+    const consumer = kafka.consumer({
+      kafkaJS: { groupId: `kafka-broker-test-${randomUUID()}`, fromBeginning: true },
+    });
     try {
       await admin.connect();
-      await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+      await admin.createTopics({ topics: [{ topic, numPartitions: 3 }] });
+      await ledWithin(admin, topic, 30_000);
       const sent = Array.from({ length: KEYS * PER_KEY }, (_, i) => ({
         key: `order-${i % KEYS}`,
         value: JSON.stringify({ seq: Math.floor(i / KEYS) }),
@@ -61,12 +79,16 @@ describe('the Kafka of the test run (KAFKA_BROKERS)', () => {
       }));
       await producer.connect();
       // Several sends, so that order within a key has to survive more than one batch.
+      // Copies: the client's send rewrites the messages it is given (headers, value, partition).
       for (let i = 0; i < sent.length; i += 17)
-        await producer.send({ topic, messages: sent.slice(i, i + 17) });
+        await producer.send({
+          topic,
+          messages: sent.slice(i, i + 17).map((message) => ({ ...message, headers: { ...message.headers } })),
+        });
 
       const received: Message[] = [];
       await consumer.connect();
-      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.subscribe({ topics: [topic] });
       const allReceived = new Promise<void>((resolve) => {
         void consumer.run({
           eachMessage: ({ message }) => {
@@ -166,22 +188,22 @@ describe('startKafkaCluster', () => {
     const pids = cluster.nodes.map((node) => node.pid()!);
     // The cluster's folder, from a broker's last argument: <folder>/node-<id>/server.properties.
     const folder = dirname(dirname(readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8').split('\0').at(-2)!));
+    // A killed leader is replaced once the controller fences it (9 s without heartbeats, by default):
+    // librdkafka keeps each message until then, and sends it to the new leader.
     const kafka = new Kafka({
-      clientId: 'kafka-cluster-test',
-      brokers: cluster.brokers,
-      logLevel: logLevel.NOTHING,
-      // A killed leader is replaced once the controller fences it: 9 s without heartbeats, by default.
-      retry: { retries: 20, maxRetryTime: 2_000 },
+      kafkaJS: { clientId: 'kafka-cluster-test', brokers: cluster.brokers, logLevel: logLevel.NOTHING },
     });
     const topic = `kafka-cluster-test-${randomUUID()}`;
     const admin = kafka.admin();
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    const consumer = kafka.consumer({ groupId: `kafka-cluster-test-${randomUUID()}` });
+    const producer = kafka.producer({ kafkaJS: { idempotent: true, acks: -1 }, 'linger.ms': 0 });
+    const consumer = kafka.consumer({
+      kafkaJS: { groupId: `kafka-cluster-test-${randomUUID()}`, fromBeginning: true },
+    });
     const sent: string[] = [];
     const send = async (phase: string) => {
       for (let i = 0; i < PER_PHASE; i++) {
         const value = `${phase}-${i}`;
-        await producer.send({ topic, acks: -1, messages: [{ value }] });
+        await producer.send({ topic, messages: [{ value }] });
         sent.push(value);
       }
     };
@@ -191,10 +213,8 @@ describe('startKafkaCluster', () => {
         all: true,
       });
       await admin.connect();
-      await admin.createTopics({
-        topics: [{ topic, numPartitions: 1, replicationFactor: 3 }],
-        waitForLeaders: true,
-      });
+      await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
+      await ledWithin(admin, topic, 30_000);
       await producer.connect();
       await send('before');
 
@@ -222,7 +242,7 @@ describe('startKafkaCluster', () => {
 
       const received: string[] = [];
       await consumer.connect();
-      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.subscribe({ topics: [topic] });
       const allReceived = new Promise<void>((resolve) => {
         void consumer.run({
           eachMessage: ({ message }) => {
@@ -245,7 +265,7 @@ describe('startKafkaCluster', () => {
   }, 180_000);
 });
 
-async function partition(admin: Admin, topic: string): Promise<PartitionMetadata> {
-  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-  return topics[0]!.partitions[0]!;
+async function partition(admin: KafkaJS.Admin, topic: string): Promise<KafkaJS.PartitionMetadata> {
+  const [described] = await admin.fetchTopicMetadata({ topics: [topic] });
+  return described!.partitions[0]!;
 }

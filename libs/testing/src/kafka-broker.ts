@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
+import confluent from '@confluentinc/kafka-javascript';
 import type { Logger } from '@ofp/runtime';
 import { freePort } from './ports.js';
 import { createCertificateAuthority } from './tls.js';
@@ -43,7 +43,7 @@ export interface SecureListener {
 }
 
 export interface RunningKafka {
-  /** Bootstrap addresses (`host:port`) for kafkajs: the plaintext listener. */
+  /** Bootstrap addresses (`host:port`): the plaintext listener. */
   brokers: string[];
   /** With `saslSsl`: the SASL_SSL listener and what a client needs to use it. */
   secure?: SecureListener;
@@ -82,14 +82,21 @@ export interface KafkaNode {
 }
 
 export interface RunningKafkaCluster {
-  /** Bootstrap addresses (`host:port`) for kafkajs: every node's plaintext listener. */
+  /** Bootstrap addresses (`host:port`): every node's plaintext listener. */
   brokers: string[];
   nodes: readonly KafkaNode[];
+  /**
+   * Creates a topic whose partition `i` has the nodes `replicas[i]`, the first its preferred leader,
+   * and resolves once each has its leader (Kafka's Java admin client, kafka/CreateTopic.java: the
+   * Node.js clients' admin APIs cannot place replicas).
+   */
+  createTopic(topic: string, replicas: readonly (readonly number[])[]): Promise<void>;
   /** Stops every node (SIGTERM, then SIGKILL if one lingers) and deletes the cluster's folder. */
   stop(): Promise<void>;
 }
 
 const POM = fileURLToPath(new URL('../kafka/pom.xml', import.meta.url));
+const CREATE_TOPIC = fileURLToPath(new URL('../kafka/CreateTopic.java', import.meta.url));
 const STARTUP_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 15_000;
 const OUTPUT_TAIL_LINES = 40;
@@ -160,7 +167,7 @@ rootLogger.appenderRef.console.ref = console
  * Starts a single-node Apache Kafka broker in KRaft mode (broker and controller in one JVM) from the
  * official jars, with the machine's Java 17, on free loopback ports and with fresh storage in a new
  * temporary folder. The jars are fetched from Maven Central with `mvn` on first use and kept in
- * `cacheDir`. Resolves once the broker answers a kafkajs `describeCluster`.
+ * `cacheDir`. Resolves once the broker answers a metadata request.
  */
 export async function startKafkaBroker(options: KafkaBrokerOptions): Promise<RunningKafka> {
   const kafka = await launchCluster({ ...options, nodes: 1 });
@@ -304,7 +311,17 @@ async function launchCluster(
     nodes.length === 1 ? 'Kafka broker started' : 'Kafka cluster started',
   );
   let stopped: Promise<void> | undefined;
-  return { brokers, ...(secure ? { secure } : {}), nodes, stop: () => (stopped ??= stop()) };
+  const createTopic = async (topic: string, replicas: readonly (readonly number[])[]): Promise<void> => {
+    const assignment = replicas.map((nodes) => nodes.join(':')).join(',');
+    await run(java, [...log4j, '-cp', classpath, CREATE_TOPIC, brokers.join(','), topic, assignment]);
+  };
+  return {
+    brokers,
+    ...(secure ? { secure } : {}),
+    nodes,
+    createTopic,
+    stop: () => (stopped ??= stop()),
+  };
 }
 
 /**
@@ -586,8 +603,8 @@ function clusterId(): string {
 }
 
 /**
- * Resolves once the node answers a kafkajs `describeCluster` on `broker` (the metadata of that node
- * alone) that lists the nodes of `expected`; rejects once it exited, or after {@link STARTUP_TIMEOUT_MS}.
+ * Resolves once the node answers a metadata request on `broker` (librdkafka's, sent to that node alone)
+ * that lists the nodes of `expected`; rejects once it exited, or after {@link STARTUP_TIMEOUT_MS}.
  */
 async function waitUntilAnswering(
   id: number,
@@ -595,27 +612,16 @@ async function waitUntilAnswering(
   expected: number[],
   exit: () => string | undefined,
 ): Promise<void> {
-  const kafka = new Kafka({
-    clientId: 'kafka-broker-readiness',
-    brokers: [broker],
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 1_000,
-    retry: { retries: 0 },
-  });
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   let lastError: unknown;
   for (;;) {
-    const admin = kafka.admin();
     try {
-      await admin.connect();
-      const listed = (await admin.describeCluster()).brokers.map(({ nodeId }) => nodeId);
+      const listed = await listedNodes(broker);
       const missing = expected.filter((nodeId) => !listed.includes(nodeId));
       if (missing.length === 0) return;
       lastError = `nodes ${missing.join(',')} are not listed yet`;
     } catch (error) {
       lastError = error;
-    } finally {
-      await admin.disconnect();
     }
     const exitStatus = exit();
     if (exitStatus)
@@ -629,6 +635,22 @@ async function waitUntilAnswering(
     }
     await sleep(200);
   }
+}
+
+/** The node ids that `broker` lists in its metadata, asked once, within a second and a half. */
+function listedNodes(broker: string): Promise<number[]> {
+  const client = new confluent.Producer({
+    'bootstrap.servers': broker,
+    'client.id': 'kafka-broker-readiness',
+    'socket.connection.setup.timeout.ms': 1_000,
+    log_level: 0,
+  });
+  return new Promise<number[]>((resolveNodes, reject) => {
+    client.connect({ timeout: 1_500 }, (error, metadata) => {
+      if (error) reject(new Error(error.message));
+      else resolveNodes(metadata.brokers.map((node) => node.id));
+    });
+  }).finally(() => new Promise<void>((done) => client.disconnect(() => done())));
 }
 
 async function run(command: string, args: string[]): Promise<string> {

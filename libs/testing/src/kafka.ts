@@ -4,7 +4,7 @@ import { startKafkaCluster } from './kafka-broker.js';
 import { CACHE_DIR } from './postgres.js';
 
 export interface TestKafka {
-  /** Bootstrap addresses (`host:port`) for kafkajs. */
+  /** Bootstrap addresses (`host:port`). */
   brokers: string[];
   stop(): Promise<void>;
 }

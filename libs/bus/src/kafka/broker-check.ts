@@ -1,10 +1,12 @@
-import type { Admin, Kafka } from 'kafkajs';
 import type { DependencyCheck } from '@ofp/runtime';
+import type { Admin, Kafka } from './kafka-javascript.js';
+
+/** How long the check waits for the cluster's answer. */
+const CHECK_TIMEOUT_MS = 3_000;
 
 /**
- * Whether the Kafka cluster answers: a metadata request (`describeCluster`) on an admin client of
- * its own, made without retries so that a broker that is down fails the check at once, and
- * connected again after a failure.
+ * Whether the Kafka cluster answers: a metadata request (the topics' list) on an admin client of its
+ * own, given a few seconds, and connected again after a failure.
  */
 export function kafkaBrokerCheck(kafka: Kafka, brokers: readonly string[]): DependencyCheck {
   let admin: Admin | undefined;
@@ -19,10 +21,10 @@ export function kafkaBrokerCheck(kafka: Kafka, brokers: readonly string[]): Depe
     async check() {
       try {
         if (!admin) {
-          admin = kafka.admin({ retry: { retries: 0 } });
+          admin = kafka.admin();
           await admin.connect();
         }
-        await admin.describeCluster();
+        await admin.listTopics({ timeout: CHECK_TIMEOUT_MS });
       } catch (error) {
         await drop();
         throw error;

@@ -1,9 +1,9 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createSecureContext } from 'node:tls';
-import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import { z } from 'zod';
-import { StartupError, describeError, env } from '@ofp/runtime';
+import { StartupError, describeError, env, type Logger } from '@ofp/runtime';
+import { Kafka, kafkaLogger, logLevel, type CommonConstructorConfig } from './kafka-javascript.js';
 
 export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 
@@ -30,13 +30,22 @@ export const kafkaConfigShape = {
       "`false`: the topics were provisioned (the chart's `KafkaTopic` resources, Terraform) and the process needs no CREATE ACL; it checks at start that every topic exists and stops with one line naming the missing ones",
   }),
   /**
-   * kafkajs heartbeats between batches, so the session must be longer than the slowest batch. The
-   * brokers' bounds by default: 6 s to 30 min.
+   * librdkafka heartbeats from a thread of its own, whatever the handlers do. The brokers' bounds by
+   * default: 6 s to 30 min.
    */
   KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).max(1_800_000).default(30_000).meta({
     description:
-      'how long a consumer may miss heartbeats before its group gives its partitions to the other replicas: the wait after a replica dies or freezes ([chaos](chaos.md)). Longer than the slowest batch (heartbeats come between batches); 6000 to 1800000',
+      'how long a consumer may miss heartbeats before its group gives its partitions to the other replicas: the wait after a replica dies or freezes ([chaos](chaos.md)), and the time a restarted replica with the same `KAFKA_GROUP_INSTANCE_ID` has to take its partitions back with no rebalance; 6000 to 1800000',
   }),
+  KAFKA_GROUP_INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/, 'letters, digits, ".", "_" and "-", at most 200')
+    .optional()
+    .meta({
+      description:
+        "this replica's stable name in its consumer groups (static membership, KIP-345): a replica that comes back under it within `KAFKA_SESSION_TIMEOUT_MS` takes its partitions back with no rebalance of the others. Unique per replica of a service, kept across its restarts (the chart: the pod's name)",
+      whenUnset: 'dynamic membership: every start joins as a new member, and the group rebalances',
+    }),
   KAFKA_SSL: env.boolean(false).meta({ description: 'connect with TLS' }),
   KAFKA_SSL_CA_FILE: z.string().min(1).optional().meta({
     description: "PEM file of the CA that signed the brokers' certificates",
@@ -100,34 +109,42 @@ export function kafkaSettingsIssues(settings: KafkaSettings): { setting: string;
 /** A Kafka client and what start-up checks need to name the settings behind a failure. */
 export interface KafkaClient {
   readonly kafka: Kafka;
-  readonly config: KafkaConfig;
+  /** What `kafka` was made with: librdkafka's settings, and the KafkaJS-compatible ones in `kafkaJS`. */
+  readonly config: CommonConstructorConfig;
   readonly settings: KafkaSettings;
   readonly brokers: readonly string[];
-  /**
-   * Reports a broker that left a request unanswered (kafkajs's REQUEST_TIMEOUT): new connections of
-   * this client bootstrap from the other brokers first for {@link SUSPECT_MS}.
-   */
-  timedOut(broker: string): void;
 }
 
-/** How long a broker that left a request unanswered goes last in the bootstrap list. */
-export const SUSPECT_MS = 120_000;
+/**
+ * How long a request may go unanswered before librdkafka gives up on it and its connection (and asks
+ * another broker for what it needs): a broker that hangs (a long pause, a host cut off) is left
+ * within seconds rather than kafkajs's 30.
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
- * The kafkajs client of a process, its TLS material and SASL password read from their files now:
- * a file that cannot be read, or PEM that does not parse, is a one-line {@link StartupError} naming
- * the setting.
+ * The Kafka client of a process (@confluentinc/kafka-javascript through its KafkaJS-compatible API, on
+ * librdkafka), its TLS material and SASL password read from their files now: a file that cannot be
+ * read, or PEM that does not parse, is a one-line {@link StartupError} naming the setting. librdkafka's
+ * own log lines go to `logger`, warnings and errors only.
  */
-export async function createKafkaClient(settings: KafkaSettings, clientId: string): Promise<KafkaClient> {
+export async function createKafkaClient(
+  settings: KafkaSettings,
+  clientId: string,
+  logger?: Logger,
+): Promise<KafkaClient> {
   const brokers = settings.KAFKA_BROKERS ?? [];
-  // kafkajs bootstraps every new consumer, producer and admin from the first broker of the list. A
-  // broker that hangs (its connections open, its answers never coming) there would make each of them
-  // wait out a request timeout before trying the next one.
-  const timedOutAt = new Map<string, number>();
-  const suspect = (broker: string) => Date.now() - (timedOutAt.get(broker) ?? -Infinity) < SUSPECT_MS;
-  const bootstrap = () => [...brokers.filter((b) => !suspect(b)), ...brokers.filter(suspect)];
-  const config: KafkaConfig = { clientId, brokers: bootstrap, logLevel: logLevel.WARN };
-  if (settings.KAFKA_SSL) config.ssl = await tlsMaterial(settings);
+  const config: CommonConstructorConfig = {
+    kafkaJS: {
+      clientId,
+      brokers: [...brokers],
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      logLevel: logger ? logLevel.WARN : logLevel.NOTHING,
+      ...(logger ? { logger: kafkaLogger(logger.child({ kafka: clientId })) } : {}),
+      ssl: settings.KAFKA_SSL,
+    },
+  };
+  if (settings.KAFKA_SSL) Object.assign(config, await tlsMaterial(settings));
   if (settings.KAFKA_SASL_MECHANISM) {
     const password =
       settings.KAFKA_SASL_PASSWORD ??
@@ -136,19 +153,13 @@ export async function createKafkaClient(settings: KafkaSettings, clientId: strin
         /\r?\n$/,
         '',
       );
-    config.sasl = {
+    config.kafkaJS!.sasl = {
       mechanism: settings.KAFKA_SASL_MECHANISM,
       username: settings.KAFKA_SASL_USERNAME!,
       password,
-    } as SASLOptions;
+    };
   }
-  return {
-    kafka: new Kafka(config),
-    config,
-    settings,
-    brokers,
-    timedOut: (broker) => void timedOutAt.set(broker, Date.now()),
-  };
+  return { kafka: new Kafka(config), config, settings, brokers };
 }
 
 async function readSetting(setting: string, path: string): Promise<string> {
@@ -163,8 +174,12 @@ async function readSetting(setting: string, path: string): Promise<string> {
 
 type FileSetting = 'KAFKA_SSL_CA_FILE' | 'KAFKA_SSL_CERT_FILE' | 'KAFKA_SSL_KEY_FILE';
 
-/** The CA, client certificate and key from their files, each parsed so that a bad one is named now. */
-async function tlsMaterial(settings: KafkaSettings): Promise<{ ca?: string; cert?: string; key?: string }> {
+/**
+ * The CA, client certificate and key from their files as librdkafka's PEM settings, each parsed so
+ * that a bad one is named now. Without a CA file, librdkafka verifies against OpenSSL's default
+ * store (the system's CAs).
+ */
+async function tlsMaterial(settings: KafkaSettings): Promise<Record<string, string>> {
   const read = async (setting: FileSetting, parse: (pem: string) => unknown, what: string) => {
     const path = settings[setting];
     if (!path) return undefined;
@@ -188,21 +203,14 @@ async function tlsMaterial(settings: KafkaSettings): Promise<{ ca?: string; cert
       );
     }
   }
-  return { ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) };
+  return {
+    ...(ca ? { 'ssl.ca.pem': ca } : {}),
+    ...(cert && key ? { 'ssl.certificate.pem': cert, 'ssl.key.pem': key } : {}),
+  };
 }
 
-/** TLS verification failures (Node's codes) that mean "the broker's certificate is not trusted". */
-const UNTRUSTED_CERTIFICATE = new Set([
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'CERT_UNTRUSTED',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
+/** How long the start-up check waits for the cluster to answer. */
+const CHECK_TIMEOUT_MS = 15_000;
 
 /**
  * Connects to the cluster once before anything starts and checks that the topics this process uses
@@ -211,13 +219,20 @@ const UNTRUSTED_CERTIFICATE = new Set([
  */
 export async function checkKafka(client: KafkaClient, topics: readonly string[]): Promise<void> {
   const { settings } = client;
-  // A client of its own: quiet (the failure is reported as one line) and quick to give up.
-  const quiet = new Kafka({ ...client.config, logLevel: logLevel.NOTHING, retry: { retries: 2 } });
-  const admin = quiet.admin();
+  // A client of its own, quiet: librdkafka reports a refused login or an untrusted certificate to its
+  // error callback (the request itself would only time out), so the callback's first such error ends
+  // the check at once, and the failure is one line.
+  let refused: (error: Error) => void = () => {};
+  const failure = new Promise<never>((_, reject) => (refused = reject));
+  failure.catch(() => {});
+  const admin = new Kafka({
+    ...client.config,
+    kafkaJS: { ...client.config.kafkaJS!, logLevel: logLevel.ERROR, logger: errorCatcher(refused) },
+  }).admin();
   let existing: Set<string>;
   try {
     await admin.connect();
-    existing = new Set(await admin.listTopics());
+    existing = new Set(await Promise.race([admin.listTopics({ timeout: CHECK_TIMEOUT_MS }), failure]));
   } catch (error) {
     throw kafkaStartupError(client, error);
   } finally {
@@ -232,29 +247,50 @@ export async function checkKafka(client: KafkaClient, topics: readonly string[])
   }
 }
 
+/**
+ * A librdkafka logger that says nothing and hands on the errors that no retry will cure: a refused
+ * login (SASL) and a certificate that does not verify (TLS).
+ */
+function errorCatcher(fatal: (error: Error) => void): ReturnType<typeof kafkaLogger> {
+  const logger = kafkaLogger(undefined);
+  logger.error = (message: string) => {
+    // The KafkaJS layer writes librdkafka's error as `Error: <its message>`.
+    const error = message.replace(/^Error: /, '');
+    if (SASL_REFUSED.test(error) || UNTRUSTED_CERTIFICATE.test(error)) fatal(new Error(error));
+  };
+  return logger;
+}
+
+/** librdkafka's words for a refused login: "SASL authentication error: Authentication failed ...". */
+const SASL_REFUSED = /SASL authentication error|Authentication failed/i;
+/** OpenSSL's words, in librdkafka's "SSL handshake failed", for a broker certificate it cannot trust. */
+const UNTRUSTED_CERTIFICATE =
+  /certificate verify failed|self[- ]signed certificate|unable to get (local )?issuer certificate|certificate has expired/i;
+
 /** The one line that says which Kafka setting a connection failure points at. */
 export function kafkaStartupError(client: KafkaClient, error: unknown): StartupError {
   const { settings } = client;
   const where = client.brokers.join(',');
-  for (let cause: unknown = error; cause; cause = (cause as { cause?: unknown }).cause) {
-    const { name, code, message } = cause as { name?: unknown; code?: unknown; message?: unknown };
-    if (name === 'KafkaJSSASLAuthenticationError') {
-      const password = settings.KAFKA_SASL_PASSWORD_FILE ? 'KAFKA_SASL_PASSWORD_FILE' : 'KAFKA_SASL_PASSWORD';
-      return new StartupError(
-        `${password}: the Kafka cluster at ${where} refused user ${settings.KAFKA_SASL_USERNAME ?? '(none)'} with KAFKA_SASL_MECHANISM=${settings.KAFKA_SASL_MECHANISM ?? '(none)'} (${String(message)}); check KAFKA_SASL_USERNAME and ${password}`,
-      );
-    }
-    if (typeof code === 'string' && UNTRUSTED_CERTIFICATE.has(code)) {
-      const ca = settings.KAFKA_SSL_CA_FILE
-        ? `KAFKA_SSL_CA_FILE=${settings.KAFKA_SSL_CA_FILE}`
-        : 'KAFKA_SSL_CA_FILE';
-      return new StartupError(
-        `${ca}: the certificate of the Kafka broker at ${where} is not trusted (${code}); set KAFKA_SSL_CA_FILE to the CA that signed it`,
-      );
-    }
+  const message = describeError(error);
+  if (SASL_REFUSED.test(message)) {
+    const password = settings.KAFKA_SASL_PASSWORD_FILE ? 'KAFKA_SASL_PASSWORD_FILE' : 'KAFKA_SASL_PASSWORD';
+    return new StartupError(
+      `${password}: the Kafka cluster at ${where} refused user ${settings.KAFKA_SASL_USERNAME ?? '(none)'} with KAFKA_SASL_MECHANISM=${settings.KAFKA_SASL_MECHANISM ?? '(none)'} (${oneLine(message)}); check KAFKA_SASL_USERNAME and ${password}`,
+    );
+  }
+  const untrusted = UNTRUSTED_CERTIFICATE.exec(message);
+  if (untrusted) {
+    const ca = settings.KAFKA_SSL_CA_FILE
+      ? `KAFKA_SSL_CA_FILE=${settings.KAFKA_SSL_CA_FILE}`
+      : 'KAFKA_SSL_CA_FILE';
+    return new StartupError(
+      `${ca}: the certificate of the Kafka broker at ${where} is not trusted (${untrusted[0].toLowerCase()}); set KAFKA_SSL_CA_FILE to the CA that signed it`,
+    );
   }
   const hint = settings.KAFKA_SSL ? '' : '; if its listener uses TLS, set KAFKA_SSL=true';
-  return new StartupError(
-    `KAFKA_BROKERS=${where}: cannot use the Kafka cluster: ${describeError(error)}${hint}`,
-  );
+  return new StartupError(`KAFKA_BROKERS=${where}: cannot use the Kafka cluster: ${oneLine(message)}${hint}`);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
 }

@@ -1,19 +1,7 @@
-import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import { CloudEvent, Kafka as CloudEventsKafka, type KafkaMessage as CloudEventsMessage } from 'cloudevents';
 import type { StoredEvent } from '@ofp/event-store';
 import { validTraceparent } from '@ofp/runtime';
-
-/** The stream type of the auth service's revocation announcements (`grant.revoked`), one stream each. */
-export const REVOCATIONS_STREAM_TYPE = 'revocations';
-
-/**
- * The schemas of the event data, named by each message's `ce_dataschema` (CloudEvents §3.1.2): a
- * record's change, or a revocation. The AsyncAPI document names them in its messages (the header's
- * `const`); a new major version of a body gets a new name.
- */
-export const DATA_SCHEMAS = {
-  recordChange: 'urn:ofp:schema:record-change:1',
-  grantRevoked: 'urn:ofp:schema:grant-revoked:1',
-} as const;
+import type { KafkaMessage, Message } from './kafka-javascript.js';
 
 /** The headers of every message, as the AsyncAPI document describes them. */
 export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
@@ -35,9 +23,10 @@ export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
- * CloudEvents 1.0 in Kafka binary mode (CloudEvents Kafka protocol binding §3.2): attributes travel
- * as `ce_`-prefixed headers, the event data is the message value, and the key is the stream id so
- * that one record's events stay in one partition, in order.
+ * CloudEvents 1.0 in Kafka binary mode (CloudEvents Kafka protocol binding §3.2), through the
+ * `cloudevents` SDK's binding: attributes travel as `ce_`-prefixed headers, the event data is the
+ * message value, and the key is the stream id so that one record's events stay in one partition, in
+ * order.
  *
  * Extension attributes (lower-case alphanumerics, CloudEvents §3.1.1):
  *   sequence     the stream version (the CloudEvents "sequence" extension; webhooks' `sequence`)
@@ -46,54 +35,74 @@ export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
  *   ofpposition  the global position `<transaction id>.<position>` in the event store
  *   ofpmetadata  the event's metadata as JSON
  *   traceparent  the W3C trace context of the change (the CloudEvents Distributed Tracing extension)
- * and `dataschema` names the body's schema ({@link DATA_SCHEMAS}).
+ * and `dataschema` names the body's schema, which the caller knows from the stream type (the
+ * AsyncAPI document lists them).
+ *
+ * Two things of the SDK's output are not sent, so that the messages are those consumers have always
+ * read: `ce_datacontenttype`, which binary mode carries as `content-type` alone (§3.2.1), and the
+ * attributes it lists without a value. The key is set here rather than from the `partitionkey`
+ * extension, which would add a `ce_partitionkey` header.
  */
-export function toKafkaMessage(event: StoredEvent): Message {
-  const headers: IHeaders = {
-    ce_specversion: '1.0',
-    ce_dataschema:
-      event.streamType === REVOCATIONS_STREAM_TYPE ? DATA_SCHEMAS.grantRevoked : DATA_SCHEMAS.recordChange,
-    ce_id: event.eventId,
-    ce_source: `/ofp/${event.streamType}`,
-    ce_type: event.type,
-    ce_time: event.recordedAt.toISOString(),
-    ce_subject: event.streamId,
-    ce_sequence: String(event.version),
-    ce_streamtype: event.streamType,
-    ce_ofpposition: `${event.position.transactionId}.${event.position.position}`,
-    ce_ofpmetadata: JSON.stringify(event.metadata),
-    'content-type': 'application/json',
-  };
-  if (event.orgId !== null) headers.ce_orgid = String(event.orgId);
+export function toKafkaMessage(event: StoredEvent, dataSchema: string): Message {
   const traceparent = validTraceparent(event.metadata.traceparent);
-  if (traceparent !== undefined) headers.ce_traceparent = traceparent;
-  return { key: event.streamId, value: JSON.stringify(event.data), headers };
+  const cloudEvent = new CloudEvent({
+    specversion: '1.0',
+    id: event.eventId,
+    source: `/ofp/${event.streamType}`,
+    type: event.type,
+    time: event.recordedAt.toISOString(),
+    subject: event.streamId,
+    dataschema: dataSchema,
+    datacontenttype: 'application/json',
+    data: event.data,
+    sequence: String(event.version),
+    streamtype: event.streamType,
+    ofpposition: `${event.position.transactionId}.${event.position.position}`,
+    ofpmetadata: JSON.stringify(event.metadata),
+    ...(event.orgId !== null ? { orgid: String(event.orgId) } : {}),
+    ...(traceparent !== undefined ? { traceparent } : {}),
+  });
+  const binary = CloudEventsKafka.binary(cloudEvent);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(binary.headers))
+    if (value !== undefined && name !== 'ce_datacontenttype') headers[name] = String(value);
+  return { key: event.streamId, value: JSON.stringify(binary.value), headers };
 }
 
-/** The inverse of toKafkaMessage; throws on a message that is not one of ours. */
+/** The inverse of toKafkaMessage, through the SDK's binding; throws on a message that is not one of ours. */
 export function fromKafkaMessage(message: KafkaMessage): StoredEvent {
-  const header = (name: string): string | undefined => {
-    const value = message.headers?.[name];
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
     const first = Array.isArray(value) ? value[0] : value;
-    return first === undefined ? undefined : first.toString();
+    if (first !== undefined) headers[name] = first.toString();
+  }
+  const received: CloudEventsMessage = {
+    key: message.key?.toString() ?? '',
+    value: message.value ?? Buffer.from('null'),
+    headers,
+    body: undefined,
   };
+  const decoded = CloudEventsKafka.toEvent(received);
+  if (Array.isArray(decoded)) throw new Error('Kafka message with a batch of CloudEvents');
+  const attributes = decoded as unknown as Record<string, unknown>;
   const required = (name: string): string => {
-    const value = header(name);
-    if (value === undefined) throw new Error(`Kafka message without ${name} header`);
+    const value = attributes[name];
+    if (typeof value !== 'string') throw new Error(`Kafka message without ce_${name} header`);
     return value;
   };
-  const [transactionId, position] = required('ce_ofpposition').split('.');
-  const orgId = header('ce_orgid');
+  const [transactionId, position] = required('ofpposition').split('.');
+  const orgId = attributes.orgid;
+  const metadata = attributes.ofpmetadata;
   return {
-    eventId: required('ce_id'),
-    streamId: required('ce_subject'),
-    streamType: required('ce_streamtype'),
-    version: Number(required('ce_sequence')),
-    type: required('ce_type'),
-    orgId: orgId === undefined ? null : Number(orgId),
-    data: JSON.parse(message.value?.toString() ?? 'null') as unknown,
-    metadata: JSON.parse(header('ce_ofpmetadata') ?? '{}') as Record<string, unknown>,
-    recordedAt: new Date(required('ce_time')),
+    eventId: required('id'),
+    streamId: required('subject'),
+    streamType: required('streamtype'),
+    version: Number(required('sequence')),
+    type: required('type'),
+    orgId: typeof orgId === 'string' ? Number(orgId) : null,
+    data: decoded.data === undefined ? null : decoded.data,
+    metadata: JSON.parse(typeof metadata === 'string' ? metadata : '{}') as Record<string, unknown>,
+    recordedAt: new Date(required('time')),
     position: { transactionId: transactionId ?? '0', position: Number(position) },
   };
 }

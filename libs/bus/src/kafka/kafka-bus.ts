@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, Consumer, ConsumerConfig, EachBatchHandler, Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoredEvent } from '@ofp/event-store';
 import type { Logger } from '@ofp/runtime';
 import {
@@ -12,39 +12,80 @@ import {
   type Subscription,
 } from '../bus.js';
 import { fromKafkaMessage } from './cloudevents.js';
-import { ensureTopics, onceTopicsAreKnown, topicOf, type TopicSettings } from './topics.js';
+import {
+  ErrorCodes,
+  type Admin,
+  type Consumer,
+  type ConsumerConstructorConfig,
+  type EachBatchPayload,
+  type Kafka,
+} from './kafka-javascript.js';
+import { REQUEST_TIMEOUT_MS } from './client.js';
+import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
 /** How long subscribe waits for the consumer group to be joined before going on anyway. */
 const GROUP_JOIN_TIMEOUT_MS = 30_000;
-/** How long a consumer being replaced may take to leave before its successor starts anyway. */
-const REPLACED_LEAVE_MS = 5_000;
+
+/**
+ * What one consumer holds of its topics at most, before the handler has them: librdkafka's prefetch
+ * queue (`queued.max.messages.kbytes`, across its partitions), one fetch response, and the KafkaJS
+ * layer's cache (about 1.5 s of what the handler gets through, in batches of `batchSize`). librdkafka's
+ * defaults (a 64 MiB queue, 50 MiB fetches) held 400 MB after 200k messages; with these, a consumer
+ * holds about 12 MiB of messages, whatever the backlog (docs/kafka.md, "Memory").
+ */
+export const CONSUMER_PREFETCH = {
+  'queued.max.messages.kbytes': 4096,
+  'queued.min.messages': 1000,
+  'fetch.max.bytes': 4 * 1024 * 1024,
+  'max.partition.fetch.bytes': 1024 * 1024,
+} as const;
+
+/** How often librdkafka commits the offsets the bus stored after each handled batch. */
+const COMMIT_INTERVAL_MS = 1_000;
 
 export interface KafkaBusOptions {
   readonly topics: TopicSettings;
   /** Most events handed to a handler at once. */
   readonly batchSize: number;
-  /** KAFKA_SESSION_TIMEOUT_MS; kafkajs's default, 30 s, when not given. */
+  /** KAFKA_SESSION_TIMEOUT_MS; 30 s when not given. */
   readonly sessionTimeoutMs?: number;
-  /** Told of a broker that left a consumer's request unanswered (the client's `timedOut`). */
-  readonly onRequestTimeout?: (broker: string) => void;
+  /**
+   * KAFKA_GROUP_INSTANCE_ID: this replica's name in its durable groups (static membership), so that it
+   * takes its partitions back, with no rebalance, when it comes back within the session timeout.
+   */
+  readonly instanceId?: string;
+  /**
+   * How long a consumer may go without being handed a batch while its partitions have events it has
+   * not handled before the bus starts it again (the watchdog); by default twice the session timeout
+   * and at least a minute, longer than a rebalance that waits out a dead member.
+   */
+  readonly stallTimeoutMs?: number;
 }
 
 /**
- * The distributed bus: one kafkajs consumer group per subscription. A partition's offset is
- * committed only after the handler succeeded for every event up to it; a failing batch is retried
- * in place (with backoff and heartbeats), so nothing after the failure is committed either.
+ * The distributed bus: one consumer group per subscription, on librdkafka through
+ * @confluentinc/kafka-javascript's KafkaJS-compatible API. A partition's offset is stored only after
+ * the handler succeeded for every event up to it, and librdkafka commits what is stored every second
+ * and when the consumer leaves its partitions. A failing batch is retried in place, with backoff, for
+ * at most half the max-poll interval; then it goes back to the consumer, which hands it again at its
+ * next poll, so that a long database outage keeps the consumer in its group (no rebalance) and
+ * commits nothing past the failure.
  */
 export class KafkaBus implements Bus {
   readonly system = 'kafka';
-  /** Durable groups of this process: their topics, and when they last handled a batch. */
-  private readonly durable = new Map<string, { topics: string[]; progressedAt: number }>();
+  /** Durable groups of this process: their topics, their current consumer, when they last handled a batch. */
+  private readonly durable = new Map<
+    string,
+    { topics: string[]; consumer: () => Consumer; progressedAt: number }
+  >();
   private admin: Promise<Admin> | undefined;
   private readonly counts = new ThroughputCounter();
-  /** The consumers' session: heartbeats ten times per timeout, as kafkajs's defaults (30 s, 3 s) do. */
+  /** The consumers' session, heartbeat and max-poll interval (also the rebalance timeout). */
   private readonly membership: Pick<
-    ConsumerConfig,
+    NonNullable<ConsumerConstructorConfig['kafkaJS']>,
     'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout'
   >;
+  private readonly stallTimeoutMs: number;
 
   constructor(
     private readonly kafka: Kafka,
@@ -55,9 +96,11 @@ export class KafkaBus implements Bus {
     this.membership = {
       sessionTimeout,
       heartbeatInterval: Math.round(sessionTimeout / 10),
-      // How long a rebalance waits for the members to join again: never less than a session.
+      // librdkafka's max.poll.interval.ms, which is also the time a rebalance waits for the members to
+      // join again: never less than a session.
       rebalanceTimeout: Math.max(60_000, sessionTimeout),
     };
+    this.stallTimeoutMs = options.stallTimeoutMs ?? Math.max(60_000, 2 * sessionTimeout);
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -72,126 +115,192 @@ export class KafkaBus implements Bus {
     // A transient subscription is a consumer group of its own, read from the beginning every time.
     const groupId = options.transient ? `${options.group}-${randomUUID()}` : options.group;
     const logger = this.logger.child({ group: options.group });
+    const { group } = options;
     let stopping = false;
-    const progress = { topics, progressedAt: Date.now() };
-    if (!options.transient) this.durable.set(options.group, progress);
-    const eachBatch: EachBatchHandler = async (payload) => {
-      const { batch } = payload;
-      for (let start = 0; start < batch.messages.length; start += this.options.batchSize) {
-        const messages = batch.messages.slice(start, start + this.options.batchSize);
-        const events: StoredEvent[] = messages.map(fromKafkaMessage);
-        this.counts.fetched(options.group, events.length);
-        for (let failures = 0; ; failures++) {
-          if (stopping || !payload.isRunning() || payload.isStale()) return;
-          try {
-            await options.handle(events);
-            break;
-          } catch (error) {
-            logger.error(
-              { err: error, topic: batch.topic, partition: batch.partition, failures: failures + 1 },
-              'event handler failed; retrying',
-            );
-            await new Promise((resolve) => setTimeout(resolve, retryDelay(failures + 1)));
-            await payload.heartbeat();
-          }
-        }
-        this.counts.handled(options.group, events.length);
-        const last = messages[messages.length - 1]!.offset;
-        // With eachBatchAutoResolve off, kafkajs fetches next from the offset resolved here, not from
-        // the one committed: left unresolved, every fetch handed the same messages again, dozens of
-        // times a second, while the commits (and so the lag) moved on as if all were well.
-        payload.resolveOffset(last);
-        const next = (BigInt(last) + 1n).toString();
-        // The batch's own commit, not consumer.commitOffsets: that one retries a failed commit five
-        // times to the same broker, and kafkajs keeps the broker that coordinated the group when it
-        // joined. Once the coordination moved (a broker died, or took its partitions back), every
-        // commit went to a broker that answers "not the coordinator", and the consumer's own retries
-        // around those made a group commit nothing for minutes. Failing at once, the error reaches
-        // kafkajs's runner, which joins the group again through its current coordinator.
-        await payload.commitOffsetsIfNecessary({
-          topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
-        });
-        progress.progressedAt = Date.now();
-        await payload.heartbeat();
-      }
-    };
     let consumer: Consumer;
-    /** Connects a consumer of the group and runs it; resolves once it joined (true) or after the timeout. */
+    const progress = { topics, consumer: () => consumer, progressedAt: Date.now() };
+    if (!options.transient) this.durable.set(group, progress);
+    /** When a batch was last handed to the handler (or tried again): what the watchdog watches. */
+    let handedAt = Date.now();
+    /** The batch being retried per partition, so that one handed again counts as fetched once. */
+    const retrying = new Map<number | string, { offset: string; failures: number }>();
+    // In place for at most half the max-poll interval: librdkafka's limit is twice it (the KafkaJS
+    // layer doubles it), so a consumer that keeps failing still polls well within it.
+    const retryBudgetMs = this.membership.rebalanceTimeout! / 2;
+    const eachBatch = async (payload: EachBatchPayload): Promise<void> => {
+      const { batch } = payload;
+      const key = `${batch.topic}:${batch.partition}`;
+      const first = batch.messages[0]!.offset;
+      const events: StoredEvent[] = batch.messages.map(fromKafkaMessage);
+      let failures = retrying.get(key)?.offset === first ? retrying.get(key)!.failures : 0;
+      if (failures === 0) this.counts.fetched(group, events.length);
+      const giveBackAt = Date.now() + retryBudgetMs;
+      for (;;) {
+        handedAt = Date.now();
+        // Returning without resolving: the KafkaJS layer seeks back, and nothing is committed past it.
+        if (stopping || !payload.isRunning() || payload.isStale()) return;
+        try {
+          await options.handle(events);
+          break;
+        } catch (error) {
+          failures++;
+          retrying.set(key, { offset: first, failures });
+          logger.error(
+            { err: error, topic: batch.topic, partition: batch.partition, failures },
+            'event handler failed; retrying',
+          );
+          const delay = retryDelay(failures);
+          // Thrown out of the batch, it comes again at the consumer's next poll (the layer seeks back).
+          if (Date.now() + delay > giveBackAt) throw error;
+          await sleep(delay);
+        }
+      }
+      retrying.delete(key);
+      this.counts.handled(group, events.length);
+      payload.resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
+      progress.progressedAt = Date.now();
+    };
+
+    /** Connects a consumer of the group and runs it; resolves once it has partitions (true) or after the timeout. */
     const run = async (): Promise<boolean> => {
-      const current = this.kafka.consumer({ groupId, allowAutoTopicCreation: false, ...this.membership });
-      consumer = current;
-      // kafkajs restarts a consumer that crashed on a retriable error by itself, and leaves one that
-      // crashed on any other stopped for good: its group would sit empty while the process looks
-      // ready (the chaos run found the dispatcher's so after a broker and Postgres went down). That
-      // one is started again here, as a new consumer of the same group.
-      current.on(current.events.CRASH, ({ payload }) => {
-        if (payload.restart || stopping) return;
-        logger.error({ err: payload.error }, 'Kafka consumer stopped by an error; starting it again');
-        void restart();
-      });
-      // A request that timed out means a broker that hangs rather than refusing connections (a long
-      // pause, a host cut off). kafkajs neither reloads its metadata nor looks for the group's
-      // coordinator again after one: its runner retried against a frozen coordinator five times, each
-      // waiting out the request timeout, and the group handled nothing for minutes. A new consumer
-      // starts from fresh metadata and finds the current coordinator; bootstrapping from the other
-      // brokers first (onRequestTimeout), it does not wait on the hung one.
-      current.on(current.events.REQUEST_TIMEOUT, ({ payload }) => {
-        this.options.onRequestTimeout?.(payload.broker);
-        if (stopping || consumer !== current) return;
-        logger.warn(
-          { broker: payload.broker, request: payload.apiName },
-          'a Kafka request timed out; starting the consumer again',
-        );
-        void restart();
-      });
-      // Subscribed means assigned partitions: a service is not ready while it could still miss events.
+      let assigned: (joined: boolean) => void = () => {};
       const joined = new Promise<boolean>((resolve) => {
-        const remove = current.on(current.events.GROUP_JOIN, () => {
-          remove();
-          resolve(true);
-        });
+        assigned = resolve;
         setTimeout(() => resolve(false), GROUP_JOIN_TIMEOUT_MS).unref();
       });
+      const current = this.kafka.consumer({
+        kafkaJS: {
+          groupId,
+          fromBeginning: true,
+          autoCommit: true,
+          autoCommitInterval: COMMIT_INTERVAL_MS,
+          allowAutoTopicCreation: false,
+          ...this.membership,
+        },
+        'js.consumer.max.batch.size': this.options.batchSize,
+        ...CONSUMER_PREFETCH,
+        // Static membership for the durable groups only: a transient group has one member, this one.
+        ...(this.options.instanceId && !options.transient
+          ? { 'group.instance.id': this.options.instanceId }
+          : {}),
+        // Subscribed means assigned partitions: a service is not ready while it could still miss events.
+        rebalance_cb: (error: { code: number }) => {
+          if (error.code !== ErrorCodes.ERR__ASSIGN_PARTITIONS) return;
+          this.counts.assigned(group);
+          assigned(true);
+        },
+      });
+      consumer = current;
       await current.connect();
-      await onceTopicsAreKnown(() => current.subscribe({ topics, fromBeginning: true }));
-      await current.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+      await current.subscribe({ topics });
+      await current.run({ eachBatchAutoResolve: false, eachBatch });
       return joined;
     };
-    let restarting = false;
-    const restart = async (): Promise<void> => {
-      if (restarting) return;
-      restarting = true;
-      try {
-        for (let failures = 1; !stopping; failures++) {
-          await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
+
+    let restarting: Promise<void> | undefined;
+    /** A new consumer of the group in place of the current one (the same member, when static). */
+    const restart = (reason: string): Promise<void> =>
+      (restarting ??= (async () => {
+        this.counts.restarted(group);
+        logger.warn({ reason }, 'starting the Kafka consumer again');
+        for (let failures = 0; !stopping; failures++) {
           try {
-            // Stopped at once (no batch is handled after this), but leaving the group can wait on
-            // the hung broker: the successor does not.
-            const leaving = consumer.disconnect();
-            leaving.catch(() => {});
-            await Promise.race([
-              leaving,
-              new Promise((resolve) => setTimeout(resolve, REPLACED_LEAVE_MS).unref()),
-            ]);
+            await consumer.disconnect().catch(() => {});
             if (!stopping) await run();
             return;
           } catch (error) {
-            logger.error({ err: error, failures }, 'starting the Kafka consumer again failed; retrying');
+            logger.error({ err: error, failures: failures + 1 }, 'starting the Kafka consumer again failed');
+            await sleep(retryDelay(failures + 1));
           }
         }
-      } finally {
-        restarting = false;
-      }
-    };
+      })().finally(() => {
+        restarting = undefined;
+        handedAt = Date.now();
+      }));
+
+    // The watchdog: a consumer whose partitions have events it has not been handed for
+    // stallTimeoutMs is started again. The KafkaJS layer of @confluentinc/kafka-javascript can stop
+    // calling its handler after a quiet period (confluentinc/confluent-kafka-javascript#476); a
+    // handler being retried is being handed its batch, so a database outage does not count.
+    const watchdog = setInterval(
+      () => {
+        if (stopping || restarting || Date.now() - handedAt < this.stallTimeoutMs) return;
+        void this.behind(consumer)
+          .then((behind) => {
+            if (behind && !stopping && Date.now() - handedAt >= this.stallTimeoutMs)
+              return restart(`behind by ${behind} events with none handed for ${this.stallTimeoutMs} ms`);
+          })
+          .catch((error: unknown) =>
+            logger.warn({ err: error }, 'the consumer watchdog could not read the lag'),
+          );
+      },
+      Math.min(10_000, this.stallTimeoutMs / 4),
+    );
+    watchdog.unref();
+
     if (!(await run()))
       logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
     return {
       stop: async () => {
         stopping = true;
-        if (this.durable.get(options.group) === progress) this.durable.delete(options.group);
+        clearInterval(watchdog);
+        if (this.durable.get(group) === progress) this.durable.delete(group);
+        await restarting;
         await consumer.disconnect();
       },
     };
+  }
+
+  /** Events on the partitions assigned to `consumer` that its group has not committed yet. */
+  private async behind(consumer: Consumer): Promise<number> {
+    const assignment = consumer.assignment();
+    if (assignment.length === 0) return 0;
+    const topics = [...new Set(assignment.map((each) => each.topic))];
+    const assigned = new Set(assignment.map(({ topic, partition }) => `${topic}:${partition}`));
+    return this.uncommitted(consumer, topics, (topic, partition) => assigned.has(`${topic}:${partition}`));
+  }
+
+  /**
+   * The high-water marks of the topics' partitions (those `counted`) minus the committed offsets of
+   * `consumer`'s group; with no commit yet, the group reads from the beginning (the low-water mark).
+   * The committed offsets are the consumer's to ask (OffsetFetch through its group's coordinator): the
+   * admin client's ListConsumerGroupOffsets crashes the process in librdkafka 2.15 when its answer is
+   * NOT_COORDINATOR (a coordinator that moved or is just elected): rd_kafka_handle_OffsetFetch then
+   * asks the client's consumer group, which an admin client does not have, to look for the coordinator.
+   */
+  private async uncommitted(
+    consumer: Consumer,
+    topics: string[],
+    counted: (topic: string, partition: number) => boolean = () => true,
+  ): Promise<number> {
+    const admin = await this.connectedAdmin();
+    const heads = await Promise.all(
+      topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
+    );
+    const partitions = heads.flatMap(({ topic, partitions }) =>
+      partitions.filter((each) => counted(topic, each.partition)).map((each) => ({ topic, ...each })),
+    );
+    const committed = await consumer.committed(
+      partitions.map(({ topic, partition }) => ({ topic, partition })),
+      REQUEST_TIMEOUT_MS,
+    );
+    let events = 0;
+    for (const { topic, partition, high, low } of partitions) {
+      const at = Number(
+        committed.find((each) => each.topic === topic && each.partition === partition)?.offset ?? -1,
+      );
+      events += Number(high) - (at >= 0 ? at : Number(low));
+    }
+    return events;
+  }
+
+  private connectedAdmin(): Promise<Admin> {
+    this.admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    return this.admin;
   }
 
   /**
@@ -200,30 +309,9 @@ export class KafkaBus implements Bus {
    * this process last saw it handle a batch.
    */
   async lag(): Promise<ConsumerLag[]> {
-    if (this.durable.size === 0) return [];
-    this.admin ??= (async () => {
-      const admin = this.kafka.admin();
-      await admin.connect();
-      return admin;
-    })();
-    const admin = await this.admin;
     return Promise.all(
-      [...this.durable].map(async ([group, { topics, progressedAt }]) => {
-        const [committed, heads] = await Promise.all([
-          admin.fetchOffsets({ groupId: group, topics }),
-          Promise.all(
-            topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
-          ),
-        ]);
-        let events = 0;
-        for (const { topic, partitions } of heads) {
-          const offsets = committed.find((each) => each.topic === topic)?.partitions ?? [];
-          for (const partition of partitions) {
-            const at = Number(offsets.find((each) => each.partition === partition.partition)?.offset ?? -1);
-            // No commit yet: the group reads from the beginning (fromBeginning), the low-water mark.
-            events += Number(partition.high) - (at >= 0 ? at : Number(partition.low));
-          }
-        }
+      [...this.durable].map(async ([group, { topics, consumer, progressedAt }]) => {
+        const events = await this.uncommitted(consumer(), topics);
         return { group, events, seconds: events > 0 ? (Date.now() - progressedAt) / 1000 : 0 };
       }),
     );

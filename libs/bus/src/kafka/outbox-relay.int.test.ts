@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
 import {
   CACHE_DIR,
@@ -13,6 +12,7 @@ import {
 } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { KafkaBus } from './kafka-bus.js';
+import { Kafka, logLevel } from './kafka-javascript.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { topicOf } from './topics.js';
 
@@ -80,9 +80,11 @@ describe('OutboxRelay killed mid-batch', () => {
 
     const received: StoredEvent[] = [];
     const kafka = new Kafka({
-      clientId: 'relay-test',
-      brokers: process.env.KAFKA_BROKERS!.split(','),
-      logLevel: logLevel.NOTHING,
+      kafkaJS: {
+        clientId: 'relay-test',
+        brokers: process.env.KAFKA_BROKERS!.split(','),
+        logLevel: logLevel.NOTHING,
+      },
     });
     subscription = await new KafkaBus(kafka, testLogger(), { topics, batchSize: 500 }).subscribe({
       group: `g-${randomUUID()}`,
@@ -124,11 +126,11 @@ describe('OutboxRelay killed mid-batch', () => {
 });
 
 // A batch in flight to two brokers when one of them stops answering, and its partition moves to the
-// other. With kafkajs's own retries, a retry goes only to the brokers that did not answer the first
+// other. With kafkajs's own retries, a retry went only to the brokers that did not answer the first
 // attempt, so that partition's messages went to nobody and the batch resolved all the same (kafkajs
-// 2.2.4; the chaos run lost an event so). And a producer whose request timed out kept sending to the
-// silent broker until its metadata aged out, 5 minutes: with either, this test fails. The relay lets
-// kafkajs retry nothing and sends a failed batch again whole, with a new producer.
+// 2.2.4; the chaos run lost an event so), and a producer whose request timed out kept sending to the
+// silent broker until its metadata aged out, 5 minutes. librdkafka's idempotent producer sends the
+// partition's messages again to its new leader.
 describe('OutboxRelay when a partition leader is lost mid-batch', () => {
   const STREAMS = 24;
   let cluster: RunningKafkaCluster | undefined;
@@ -155,11 +157,13 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
     db = await createTestDatabase();
     await migrateEventStore(db.pool, logger);
     const kafka = new Kafka({
-      clientId: 'relay-leader-test',
-      brokers: cluster.brokers,
-      logLevel: logLevel.NOTHING,
-      // A request to the frozen node fails after 5 s rather than kafkajs's 30.
-      requestTimeout: 5_000,
+      kafkaJS: {
+        clientId: 'relay-leader-test',
+        brokers: cluster.brokers,
+        logLevel: logLevel.NOTHING,
+        // A request to the frozen node fails after 5 s.
+        requestTimeout: 5_000,
+      },
     });
     const topics = {
       prefix: `test.${randomUUID().slice(0, 8)}.`,
@@ -168,27 +172,17 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
       create: true,
     };
     // Partition 0 led by node 1, partition 1 by node 2 with node 1 next in line.
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({
-      topics: [
-        {
-          topic: topicOf(topics, 'relayed'),
-          replicaAssignment: [
-            { partition: 0, replicas: [1, 2, 3] },
-            { partition: 1, replicas: [2, 1, 3] },
-          ],
-        },
-      ],
-      waitForLeaders: true,
-    });
-    await admin.disconnect();
+    await cluster.createTopic(topicOf(topics, 'relayed'), [
+      [1, 2, 3],
+      [2, 1, 3],
+    ]);
     const store = new EventStore(db.pool, { outbox: true });
     relay = new OutboxRelay(kafka, store, logger, {
       session: db.session,
       topics,
       batchSize: 500,
       pollIntervalMs: 100,
+      dataSchemaOf: () => 'urn:ofp:schema:relayed:1',
     });
     await relay.start();
     const appended: string[] = [];

@@ -1,4 +1,3 @@
-import type { Kafka, Producer, TopicMessages } from 'kafkajs';
 import { EVENTS_CHANNEL, type EventStore, type StoredEvent } from '@ofp/event-store';
 import {
   inTracesOf,
@@ -11,6 +10,7 @@ import {
 import { retryDelay } from '../bus.js';
 import { Wakeup } from '../wakeup.js';
 import { toKafkaMessage } from './cloudevents.js';
+import type { Kafka, Producer, TopicMessages } from './kafka-javascript.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
 export interface OutboxRelayOptions {
@@ -20,18 +20,28 @@ export interface OutboxRelayOptions {
   readonly batchSize: number;
   /** Look again this often without a notification (an event held back behind an older transaction). */
   readonly pollIntervalMs: number;
+  /** The `ce_dataschema` of a stream type's events (the AsyncAPI document names each). */
+  readonly dataSchemaOf: (streamType: string) => string;
 }
+
+/**
+ * How long librdkafka keeps trying to deliver a batch (through leader changes and broker restarts)
+ * before the relay is told it failed.
+ */
+const SEND_TIMEOUT_MS = 120_000;
 
 /** Advisory lock key that makes one relay active at a time across all processes. */
 const LEADER_LOCK = 'ofp:outbox-relay';
 
 /**
  * Publishes outbox rows to Kafka in global order, keyed by stream id, and deletes them once the
- * broker acknowledged them (acks=all). At least once: a relay killed between publish and delete
- * publishes those events again after restart, and consumers deduplicate on `ce_id`. Only the holder
- * of a Postgres advisory lock relays; other instances wait as standbys. The lock lives on the
- * process's session: when that connection is lost, the relay stops before its next batch and waits
- * to hold the lock again (another instance may lead meanwhile). A module of the process that runs it.
+ * brokers acknowledged them (acks=all, an idempotent producer: librdkafka retries each send to
+ * whichever broker leads the partition by then, in order and without duplicates). At least once: a
+ * relay killed between publish and delete publishes those events again after restart, and consumers
+ * deduplicate on `ce_id`. Only the holder of a Postgres advisory lock relays; other instances wait as
+ * standbys. The lock lives on the process's session: when that connection is lost, the relay stops
+ * before its next batch and waits to hold the lock again (another instance may lead meanwhile). A
+ * module of the process that runs it.
  */
 export class OutboxRelay implements Module {
   readonly name = 'outbox-relay';
@@ -66,19 +76,16 @@ export class OutboxRelay implements Module {
   }
 
   /**
-   * No retries inside kafkajs: its retry of a batch skips every broker that answered the first
-   * attempt, so the messages of a partition whose leader died and moved to such a broker are never
-   * sent, and the batch still resolves (kafkajs 2.2.4, producer/sendMessages.js; the chaos run lost
-   * an event so when it killed a broker). A failed batch fails here, stays in the outbox and is sent
-   * again whole, by a new producer (see run()); consumers deduplicate on ce_id (API.md §9). kafkajs's
-   * idempotent producer needs its own retries, so it is off. One request in flight keeps each
-   * partition in order.
+   * Idempotent (which librdkafka keeps with up to five requests in flight per partition, in order), and
+   * acks=all. A send that librdkafka could not deliver within SEND_TIMEOUT_MS fails the batch, which
+   * stays in the outbox and goes again whole.
    */
   private async connectedProducer(): Promise<Producer> {
     const producer = this.kafka.producer({
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      retry: { retries: 0 },
+      kafkaJS: { idempotent: true, acks: -1, allowAutoTopicCreation: false },
+      // Each batch is awaited whole (the outbox rows go once it is acknowledged): nothing to wait for.
+      'linger.ms': 0,
+      'message.timeout.ms': SEND_TIMEOUT_MS,
     });
     await producer.connect();
     return producer;
@@ -119,13 +126,13 @@ export class OutboxRelay implements Module {
       } catch (error) {
         failures++;
         this.logger.error({ err: error, failures }, 'outbox relay failed; retrying');
-        // The next attempt with a new producer: kafkajs reloads the cluster's metadata after some
-        // failed sends only. After a request that timed out (a broker that hangs rather than refusing
-        // connections) it went on sending the partition to that broker, though another led it, until
-        // its metadata aged out (5 minutes).
-        const failed = this.producer;
-        this.producer = undefined;
-        await failed?.disconnect().catch(() => {});
+        // A fatal error (librdkafka's word: the idempotent producer was fenced or lost its sequence)
+        // leaves the producer unusable; any other failure leaves it as it is, to send the batch again.
+        if ((error as { fatal?: unknown }).fatal === true) {
+          const failed = this.producer;
+          this.producer = undefined;
+          await failed?.disconnect().catch(() => {});
+        }
         // Another instance may be better placed: the lock is up for grabs while this one waits.
         await this.leadership.release();
         leading = false;
@@ -140,12 +147,12 @@ export class OutboxRelay implements Module {
     if (events.length === 0) return 0;
     await this.ensureTopicsFor(events);
     // A publish span in the traces of the events it carries (the polling that found none makes none).
-    const topicMessages = groupByTopic(events, this.options.topics);
+    const topicMessages = groupByTopic(events, this.options);
     await inTracesOf(
       events.map((event) => validTraceparent(event.metadata.traceparent)),
       'publish outbox',
       'producer',
-      () => this.producer!.sendBatch({ acks: -1, topicMessages }),
+      () => this.producer!.sendBatch({ topicMessages }),
       {
         'messaging.system': 'kafka',
         'messaging.operation.type': 'send',
@@ -174,16 +181,16 @@ export class OutboxRelay implements Module {
 }
 
 /** Kafka messages per topic, each topic's list in global order (one stream's events stay in order). */
-function groupByTopic(events: readonly StoredEvent[], settings: TopicSettings): TopicMessages[] {
+function groupByTopic(events: readonly StoredEvent[], options: OutboxRelayOptions): TopicMessages[] {
   const byTopic = new Map<string, TopicMessages>();
   for (const event of events) {
-    const topic = topicOf(settings, event.streamType);
+    const topic = topicOf(options.topics, event.streamType);
     let entry = byTopic.get(topic);
     if (!entry) {
       entry = { topic, messages: [] };
       byTopic.set(topic, entry);
     }
-    entry.messages.push(toKafkaMessage(event));
+    entry.messages.push(toKafkaMessage(event, options.dataSchemaOf(event.streamType)));
   }
   return [...byTopic.values()];
 }

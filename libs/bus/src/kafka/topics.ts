@@ -1,4 +1,4 @@
-import type { Admin } from 'kafkajs';
+import type { Admin } from './kafka-javascript.js';
 
 export interface TopicSettings {
   /** Topic name = prefix + stream type, e.g. `ofp.events.people`. */
@@ -33,28 +33,20 @@ export async function ensureTopics(
     throw new Error(`Kafka topics missing (KAFKA_CREATE_TOPICS=false): ${missing.join(', ')}`);
   }
   if (missing.length > 0) {
-    // Several processes starting together create the same topics: whichever loses the race learns that
-    // they exist (an answer of false or TOPIC_ALREADY_EXISTS), and all then wait for the leaders below,
-    // rather than in kafkajs's waitForLeaders, which gives up on UNKNOWN_TOPIC_OR_PARTITION.
-    await admin
-      .createTopics({
-        waitForLeaders: false,
-        topics: missing.map((topic) => ({
-          topic,
-          numPartitions: settings.partitions,
-          replicationFactor: settings.replicationFactor,
-        })),
-      })
-      .catch((error: unknown) => {
-        if (!onlyAlreadyExists(error)) throw error;
-      });
+    // Several processes starting together create the same topics: whichever loses the race is told
+    // that they exist (createTopics resolves false), and all then wait for the leaders below.
+    await admin.createTopics({
+      topics: missing.map((topic) => ({
+        topic,
+        numPartitions: settings.partitions,
+        replicationFactor: settings.replicationFactor,
+      })),
+    });
   }
   const deadline = Date.now() + LEADERS_TIMEOUT_MS;
   for (;;) {
     const metadata = await admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => undefined);
-    const led = metadata?.topics.every(
-      (t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0),
-    );
+    const led = metadata?.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
     if (led) return;
     if (Date.now() > deadline)
       throw new Error(
@@ -62,30 +54,4 @@ export async function ensureTopics(
       );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-}
-
-/**
- * Runs `attempt` again, every 200 ms for up to {@link LEADERS_TIMEOUT_MS}, while Kafka answers that a
- * topic or partition is unknown: each broker learns of a new topic from the controller on its own
- * time, so a consumer's metadata request right after {@link ensureTopics} may reach a broker that
- * does not know it yet (the chaos run's projector failed its start that way on three brokers).
- */
-export async function onceTopicsAreKnown<T>(attempt: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + LEADERS_TIMEOUT_MS;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > deadline)
-        throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
-
-/** Whether a createTopics failure (one error, or kafkajs's aggregate of several) only says "exists". */
-function onlyAlreadyExists(error: unknown): boolean {
-  const nested = (error as { errors?: unknown }).errors;
-  const errors = Array.isArray(nested) ? (nested as unknown[]) : [error];
-  return errors.length > 0 && errors.every((e) => (e as { type?: unknown }).type === 'TOPIC_ALREADY_EXISTS');
 }

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
-import { KafkaBus, OutboxRelay } from '@ofp/bus';
+import { Kafka, KafkaBus, OutboxRelay, logLevel } from '@ofp/bus';
 import type { StoredEvent } from '@ofp/event-store';
 import { startWebhookReceiver, testLogger, type WebhookReceiver } from '@ofp/testing';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 
 describe('the dispatcher on Kafka (distributed mode)', () => {
   const kafka = new Kafka({
-    clientId: 'webhook-dispatcher-test',
-    brokers: process.env.KAFKA_BROKERS!.split(','),
-    logLevel: logLevel.NOTHING,
+    kafkaJS: {
+      clientId: 'webhook-dispatcher-test',
+      brokers: process.env.KAFKA_BROKERS!.split(','),
+      logLevel: logLevel.NOTHING,
+    },
   });
   const topics = {
     prefix: `test.${randomUUID().slice(0, 8)}.`,
@@ -31,6 +32,7 @@ describe('the dispatcher on Kafka (distributed mode)', () => {
       topics,
       batchSize: 100,
       pollIntervalMs: 100,
+      dataSchemaOf: () => 'urn:ofp:schema:record-change:1',
     });
     await relay.start();
   }, 60_000);
