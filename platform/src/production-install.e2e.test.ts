@@ -23,7 +23,10 @@ import {
  * Postgres binary present.
  */
 const WORKSPACES = async (): Promise<string[]> => [
-  ...(await readdir(join(REPOSITORY_ROOT, 'libs'))).map((name) => `libs/${name}`),
+  // Not libs/client: the integrators' SDK, published on its own, which no process of the platform runs.
+  ...(await readdir(join(REPOSITORY_ROOT, 'libs')))
+    .filter((name) => name !== 'client')
+    .map((name) => `libs/${name}`),
   ...(await readdir(join(REPOSITORY_ROOT, 'services'))).map((name) => `services/${name}`),
   'platform',
 ];
