@@ -14,7 +14,7 @@
 # shared libraries, about 17 MB) is kept in .cache/kafka-client/, keyed by the package's version and
 # the Node.js ABI, and copied in by the next install instead of building again.
 #
-# With a folder as $1 (Node.js 22's, as scripts/node22-check.sh passes it): builds for that Node.js
+# With a folder as $1 (another Node.js version's, as scripts/node-check.sh passes it): builds for that Node.js
 # instead, in place, and says nothing of the one it replaced.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the project on a second Node.js version of package.json's engines (.ci/run runs everything else
+# on the first): native addons built for it (npm rebuild, and the Kafka client's addon by
+# scripts/build-kafka-client.sh with that version's headers: its binding only, librdkafka's objects are
+# kept), a forced build (tsc -b), the unit tier, and the distributed scenario over SASL_SSL
+# (platform/src/kafka-security.e2e.test.ts, which also starts the test run's Postgres and Kafka), every
+# process on that version; then the addons are put back for the Node.js that was on PATH before (the
+# Kafka client's from the build kept in .cache/, a copy). With a folder as second argument, jest also
+# writes each run's results there as JSON (.ci/run adds them up).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="${1:?usage: node-check.sh <version> [results folder]}"
+RESULTS="${2:-}"
+NODE_HOME="$(bash "$ROOT/scripts/node-runtime.sh" "$VERSION")"
+
+cd "$ROOT"
+rebuild() { npm rebuild --no-audit --no-fund >/dev/null; }
+addon="$ROOT/node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node"
+cp "$addon" "$ROOT/.cache/kafka-client-addon.node"
+trap 'rebuild; cp "$ROOT/.cache/kafka-client-addon.node" "$addon"' EXIT
+(
+  export PATH="$NODE_HOME/bin:$PATH" npm_config_nodedir="$NODE_HOME"
+  echo "node $(node --version)"
+  rebuild
+  bash "$ROOT/scripts/build-kafka-client.sh" "$NODE_HOME"
+  node node_modules/typescript/bin/tsc -b --force
+  major="${VERSION%%.*}"
+  unit=(--selectProjects unit)
+  e2e=(platform/src/kafka-security.e2e.test.ts --selectProjects e2e)
+  if [[ -n "$RESULTS" ]]; then
+    unit+=(--json "--outputFile=$RESULTS/node$major-unit.json")
+    e2e+=(--json "--outputFile=$RESULTS/node$major-e2e.json")
+  fi
+  NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js "${unit[@]}"
+  NODE_OPTIONS=--experimental-vm-modules node node_modules/jest/bin/jest.js "${e2e[@]}"
+)
