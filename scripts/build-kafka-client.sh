@@ -48,8 +48,10 @@ pre_gyp="$(node -p 'require.resolve("@mapbox/node-pre-gyp/bin/node-pre-gyp", { p
 args=(install --build-from-source --update-binary
   "--nodedir=${NODEDIR:-$("$node" -p 'require("node:path").resolve(process.execPath, "../..")')}")
 [[ -n "$NODEDIR" ]] && args+=("--target=$("$node" -p 'process.versions.node')")
-# JOBS: node-gyp compiles the binding's files in parallel (librdkafka's own make already does).
-if ! (cd "$PACKAGE" && CKJS_LINKING=dynamic JOBS=max "$node" "$pre_gyp" "${args[@]}") >"$log" 2>&1; then
+# One make job for the binding (no JOBS=max): its rules need librdkafka's config.h, which the rule
+# that configures librdkafka writes without declaring it, so a parallel make fails at once on a fresh
+# tree ("No rule to make target '../deps/librdkafka/config.h'"). librdkafka's own make runs in parallel.
+if ! (cd "$PACKAGE" && CKJS_LINKING=dynamic "$node" "$pre_gyp" "${args[@]}") >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "build-kafka-client: building @confluentinc/kafka-javascript failed (above, the end of $log); it needs gcc, g++, make, python3 and the development files of OpenSSL and zlib (Debian: apt-get install build-essential python3 libssl-dev zlib1g-dev)" >&2
   exit 1
