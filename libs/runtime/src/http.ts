@@ -329,8 +329,13 @@ async function readBody(req: IncomingMessage, kind: BodyKind | undefined): Promi
     bytes = await getRawBody(req, { limit });
   } catch (error) {
     const problem = (error as { type?: string }).type;
-    if (problem === 'entity.too.large')
+    if (problem === 'entity.too.large') {
+      // raw-body leaves the rest of the body unread and the request paused: a client still sending it
+      // would wait for ever, and its connection with it. The rest is read and dropped, so the client
+      // finishes sending and reads the 413.
+      req.resume();
       throw baseError('PayloadTooLarge', `Request body exceeds ${limit} bytes`);
+    }
     if (problem === 'request.aborted' || problem === 'request.size.invalid')
       throw baseError('Invalid', 'The request body was cut short');
     throw error;
