@@ -11,7 +11,7 @@ import { testLogger } from './logger.js';
 import { CACHE_DIR } from './postgres.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const { Kafka, logLevel } = confluent.KafkaJS;
+const { Kafka, logLevel, IsolationLevel } = confluent.KafkaJS;
 
 /** Polls the topic's metadata until every partition has a leader (createTopics does not wait). */
 async function ledWithin(admin: KafkaJS.Admin, topic: string, ms: number): Promise<void> {
@@ -254,7 +254,11 @@ describe('startKafkaCluster', () => {
       });
       await within(allReceived, 60_000, () => `received ${received.length} of ${sent.length} messages`);
       // Exactly once: the log holds as many records as were sent, no retried duplicates.
-      const [offsets] = await admin.fetchTopicOffsets(topic);
+      // The client's 5 s default for the metadata it reads first is short on a loaded machine.
+      const [offsets] = await admin.fetchTopicOffsets(topic, {
+        timeout: 30_000,
+        isolationLevel: IsolationLevel.READ_UNCOMMITTED,
+      });
       expect({ received, high: offsets?.high }).toEqual({ received: sent, high: String(sent.length) });
     } finally {
       await Promise.all([consumer.disconnect(), producer.disconnect()]);
@@ -265,7 +269,20 @@ describe('startKafkaCluster', () => {
   }, 180_000);
 });
 
+/**
+ * The topic's only partition as the cluster describes it now. Right after a broker is killed or comes
+ * back, the admin client's request may go to a connection that is gone and time out (5 s, the client's
+ * default): it is asked again, for up to 30 s, as any client of a cluster in a fault would.
+ */
 async function partition(admin: KafkaJS.Admin, topic: string): Promise<KafkaJS.PartitionMetadata> {
-  const [described] = await admin.fetchTopicMetadata({ topics: [topic] });
-  return described!.partitions[0]!;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const [described] = await admin.fetchTopicMetadata({ topics: [topic] });
+      return described!.partitions[0]!;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(250);
+    }
+  }
 }
