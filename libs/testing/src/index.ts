@@ -11,3 +11,4 @@ export * from './webhook-receiver.js';
 export * from './standalone-process.js';
 export * from './tls.js';
 export * from './contract.js';
+export * from './until.js';

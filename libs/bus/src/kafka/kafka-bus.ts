@@ -240,6 +240,8 @@ export class KafkaBus implements Bus {
 
     if (!(await run()))
       logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
+    // The stall timeout counts from the join (as after a restart), not from before it.
+    handedAt = Date.now();
     return {
       stop: async () => {
         stopping = true;

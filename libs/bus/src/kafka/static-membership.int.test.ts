@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { StoredEvent } from '@ofp/event-store';
-import { testLogger } from '@ofp/testing';
+import { testLogger, testTopics, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
@@ -22,20 +21,6 @@ interface Replica {
   readonly handled: Set<string>;
 }
 
-async function until(
-  what: string,
-  timeoutMs: number,
-  done: () => boolean,
-  state: () => object,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline)
-      throw new Error(`not within ${timeoutMs} ms: ${what} (${JSON.stringify(state())})`);
-    await sleep(100);
-  }
-}
-
 // KIP-345: a replica that restarts (a pod replaced, a process killed) with the same group.instance.id
 // within its session takes its partitions back as the same member. Without it, the group waits out
 // the dead member's session and then rebalances twice (when it joins again, when the old member
@@ -48,12 +33,7 @@ describe('KafkaBus static membership', () => {
       logLevel: logLevel.NOTHING,
     },
   });
-  const topics = {
-    prefix: `test.${randomUUID().slice(0, 8)}.`,
-    partitions: 4,
-    replicationFactor: 1,
-    create: true,
-  };
+  const topics = testTopics(4);
   const group = `static-membership-${randomUUID()}`;
   const children: ChildProcess[] = [];
   let bus: KafkaBus | undefined;
@@ -132,10 +112,8 @@ describe('KafkaBus static membership', () => {
       await until(
         `${name}: every event handled`,
         60_000,
-        () => unhandled().length === 0,
-        () => ({
-          unhandled: unhandled().length,
-        }),
+        () => unhandled().length,
+        (left) => left === 0,
       );
     };
 

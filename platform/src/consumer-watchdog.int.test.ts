@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Registry } from 'prom-client';
+import {
+  Kafka,
+  KafkaBus,
+  logLevel,
+  toKafkaMessage,
+  topicOf,
+  type Consumer,
+  type Producer,
+  type Subscription,
+} from '@ofp/bus';
+import type { StoredEvent } from '@ofp/event-store';
+import { testLogger, testTopics, until } from '@ofp/testing';
+import { registerFlowMetrics } from './observability.js';
+
+const STALL_TIMEOUT_MS = 4_000;
+/** How often the watchdog looks (kafka-bus.ts: a quarter of the stall timeout, at most 10 s). */
+const WATCHDOG_INTERVAL_MS = STALL_TIMEOUT_MS / 4;
+/** What a loaded machine adds: reading the lag (two requests of at most 10 s each) and a late timer. */
+const LOAD_SLACK_MS = 10_000;
+
+/** The Kafka client, with every consumer it makes kept for the test: real consumers, not stand-ins. */
+class WatchedKafka extends Kafka {
+  readonly consumers: Consumer[] = [];
+  override consumer(...args: Parameters<Kafka['consumer']>): Consumer {
+    const consumer = super.consumer(...args);
+    this.consumers.push(consumer);
+    return consumer;
+  }
+}
+
+// The watchdog for confluentinc/confluent-kafka-javascript#476 (a consumer that stops calling its
+// handler): a consumer whose partitions have events it is not handed is found within the stall
+// timeout, counted in bus_consumer_restarts_total (what the alert OfpConsumerStalled reads) and started
+// again; the new consumer handles what waited, the lag goes back to 0 and the count stops there. The
+// stall is the real consumer's own: its partitions paused, as the KafkaJS layer's stall leaves them
+// fetched-from but never handed over.
+describe('the Kafka consumer watchdog', () => {
+  const kafka = new WatchedKafka({
+    kafkaJS: {
+      clientId: 'consumer-watchdog-test',
+      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
+      logLevel: logLevel.NOTHING,
+    },
+  });
+  const topics = testTopics(2);
+  const group = `consumer-watchdog-${randomUUID()}`;
+  const bus = new KafkaBus(kafka, testLogger('consumer-watchdog'), {
+    topics,
+    batchSize: 100,
+    stallTimeoutMs: STALL_TIMEOUT_MS,
+  });
+  const registry = new Registry();
+  registerFlowMetrics(registry, bus);
+  let subscription: Subscription | undefined;
+  let producer: Producer | undefined;
+  afterAll(async () => {
+    await subscription?.stop();
+    await bus.close();
+    await producer?.disconnect();
+  });
+
+  /** The group's sample of a metric, as a scrape reads it. */
+  async function sample(name: string): Promise<number> {
+    const metric = await registry.getSingleMetric(name)!.get();
+    return metric.values.find((value) => value.labels.group === group)?.value ?? 0;
+  }
+
+  async function send(name: string, count: number): Promise<string[]> {
+    const events = Array.from({ length: count }, (_, i): StoredEvent => ({
+      eventId: `${name}-${i}`,
+      streamId: `thing-${name}-${i}`,
+      streamType: 'things',
+      version: 1,
+      type: 'thing.changed',
+      orgId: 1,
+      data: { i },
+      metadata: {},
+      recordedAt: new Date(),
+      position: { transactionId: '1', position: i },
+    }));
+    await producer!.send({
+      topic: topicOf(topics, 'things'),
+      messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
+    });
+    return events.map((event) => event.eventId);
+  }
+
+  it('starts a consumer that stalls while behind again within its bound, and counts it once', async () => {
+    const handled = new Set<string>();
+    let handedAt = Date.now();
+    subscription = await bus.subscribe({
+      group,
+      streamTypes: ['things'],
+      handle: async (events) => {
+        handedAt = Date.now();
+        for (const event of events) handled.add(event.eventId);
+      },
+    });
+    producer = kafka.producer({ kafkaJS: { idempotent: true, acks: -1 }, 'linger.ms': 0 });
+    await producer.connect();
+    const allHandled = (ids: string[]) => async () => ids.filter((id) => !handled.has(id)).length;
+
+    const before = await send('before', 10);
+    await until('the events before the stall handled', 30_000, allHandled(before), (left) => left === 0);
+    // Counted from here: on a loaded machine a new consumer's first fetch can outlast this short timeout.
+    const restartsBefore = await sample('bus_consumer_restarts_total');
+
+    // The stall: the consumer keeps its partitions and is handed nothing while events wait.
+    const stalled = kafka.consumers.at(-1)!;
+    stalled.pause([{ topic: topicOf(topics, 'things') }]);
+    const lastHanded = handedAt;
+    const waiting = await send('waiting', 10);
+    const stalledAt = Date.now();
+    // While it stalls, the lag shows it (events behind, and for how long).
+    await until(
+      'the lag showing the stall',
+      10_000,
+      () => sample('bus_consumer_lag_events'),
+      (events) => events > 0,
+    );
+
+    await until(
+      'the watchdog counting the stall',
+      STALL_TIMEOUT_MS + WATCHDOG_INTERVAL_MS + LOAD_SLACK_MS,
+      () => sample('bus_consumer_restarts_total'),
+      (restarts) => restarts > restartsBefore,
+    );
+    const foundAfterMs = Date.now() - lastHanded;
+    expect(foundAfterMs).toBeGreaterThanOrEqual(STALL_TIMEOUT_MS);
+    expect(kafka.consumers.at(-1)).not.toBe(stalled);
+
+    // The consumer started again handles what waited, and the lag goes back to 0.
+    await until(
+      'the waiting events handled after the restart',
+      30_000,
+      allHandled(waiting),
+      (left) => left === 0,
+    );
+    const movedAfterMs = Date.now() - stalledAt;
+    await until(
+      'the lag back to 0',
+      15_000,
+      async () => [await sample('bus_consumer_lag_events'), await sample('bus_consumer_lag_seconds')],
+      ([events, seconds]) => events === 0 && seconds === 0,
+    );
+
+    // A consumer with nothing to read is not a stalled one: after twice the stall timeout with nothing
+    // to read, the count has moved by the one stall.
+    await sleep(2 * STALL_TIMEOUT_MS + WATCHDOG_INTERVAL_MS);
+    const after = await send('after', 5);
+    await until('the events after the restart handled', 30_000, allHandled(after), (left) => left === 0);
+    expect(await sample('bus_consumer_restarts_total')).toBe(restartsBefore + 1);
+    process.stdout.write(
+      `the watchdog counted the stall ${foundAfterMs} ms after the last batch (bound ${STALL_TIMEOUT_MS} ms); the waiting events were handled ${movedAfterMs} ms after the stall\n`,
+    );
+  }, 120_000);
+});
