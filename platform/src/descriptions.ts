@@ -1,25 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { Registry } from 'prom-client';
-import { createApiService } from '@ofp/api';
-import { createAuthService } from '@ofp/auth';
-import { BearerGate, TokenBucketLimiter, type SCOPES, type TokenVerifier } from '@ofp/auth-tokens';
-import { CLOUDEVENTS_HEADERS, PgLogBus } from '@ofp/bus';
+import { apiServiceRouteSpecs } from '@ofp/api';
+import { authServiceRouteSpecs } from '@ofp/auth';
+import type { SCOPES } from '@ofp/auth-tokens';
+import { CLOUDEVENTS_HEADERS } from '@ofp/bus';
 import { errorEnvelopeSchema } from '@ofp/contracts';
-import { EventStore } from '@ofp/event-store';
 import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
 import {
   ComponentSchemas,
   PUBLIC,
-  createLogger,
-  createPool,
-  PostgresSession,
+  bindRoutes,
   openApiDocument,
-  type Logger,
+  type Operations,
   type Route,
+  type RouteSpec,
 } from '@ofp/runtime';
-import { createWebhookDispatcher, eventCatalog } from '@ofp/webhook-dispatcher';
+import { eventCatalog, webhookRouteSpecs } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema } from './config.js';
 import { DATA_SCHEMAS } from './streams.js';
 
@@ -42,49 +39,19 @@ const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
 };
 
 /**
- * The OpenAPI and AsyncAPI documents of the whole platform, generated from the route tables of every
- * service and from the model registry. Every process serves both whatever its TARGET, so the
- * services' tables are built here for their descriptions alone: nothing built here connects anywhere
- * or is ever started.
+ * The OpenAPI and AsyncAPI documents of the whole platform, generated from the route specs of every
+ * service (data: nothing is built or connected to describe them) and from the model registry. Every
+ * process serves both whatever its TARGET. The admin API is left out: it is for operators, on a port
+ * of its own (API.md §10).
  */
 export function describePlatform(settings: { publicUrl: string; topicPrefix: string }): PlatformDescriptions {
-  const logger: Logger = createLogger({ name: 'descriptions', level: 'silent' });
-  const pool = createPool({
-    connectionString: 'postgres://describing@127.0.0.1:1/none',
-    applicationName: 'describe',
-  });
-  const store = new EventStore(pool, { outbox: false });
-  const session = new PostgresSession({
-    connectionString: 'postgres://describing@127.0.0.1:1/none',
-    applicationName: 'describe',
-    logger,
-  });
-  const bus = new PgLogBus(pool, session, store, logger);
-  const clock = () => new Date();
-  const refuse: TokenVerifier = { verify: () => Promise.reject(new Error('not served')) };
-  const gate = new BearerGate(refuse, new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, clock));
-  const shared = { pool, session, store, bus, logger, clock, gate };
-  const auth = createAuthService({
-    pool,
-    store,
-    logger,
-    clock,
-    settings: {
-      publicUrl: settings.publicUrl,
-      adminToken: 'not served: the description leaves the admin API out',
-      rateLimit: { capacity: 1, refillPerSecond: 1 },
-      failedAuthentication: { capacity: 1, refillPerSecond: 1 },
-      refreshTokenTtlSeconds: 1,
-    },
-  });
-  const api = createApiService({ ...shared, readYourWritesTimeoutMs: 1, eventTypes: eventCatalog() });
-  const dispatcher = createWebhookDispatcher({
-    ...shared,
-    allowPrivateTargets: false,
-    metrics: new Registry(),
-  });
-  const routes: Route[] = [...auth.routes, ...api.routes, ...dispatcher.routes, ...descriptionRoutes()];
   const catalog = eventCatalog();
+  const routes: RouteSpec[] = [
+    ...authServiceRouteSpecs(settings.publicUrl),
+    ...apiServiceRouteSpecs(catalog),
+    ...webhookRouteSpecs(),
+    ...DESCRIPTION_ROUTES,
+  ];
   return {
     openapi: openApiDocument(routes, {
       title: 'Order-fulfillment integration platform',
@@ -294,69 +261,63 @@ const START = `Redoc.init('/openapi.json', { expandResponses: '200,201', jsonSam
 const CONTENT_SECURITY_POLICY =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'";
 
+/** What each description route serves, and as what. */
+const DESCRIPTION_BODIES: readonly {
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly type: string;
+  readonly body: (served: Served) => string;
+}[] = [
+  {
+    path: '/openapi.json',
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    type: 'application/json',
+    body: ({ descriptions }) => JSON.stringify(descriptions.openapi),
+  },
+  {
+    path: '/asyncapi.json',
+    operationId: 'asyncapi',
+    summary: 'The AsyncAPI 3 document of the Kafka topics',
+    type: 'application/json',
+    body: ({ descriptions }) => JSON.stringify(descriptions.asyncapi),
+  },
+  {
+    path: '/docs',
+    operationId: 'docs',
+    summary: 'The API reference, rendered from this document',
+    type: 'text/html; charset=utf-8',
+    body: () => PAGE,
+  },
+  {
+    path: '/docs/redoc.standalone.js',
+    operationId: 'docsRenderer',
+    summary: "The reference page's renderer (Redoc)",
+    type: 'text/javascript; charset=utf-8',
+    body: ({ script }) => script,
+  },
+  {
+    path: '/docs/start.js',
+    operationId: 'docsStart',
+    summary: 'Starts the renderer on this document',
+    type: 'text/javascript; charset=utf-8',
+    body: () => START,
+  },
+];
+
 /** `/openapi.json`, `/asyncapi.json` and `/docs` (API.md §11): public, about no organization. */
-export function descriptionRoutes(served?: Served): Route[] {
-  const route = (
-    path: string,
-    operationId: string,
-    summary: string,
-    type: string,
-    body: (served: Served) => string,
-  ): Route => ({
+const DESCRIPTION_ROUTES: readonly RouteSpec[] = DESCRIPTION_BODIES.map(
+  ({ path, operationId, summary, type }) => ({
     method: 'GET',
     path,
     operationId,
     summary,
     tag: 'Descriptions',
-    access: PUBLIC,
+    access: { kind: 'public' },
     responses: { 200: { description: summary, mediaType: type } },
-    handle: () => {
-      if (!served) return Promise.reject(new Error('descriptions are served by a running platform only'));
-      return Promise.resolve({
-        status: 200,
-        headers: {
-          'Content-Type': type,
-          'Cache-Control': 'public, max-age=300',
-          'Content-Security-Policy': CONTENT_SECURITY_POLICY,
-        },
-        body: body(served),
-      });
-    },
-  });
-  return [
-    route('/openapi.json', 'openapi', 'This OpenAPI 3.1 document', 'application/json', ({ descriptions }) =>
-      JSON.stringify(descriptions.openapi),
-    ),
-    route(
-      '/asyncapi.json',
-      'asyncapi',
-      'The AsyncAPI 3 document of the Kafka topics',
-      'application/json',
-      ({ descriptions }) => JSON.stringify(descriptions.asyncapi),
-    ),
-    route(
-      '/docs',
-      'docs',
-      'The API reference, rendered from this document',
-      'text/html; charset=utf-8',
-      () => PAGE,
-    ),
-    route(
-      '/docs/redoc.standalone.js',
-      'docsRenderer',
-      "The reference page's renderer (Redoc)",
-      'text/javascript; charset=utf-8',
-      ({ script }) => script,
-    ),
-    route(
-      '/docs/start.js',
-      'docsStart',
-      'Starts the renderer on this document',
-      'text/javascript; charset=utf-8',
-      () => START,
-    ),
-  ];
-}
+  }),
+);
 
 /** The description routes of a running platform: the documents generated and Redoc read once. */
 export async function servedDescriptions(settings: {
@@ -367,5 +328,23 @@ export async function servedDescriptions(settings: {
     createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'),
     'utf8',
   );
-  return descriptionRoutes({ descriptions: describePlatform(settings), script });
+  const served: Served = { descriptions: describePlatform(settings), script };
+  const operations: Operations = Object.fromEntries(
+    DESCRIPTION_BODIES.map(({ operationId, type, body }) => [
+      operationId,
+      {
+        handle: () =>
+          Promise.resolve({
+            status: 200,
+            headers: {
+              'Content-Type': type,
+              'Cache-Control': 'public, max-age=300',
+              'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+            },
+            body: body(served),
+          }),
+      },
+    ]),
+  );
+  return bindRoutes(DESCRIPTION_ROUTES, operations, () => PUBLIC);
 }

@@ -3,7 +3,7 @@ import { bearerChallenge, type Access, type Admission, type IncomingRequest } fr
 import { KeySourceUnavailableError } from './jwks.js';
 import type { AuthMetrics } from './auth-metrics.js';
 import { admitRequest, clientBucket } from './rate-limit.js';
-import type { Scope } from './scopes.js';
+import { isScope } from './scopes.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
 import { TokenRejectedError, type AuthContext, type TokenVerifier } from './verifier.js';
 
@@ -22,8 +22,14 @@ export class BearerGate {
     private readonly metrics?: AuthMetrics,
   ) {}
 
-  /** The access of operations that need a token with one of `scopes` (none: any valid token). */
-  access(scopes: readonly Scope[], admitted?: AdmittedHook): Access<AuthContext> {
+  /**
+   * The access of operations that need a token with one of `scopes` (none: any valid token). Route
+   * specs name scopes as data, so one that is not a scope of API.md §7 fails here, when the routes
+   * are bound.
+   */
+  access(scopes: readonly string[], admitted?: AdmittedHook): Access<AuthContext> {
+    const unknown = scopes.filter((scope) => !isScope(scope));
+    if (unknown.length > 0) throw new Error(`not a scope: ${unknown.join(', ')}`);
     return {
       kind: 'bearer',
       scopes,

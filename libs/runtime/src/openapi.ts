@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from './routes.js';
+import type { RouteSpec } from './routes.js';
 
 /** What the description says besides its routes. */
 export interface OpenApiOptions {
@@ -143,7 +143,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
  * security schemes of their access, the errors every operation may answer, and one `webhooks` entry
  * per event type.
  */
-export function openApiDocument(routes: readonly Route[], options: OpenApiOptions): Json {
+export function openApiDocument(routes: readonly RouteSpec[], options: OpenApiOptions): Json {
   const schemas = new ComponentSchemas('draft-2020-12');
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
@@ -213,12 +213,12 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
 }
 
 /** The security schemes that some operation names. */
-function usedSchemes(routes: readonly Route[], schemes: Record<string, Json>): Record<string, Json> {
+function usedSchemes(routes: readonly RouteSpec[], schemes: Record<string, Json>): Record<string, Json> {
   const used = new Set(routes.flatMap((route) => securityOf(route).flatMap((entry) => Object.keys(entry))));
   return Object.fromEntries(Object.entries(schemes).filter(([name]) => used.has(name)));
 }
 
-function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOptions): Json {
+function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApiOptions): Json {
   const parameters: Json[] = [];
   for (const name of route.path.match(/\{(\w+)\}/g) ?? []) {
     const param = name.slice(1, -1);
@@ -285,7 +285,7 @@ function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOpti
     responses[status] = { description: response.description, headers, ...content };
   }
   for (const status of errorStatuses(route)) {
-    const oauth = route.renderError !== undefined && (status === 400 || status === 401);
+    const oauth = route.errorFormat === 'oauth' && (status === 400 || status === 401);
     const headers: Record<string, Json> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
     for (const name of rateLimit(status)) headers[name] = { $ref: `#/components/headers/${name}` };
     if (status === 401 || status === 403)
@@ -339,7 +339,7 @@ function operation(route: Route, schemas: ComponentSchemas, options: OpenApiOpti
 }
 
 /** Who may call: OpenAPI lists alternatives, so a token with any one of the scopes is one entry each. */
-function securityOf(route: Route): Json[] {
+function securityOf(route: RouteSpec): Json[] {
   switch (route.access.kind) {
     case 'public':
       return [];
@@ -359,7 +359,7 @@ function securityOf(route: Route): Json[] {
 }
 
 /** The error statuses an operation may answer: what its access, parameters and body can fail on, and its own. */
-function errorStatuses(route: Route): number[] {
+function errorStatuses(route: RouteSpec): number[] {
   const statuses = new Set<number>(route.errors ?? []);
   const kind = route.access.kind;
   if (kind !== 'public') statuses.add(401);

@@ -3,27 +3,26 @@ import type { z } from 'zod';
 import type { Logger } from './logger.js';
 
 /**
- * The route table: every endpoint of every service is one {@link Route}, declared by the service that
- * serves it. The HTTP pipeline (`createHttpApp`) routes by it, answers 404 and 405 (`Allow`) from it,
- * checks query parameters, reads bodies and checks access by what each entry declares; the published
- * API description is generated from the same entries, so what is served and what is documented
- * cannot drift.
+ * An operation as data: everything routing, the pipeline's checks and the published description
+ * need, and nothing that runs. A service declares its operations as specs, which alone describe it
+ * (OpenAPI, the reference); where it runs, each spec is bound by its `operationId` to the
+ * {@link Operation} that serves it ({@link bindRoutes}), making the {@link Route}s of the table.
  */
-export interface Route<P = unknown> {
+export interface RouteSpec {
   readonly method: HttpMethod;
   /**
    * The path as an OpenAPI template (`/v2/people/{id}`). Paths under `/v2` are also served under
    * `/api/v2` (API.md §1).
    */
   readonly path: string;
-  /** A stable, unique name of the operation (`people.search`): OpenAPI's operationId. */
+  /** A stable, unique name of the operation (`people.search`): OpenAPI's operationId, and its handler's key. */
   readonly operationId: string;
   readonly summary: string;
   /** Groups operations in the reference (the model's name, `OAuth`, `Operations`). */
   readonly tag: string;
   /** The model the operation reads or writes, for metrics and the reference. */
   readonly model?: string;
-  readonly access: Access<P>;
+  readonly access: AccessSpec;
   /** Query parameters the operation takes; any other is a 400 naming it (API.md §4). */
   readonly query?: QueryParameters;
   /** Request headers the operation reads besides `Authorization` (documented, not enforced). */
@@ -39,12 +38,59 @@ export interface Route<P = unknown> {
   readonly responses: Readonly<Record<number, ResponseDescription>>;
   /** Error statuses the operation may answer besides the ones every route may (400, 401, 403, 429, 500, 503). */
   readonly errors?: readonly number[];
+  /** `oauth`: its 400 and 401 are RFC 6749 §5.2 errors (its {@link Operation} renders them), not the envelope. */
+  readonly errorFormat?: 'oauth';
+}
+
+/** Who may call an operation: `bearer` tokens holding one of `scopes` (the first is named when none is held). */
+export interface AccessSpec {
+  readonly kind: 'public' | 'bearer' | 'client' | 'admin';
+  readonly scopes?: readonly string[];
+}
+
+/** What serves an operation, bound to its {@link RouteSpec} by `operationId`. */
+export interface Operation<P = unknown> {
   handle(request: RouteRequest<P>): Promise<Reply>;
   /**
    * Renders an error in the operation's own format (OAuth's RFC 6749 §5.2 errors), or leaves it to the
    * envelope (API.md §2-3) by returning undefined.
    */
   renderError?(error: unknown): Reply | undefined;
+}
+
+/** A service's operations by `operationId`. */
+export type Operations = Readonly<Record<string, Operation>>;
+
+/**
+ * A route of the table the pipeline (`createHttpApp`) runs: a spec, how its requests are admitted,
+ * and its operation. Routing, 404 and 405 (`Allow`), the query-parameter check, body reading and the
+ * scope check all come from the spec.
+ */
+export interface Route<P = unknown> extends Omit<RouteSpec, 'access'>, Operation<P> {
+  readonly access: Access<P>;
+}
+
+/**
+ * The routes of `specs`, each bound to the operation of its `operationId` and admitted as `admit`
+ * says for its access. A spec without an operation, an operation without a spec, or an OAuth-format
+ * spec whose operation renders no errors is a programming error found at composition.
+ */
+export function bindRoutes(
+  specs: readonly RouteSpec[],
+  operations: Operations,
+  admit: (access: AccessSpec) => Access,
+): Route[] {
+  const unused = new Set(Object.keys(operations));
+  const routes = specs.map((spec): Route => {
+    const operation = operations[spec.operationId];
+    if (!operation) throw new Error(`no operation serves ${spec.operationId} (${spec.method} ${spec.path})`);
+    if ((spec.errorFormat === 'oauth') !== (operation.renderError !== undefined))
+      throw new Error(`${spec.operationId}: its errorFormat and its operation's renderError disagree`);
+    unused.delete(spec.operationId);
+    return { ...spec, ...operation, access: admit(spec.access) };
+  });
+  if (unused.size > 0) throw new Error(`operations without a spec: ${[...unused].join(', ')}`);
+  return routes;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -88,10 +134,7 @@ export interface ResponseDescription {
  * Who may call an operation, and how a request proves it. `authenticate` runs before the handler
  * (after the body is read) and either admits the request or throws the 401/429/503 to answer.
  */
-export interface Access<P = unknown> {
-  readonly kind: 'public' | 'bearer' | 'client' | 'admin';
-  /** Bearer operations: the scopes of which the token needs one; the first is named when it has none. */
-  readonly scopes?: readonly string[];
+export interface Access<P = unknown> extends AccessSpec {
   authenticate(request: IncomingRequest): Promise<Admission<P>>;
 }
 

@@ -5,6 +5,7 @@ import type { Bus, Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
+  bindRoutes,
   migrate,
   schemaTransaction,
   type Logger,
@@ -12,14 +13,15 @@ import {
   type Pool,
   type PostgresSession,
   type Route,
+  type RouteSpec,
 } from '@ofp/runtime';
 
 import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';
 import { ReferenceResolver } from './commands/references.js';
 import { UniqueValues } from './commands/unique-values.js';
-import { eventFeedRoute, type PublishedEventType } from './http/event-feed-route.js';
-import { apiRoutes } from './http/routes.js';
+import { eventFeedOperations, eventFeedRouteSpec, type PublishedEventType } from './http/event-feed-route.js';
+import { apiOperations, apiRouteSpecs } from './http/routes.js';
 import { InventoryManager } from './process-managers/inventory-manager.js';
 import { OrderProgressManager } from './process-managers/order-progress-manager.js';
 import { processManagersModule } from './process-managers/process-manager.js';
@@ -69,6 +71,11 @@ const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'api.idempot
 export async function migrateApi(pool: Pool, logger: Logger): Promise<void> {
   await migrate(pool, { component: 'api', directory: MIGRATIONS, logger });
   await schemaTransaction(pool, (client) => idempotencyTable(pool).layOut(client));
+}
+
+/** The api's routes as data: every model's, and the events feed over the published event types. */
+export function apiServiceRouteSpecs(eventTypes: readonly PublishedEventType[]): RouteSpec[] {
+  return [...apiRouteSpecs(), eventFeedRouteSpec(eventTypes)];
 }
 
 /**
@@ -127,21 +134,14 @@ export function createApiService(deps: ApiDependencies): ApiService {
   return {
     api,
     processManagers: processManagersModule(deps.bus, processManagers, deps.logger, deps.parking),
-    routes: [
-      ...apiRoutes({
-        commands,
-        queries: new RecordQueries(deps.pool),
-        readYourWrites,
-        idempotency,
-        gate: deps.gate,
-        seed,
-      }),
-      eventFeedRoute({
-        feed: new EventFeed(deps.store, deps.clock),
-        eventTypes: deps.eventTypes,
-        gate: deps.gate,
-        seed,
-      }),
-    ],
+    routes: bindRoutes(
+      apiServiceRouteSpecs(deps.eventTypes),
+      {
+        ...apiOperations({ commands, queries: new RecordQueries(deps.pool), readYourWrites, idempotency }),
+        ...eventFeedOperations({ feed: new EventFeed(deps.store, deps.clock), eventTypes: deps.eventTypes }),
+      },
+      // Every organization has its seed records (phone number types) before its first request is served.
+      (access) => deps.gate.access(access.scopes ?? [], seed),
+    ),
   };
 }

@@ -13,12 +13,23 @@ import {
   type Clock,
   type TokenBucketConfig,
 } from '@ofp/auth-tokens';
-import { migrate, type Logger, type Module, type Pool, type Route } from '@ofp/runtime';
-import { adminRoutes } from './admin/routes.js';
+import {
+  PUBLIC,
+  bindRoutes,
+  migrate,
+  type Logger,
+  type Module,
+  type Pool,
+  type Route,
+  type RouteSpec,
+} from '@ofp/runtime';
+import { adminAccess } from './admin/admin-token.js';
+import { adminOperations, adminRouteSpecs } from './admin/routes.js';
 import { Janitor } from './janitor.js';
 import { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import { Grants } from './oauth/grants.js';
-import { authRoutes } from './routes.js';
+import { clientAccess } from './oauth/client-auth.js';
+import { authOperations, authRouteSpecs } from './routes.js';
 import { SigningKeys } from './signing-keys.js';
 
 export interface AuthSettings {
@@ -68,6 +79,14 @@ export function migrateAuth(pool: Pool, logger: Logger): Promise<void> {
 }
 
 /**
+ * The auth service's public routes as data (the OAuth endpoints, metadata and `/v2/authenticate`)
+ * for the deployment whose public base URL is `publicUrl`; the admin API's are {@link adminRouteSpecs}.
+ */
+export function authServiceRouteSpecs(publicUrl: string): RouteSpec[] {
+  return authRouteSpecs(issuerFromPublicUrl(publicUrl));
+}
+
+/**
  * The auth service (API.md §7 and §10): OAuth 2.0 authorization server, JWKS, admin API. Its module
  * makes sure a signing key exists, so it starts before the routes are served.
  */
@@ -104,6 +123,15 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
+  // Who may call: the OAuth endpoints' clients (their rate limit and failure limits, API.md §12), and
+  // `/v2/authenticate`'s bearer tokens (this service's verifier and the rate limit).
+  const client = clientAccess(
+    deps.pool,
+    limiter,
+    new FailedAuthenticationLimits(deps.settings.failedAuthentication, deps.clock, deps.metrics),
+    deps.metrics,
+  );
+  const gate = new BearerGate(verifier, limiter, deps.metrics);
   let started = false;
 
   return {
@@ -121,24 +149,28 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
       },
       ready: () => started,
     },
-    routes: authRoutes({
-      pool: deps.pool,
-      clock: deps.clock,
-      issuer,
-      keys,
-      grants,
-      limiter,
-      failures: new FailedAuthenticationLimits(deps.settings.failedAuthentication, deps.clock, deps.metrics),
-      verifier,
-      gate: new BearerGate(verifier, limiter, deps.metrics),
-      ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    }),
-    adminRoutes: adminRoutes({
-      pool: deps.pool,
-      clock: deps.clock,
-      keys,
-      grants,
-      adminToken: deps.settings.adminToken,
-    }),
+    routes: bindRoutes(
+      authRouteSpecs(issuer),
+      authOperations({
+        pool: deps.pool,
+        clock: deps.clock,
+        issuer,
+        keys,
+        grants,
+        verifier,
+        ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      }),
+      (access) =>
+        access.kind === 'client'
+          ? client
+          : access.kind === 'bearer'
+            ? gate.access(access.scopes ?? [])
+            : PUBLIC,
+    ),
+    adminRoutes: bindRoutes(
+      adminRouteSpecs(),
+      adminOperations({ pool: deps.pool, clock: deps.clock, keys, grants }),
+      () => adminAccess(deps.settings.adminToken),
+    ),
   };
 }

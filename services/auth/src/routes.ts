@@ -1,18 +1,19 @@
 import type { z } from 'zod';
 import { baseError, singleEnvelope } from '@ofp/contracts';
-import type {
-  AuthContext,
-  AuthMetrics,
-  BearerGate,
-  Clock,
-  TokenBucketLimiter,
-  TokenVerifier,
-} from '@ofp/auth-tokens';
-import { PUBLIC, bearerChallenge, jsonReply, type Pool, type Reply, type Route } from '@ofp/runtime';
+import type { AuthContext, AuthMetrics, Clock, TokenVerifier } from '@ofp/auth-tokens';
+import {
+  bearerChallenge,
+  jsonReply,
+  type Operation,
+  type Operations,
+  type Pool,
+  type Reply,
+  type RouteRequest,
+  type RouteSpec,
+} from '@ofp/runtime';
 import { authorizeEndpoint } from './oauth/authorize.js';
-import { clientAccess, type ClientRequest } from './oauth/client-auth.js';
+import type { ClientRequest } from './oauth/client-auth.js';
 import { oauthErrorReply } from './oauth/errors.js';
-import type { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import type { Grants } from './oauth/grants.js';
 import { authorizationServerMetadata, metadataPaths } from './oauth/metadata.js';
 import { introspectEndpoint, revokeEndpoint } from './oauth/revoke-introspect.js';
@@ -35,38 +36,29 @@ export interface AuthRoutesDeps {
   issuer: string;
   keys: SigningKeys;
   grants: Grants;
-  /** Per-client rate limit of the client-authenticated endpoints. */
-  limiter: TokenBucketLimiter;
-  /** Limits on their failed client authentications (API.md §12). */
-  failures: FailedAuthenticationLimits;
   /** Verifies this service's own access tokens for revocation and introspection. */
   verifier: TokenVerifier;
-  /** `/v2/authenticate`'s bearer check: this service's verifier and the rate limit. */
-  gate: BearerGate;
   metrics?: AuthMetrics;
 }
 
 /**
- * The auth service's part of the route table: the OAuth 2.0 endpoints of API.md §7 (their errors in
- * RFC 6749 §5.2's format), the metadata and keys (RFC 8414, the JWKS), and `/v2/authenticate`.
+ * The auth service's part of the route table as data: the OAuth 2.0 endpoints of API.md §7 (their
+ * errors in RFC 6749 §5.2's format), the metadata and keys (RFC 8414, the JWKS), and
+ * `/v2/authenticate`. `issuer` decides where the metadata is (RFC 8414 §3).
  */
-export function authRoutes(deps: AuthRoutesDeps): Route[] {
-  const metadata = JSON.stringify(authorizationServerMetadata(deps.issuer));
-  const authorize = authorizeEndpoint(deps);
-  const client = clientAccess(deps.pool, deps.limiter, deps.failures, deps.metrics);
+export function authRouteSpecs(issuer: string): RouteSpec[] {
   const oauth = (
     path: string,
     operationId: string,
     summary: string,
     schemas: { request: z.ZodType; response?: z.ZodType },
-    handle: (request: ClientRequest) => Promise<Reply>,
-  ): Route<ClientRequest> => ({
+  ): RouteSpec => ({
     method: 'POST',
     path,
     operationId,
     summary,
     tag: 'OAuth',
-    access: client,
+    access: { kind: 'client' },
     body: 'form',
     request: schemas.request,
     responses: {
@@ -83,20 +75,17 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
         schema: oauthErrorSchema,
       },
     },
-    handle: (request) => handle(request.principal),
-    renderError: oauthErrorReply,
+    errorFormat: 'oauth',
   });
   return [
-    ...metadataPaths(deps.issuer).map((path, i): Route => ({
+    ...metadataPaths(issuer).map((path, i): RouteSpec => ({
       method: 'GET',
       path,
-      operationId: i === 0 ? 'oauth.metadata' : 'oauth.metadataForIssuerPath',
+      operationId: METADATA_OPERATIONS[i]!,
       summary: 'Authorization server metadata (RFC 8414)',
       tag: 'OAuth',
-      access: PUBLIC,
+      access: { kind: 'public' },
       responses: { 200: { description: 'The metadata', schema: metadataSchema } },
-      handle: () =>
-        Promise.resolve({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: metadata }),
     })),
     {
       method: 'GET',
@@ -104,10 +93,8 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       operationId: 'oauth.jwks',
       summary: 'The public keys that sign access tokens (RFC 7517)',
       tag: 'OAuth',
-      access: PUBLIC,
+      access: { kind: 'public' },
       responses: { 200: { description: 'The key set', schema: jwksSchema } },
-      // Short-lived caching: verifiers refetch on an unknown kid and must then see a new key at once.
-      handle: async () => jsonReply(200, await deps.keys.jwks(), { 'Cache-Control': 'public, max-age=60' }),
     },
     {
       method: 'GET',
@@ -115,58 +102,73 @@ export function authRoutes(deps: AuthRoutesDeps): Route[] {
       operationId: 'oauth.authorize',
       summary: 'Authorization code request (RFC 6749 §4.1.1, PKCE S256)',
       tag: 'OAuth',
-      access: PUBLIC,
+      access: { kind: 'public' },
       query: 'any',
       responses: {
         302: { description: 'Redirect to the registered URI with a code or an error', headers: ['Location'] },
         400: { description: 'A redirect_uri other than the registered one', schema: oauthErrorSchema },
         401: { description: 'Unknown client_id', schema: oauthErrorSchema },
       },
-      handle: (request) => authorize(request.url),
-      renderError: oauthErrorReply,
+      errorFormat: 'oauth',
     },
-    oauth(
-      '/oauth/token',
-      'oauth.token',
-      'Token request (RFC 6749 §3.2)',
-      { request: tokenRequestSchema, response: tokenResponseSchema },
-      tokenEndpoint(deps),
-    ),
-    oauth(
-      '/oauth/revoke',
-      'oauth.revoke',
-      'Token revocation (RFC 7009)',
-      { request: tokenParameterSchema },
-      revokeEndpoint(deps),
-    ),
-    oauth(
-      '/oauth/introspect',
-      'oauth.introspect',
-      'Token introspection (RFC 7662)',
-      { request: tokenParameterSchema, response: introspectionSchema },
-      introspectEndpoint(deps),
-    ),
-    authenticateRoute(deps),
+    oauth('/oauth/token', 'oauth.token', 'Token request (RFC 6749 §3.2)', {
+      request: tokenRequestSchema,
+      response: tokenResponseSchema,
+    }),
+    oauth('/oauth/revoke', 'oauth.revoke', 'Token revocation (RFC 7009)', { request: tokenParameterSchema }),
+    oauth('/oauth/introspect', 'oauth.introspect', 'Token introspection (RFC 7662)', {
+      request: tokenParameterSchema,
+      response: introspectionSchema,
+    }),
+    // Served by the auth service because it owns organizations; the ingress routes this path here.
+    {
+      method: 'GET',
+      path: '/v2/authenticate',
+      operationId: 'authenticate',
+      summary: 'Whether a token works, and for which organization',
+      tag: 'Authentication',
+      access: { kind: 'bearer', scopes: [] },
+      responses: {
+        200: { description: 'The organization the token speaks for', schema: authenticatedSchema },
+      },
+    },
   ];
 }
 
-/**
- * `GET /v2/authenticate` (API.md §7): whether a token works, and for which organization. Served by
- * the auth service because it owns organizations; the ingress routes this path here.
- */
-function authenticateRoute(deps: AuthRoutesDeps): Route<AuthContext> {
+/** The metadata's operations: at the issuer's well-known path, and at the one of its path (RFC 8414 §3). */
+const METADATA_OPERATIONS = ['oauth.metadata', 'oauth.metadataForIssuerPath'] as const;
+
+/** What serves {@link authRouteSpecs}, by operationId. */
+export function authOperations(deps: AuthRoutesDeps): Operations {
+  const metadata = JSON.stringify(authorizationServerMetadata(deps.issuer));
+  const authorize = authorizeEndpoint(deps);
+  const oauth = (handle: (request: ClientRequest) => Promise<Reply>): Operation<ClientRequest> => ({
+    handle: (request) => handle(request.principal),
+    renderError: oauthErrorReply,
+  });
+  const metadataOperation: Operation = {
+    handle: () =>
+      Promise.resolve({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: metadata }),
+  };
   return {
-    method: 'GET',
-    path: '/v2/authenticate',
-    operationId: 'authenticate',
-    summary: 'Whether a token works, and for which organization',
-    tag: 'Authentication',
-    access: deps.gate.access([]),
-    responses: { 200: { description: 'The organization the token speaks for', schema: authenticatedSchema } },
-    handle: (request) => authenticate(deps, request.principal),
+    ...Object.fromEntries(
+      METADATA_OPERATIONS.slice(0, metadataPaths(deps.issuer).length).map((id) => [id, metadataOperation]),
+    ),
+    'oauth.jwks': {
+      // Short-lived caching: verifiers refetch on an unknown kid and must then see a new key at once.
+      handle: async () => jsonReply(200, await deps.keys.jwks(), { 'Cache-Control': 'public, max-age=60' }),
+    },
+    'oauth.authorize': { handle: (request) => authorize(request.url), renderError: oauthErrorReply },
+    'oauth.token': oauth(tokenEndpoint(deps)),
+    'oauth.revoke': oauth(revokeEndpoint(deps)),
+    'oauth.introspect': oauth(introspectEndpoint(deps)),
+    authenticate: {
+      handle: (request: RouteRequest<AuthContext>) => authenticate(deps, request.principal),
+    } satisfies Operation<AuthContext>,
   };
 }
 
+/** `GET /v2/authenticate` (API.md §7): whether a token works, and for which organization. */
 async function authenticate(deps: AuthRoutesDeps, auth: AuthContext): Promise<Reply> {
   const client = await deps.pool.connect();
   try {

@@ -5,6 +5,7 @@ import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
+  bindRoutes,
   migrate,
   schemaTransaction,
   type Logger,
@@ -22,7 +23,7 @@ import { EndpointDisabler } from './delivery/endpoint-disabler.js';
 import { EventIntake, INTAKE_GROUP, intakeStreamTypes } from './delivery/event-intake.js';
 import { FailureAnnouncer } from './delivery/failure-announcer.js';
 import { HttpSender } from './delivery/http-sender.js';
-import { webhookRoutes } from './http/routes.js';
+import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
 import { layOutTables } from './schema.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
 import { WebhookCommands } from './subscriptions/webhook-commands.js';
@@ -212,7 +213,11 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   return {
     delivery,
     intake: intakeModule,
-    routes: webhookRoutes({ pool: deps.pool, commands, idempotency, gate: deps.gate }),
+    routes: bindRoutes(
+      webhookRouteSpecs(),
+      webhookOperations({ pool: deps.pool, commands, idempotency }),
+      (access) => deps.gate.access(access.scopes ?? []),
+    ),
     metrics,
   };
 }

@@ -1,9 +1,9 @@
 import { closest } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { fieldError } from '@ofp/contracts';
-import type { AdmittedHook, AuthContext, BearerGate } from '@ofp/auth-tokens';
+import type { AuthContext } from '@ofp/auth-tokens';
 import type { EventType } from '@ofp/models';
-import type { Route } from '@ofp/runtime';
+import type { Operation, Operations, RouteSpec } from '@ofp/runtime';
 import { FEED_LIMITS, FEED_RETENTION_DAYS, type EventFeed, type FeedRequest } from '../queries/event-feed.js';
 
 /** An event type of the catalog with the schema of its published body. */
@@ -11,32 +11,34 @@ export interface PublishedEventType extends EventType {
   readonly payload: z.ZodType;
 }
 
-export interface EventFeedRouteDependencies {
+export interface EventFeedDependencies {
   readonly feed: EventFeed;
   /** Every event type the platform publishes (the webhook catalog, API.md §8). */
   readonly eventTypes: readonly PublishedEventType[];
-  readonly gate: BearerGate;
-  /** Seeds the organization's records on its first request, as every api route does. */
-  readonly seed: AdmittedHook;
 }
 
 const PARAMETERS = ['starting_after', 'limit', 'type', 'model', 'record_id'] as const;
+
+/** The event types of each model in the catalog. */
+function typesByModel(eventTypes: readonly EventType[]): Map<string, string[]> {
+  const models = new Map<string, string[]>();
+  for (const { type, model } of eventTypes) models.set(model, [...(models.get(model) ?? []), type]);
+  return models;
+}
 
 /**
  * `GET /v2/events` (docs/events-feed.md): the organization's events in order, for integrators that
  * cannot receive webhooks, with the bodies webhooks carry. Needs `read`.
  */
-export function eventFeedRoute(deps: EventFeedRouteDependencies): Route<AuthContext> {
-  const known = new Set(deps.eventTypes.map(({ type }) => type));
-  const models = new Map<string, string[]>();
-  for (const { type, model } of deps.eventTypes) models.set(model, [...(models.get(model) ?? []), type]);
+export function eventFeedRouteSpec(eventTypes: readonly PublishedEventType[]): RouteSpec {
+  const models = typesByModel(eventTypes);
   return {
     method: 'GET',
     path: '/v2/events',
     operationId: 'events.list',
     summary: 'List events',
     tag: 'events',
-    access: deps.gate.access(['read'], deps.seed),
+    access: { kind: 'bearer', scopes: ['read'] },
     query: {
       names: PARAMETERS,
       schemas: {
@@ -74,9 +76,17 @@ export function eventFeedRoute(deps: EventFeedRouteDependencies): Route<AuthCont
       },
     },
     responses: {
-      200: { description: 'A page of events, oldest first', schema: eventsPageSchema(deps.eventTypes) },
+      200: { description: 'A page of events, oldest first', schema: eventsPageSchema(eventTypes) },
     },
     errors: [410],
+  };
+}
+
+/** What serves {@link eventFeedRouteSpec}. */
+export function eventFeedOperations(deps: EventFeedDependencies): Operations {
+  const known = new Set(deps.eventTypes.map(({ type }) => type));
+  const models = typesByModel(deps.eventTypes);
+  const list: Operation<AuthContext> = {
     handle: async (request) => {
       const page = await deps.feed.page(
         feedRequest(request.principal.orgId, request.query, { known, models }),
@@ -87,6 +97,7 @@ export function eventFeedRoute(deps: EventFeedRouteDependencies): Route<AuthCont
       };
     },
   };
+  return { 'events.list': list };
 }
 
 /** The request a feed query names; a value it cannot take is a 400 naming the parameter. */

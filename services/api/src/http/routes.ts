@@ -1,5 +1,5 @@
 import { baseError, singleEnvelope } from '@ofp/contracts';
-import type { AdmittedHook, AuthContext, BearerGate, Scope } from '@ofp/auth-tokens';
+import type { AuthContext, Scope } from '@ofp/auth-tokens';
 import {
   MODELS,
   allowedMethods,
@@ -21,9 +21,11 @@ import {
   requestHash,
   type HttpMethod,
   type IdempotencyStore,
+  type Operation,
+  type Operations,
   type Reply,
-  type Route,
   type RouteRequest,
+  type RouteSpec,
   type StoredResponse,
 } from '@ofp/runtime';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
@@ -35,141 +37,197 @@ export interface ApiRoutesDependencies {
   readonly queries: RecordQueries;
   readonly readYourWrites: ReadYourWrites;
   readonly idempotency: IdempotencyStore;
-  /** Bearer verification and the client's rate limit. */
-  readonly gate: BearerGate;
-  /** Every organization has its seed records (phone number types) before its first request is served. */
-  readonly seed: AdmittedHook;
 }
 
-type ApiRoute = Route<AuthContext>;
+type Request = RouteRequest<AuthContext>;
 
-/**
- * The api's part of the route table: for every model of the registry, its search and record reads
- * (API.md §4) and the writes its access allows (API.md §5-§6), under `/v2` (and `/api/v2`). Every
- * route needs a token; reads the `read` scope, writes the model's write scope, or `operations` for a
- * model with operator changes (the decided change then names the exact scopes it needs, API.md §7).
- */
-export function apiRoutes(deps: ApiRoutesDependencies): ApiRoute[] {
-  return Object.values(MODELS).flatMap((model) => modelRoutes(model, deps));
+/** The operations of a model: one of each its access allows (`allowedMethods`). */
+type OperationKind = 'search' | 'get' | 'create' | 'createAt' | 'update' | 'patch' | 'delete';
+
+interface ModelOperation {
+  readonly kind: OperationKind;
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly summary: string;
 }
 
-function modelRoutes(model: ModelDefinition, deps: ApiRoutesDependencies): ApiRoute[] {
-  const reads = deps.gate.access(['read'], deps.seed);
-  const writeScopes: Scope[] = model.operatorChanges ? [model.writeScope, 'operations'] : [model.writeScope];
-  const writes = deps.gate.access([...new Set(writeScopes)], deps.seed);
+function modelOperations(model: ModelDefinition): ModelOperation[] {
   const collection = `/v2/${model.name}`;
   const record = `${collection}/{id}`;
-  const name = model.name;
-  const routes: ApiRoute[] = [
-    {
-      method: 'GET',
-      path: collection,
-      operationId: `${name}.search`,
-      summary: `Search ${name.replace(/_/g, ' ')}`,
-      tag: name,
-      model: name,
-      access: reads,
-      query: { names: ['q'], schemas: { q: searchParameter(model) } },
-      responses: { 200: { description: 'A page of records', schema: searchEnvelopeSchema(model) } },
-      handle: async (request) => {
-        const page = await deps.queries.search(model, request.principal.orgId, request.query.q);
-        return { status: 200, body: searchEnvelopeJson(page) };
-      },
-    },
-    {
-      method: 'GET',
-      path: record,
-      operationId: `${name}.get`,
-      summary: `Get one ${model.singular.replace(/_/g, ' ')}`,
-      tag: name,
-      model: name,
-      access: reads,
-      headers: ['If-None-Match'],
-      responses: {
-        200: { description: 'The record', headers: ['ETag'], schema: singleEnvelopeSchema(model) },
-        304: { description: 'Not modified', headers: ['ETag'] },
-      },
-      errors: [404],
-      handle: async (request) => {
-        const id = recordIdOf(request.params.id, model.singular);
-        const found = await deps.queries.get(model, request.principal.orgId, id);
-        if (!found) throw baseError('NotFound', `${model.singular} ${id} not found`);
-        const etag = etagOf(found.version);
-        if (noneMatchHits(request.header('if-none-match'), etag))
-          return { status: 304, headers: { ETag: etag } };
-        return { status: 200, headers: { ETag: etag }, body: singleEnvelopeJson(found) };
-      },
-    },
-  ];
-  const writeRoute = (
-    method: HttpMethod,
-    path: string,
-    operation: string,
-    summary: string,
-    handle: WriteHandler,
-  ) => {
-    const creates = operation === 'create' || operation === 'createAt';
-    routes.push({
-      method,
-      path,
-      operationId: `${name}.${operation}`,
-      summary,
-      tag: name,
-      model: name,
-      access: writes,
-      ...(method === 'DELETE' ? {} : { body: 'json' as const }),
-      headers: ['Idempotency-Key', 'Prefer', ...(creates ? [] : (['If-Match'] as const))],
-      ...(method === 'DELETE' ? {} : { request: writeSchema(model, creates ? 'create' : 'update') }),
-      responses: creates
-        ? {
-            201: {
-              description: 'Created',
-              headers: ['Location', 'ETag', 'Idempotent-Replayed', 'Preference-Applied'],
-              schema: singleEnvelopeSchema(model),
-            },
-          }
-        : {
-            200: {
-              description: method === 'DELETE' ? 'The deleted record' : 'The record',
-              headers: ['ETag', 'Idempotent-Replayed', 'Preference-Applied'],
-              schema: singleEnvelopeSchema(model),
-            },
-          },
-      errors: creates ? [409, 413, 415, 422] : [404, 409, 412, 413, 415, 422],
-      handle: (request) => write(deps, model, request, handle(request)),
-    });
-  };
+  const singular = model.singular.replace(/_/g, ' ');
   const allowed = (path: 'collection' | 'record', method: HttpMethod) =>
     allowedMethods(model, path).includes(method);
-  const singular = model.singular.replace(/_/g, ' ');
-  if (allowed('collection', 'POST'))
-    writeRoute('POST', collection, 'create', `Create a ${singular}`, (request) => ({
+  const operations: (ModelOperation | false)[] = [
+    { kind: 'search', method: 'GET', path: collection, summary: `Search ${model.name.replace(/_/g, ' ')}` },
+    { kind: 'get', method: 'GET', path: record, summary: `Get one ${singular}` },
+    allowed('collection', 'POST') && {
       kind: 'create',
-      body: validateCreate(model, request.body),
-    }));
-  if (allowed('record', 'POST'))
-    writeRoute('POST', record, 'createAt', `Create a ${singular} at a chosen id`, (request) => ({
-      kind: 'create',
-      id: idOf(model, request),
-      body: validateCreate(model, request.body),
-    }));
-  const update: WriteHandler = (request) => {
-    const pinned = ifMatchOf(request);
-    return { kind: 'update', id: idOf(model, request), body: validateUpdate(model, request.body), ...pinned };
-  };
-  if (allowed('record', 'PUT')) writeRoute('PUT', record, 'update', `Update a ${singular}`, update);
-  if (allowed('record', 'PATCH'))
-    writeRoute('PATCH', record, 'patch', `Update a ${singular} (same as PUT)`, update);
-  if (allowed('record', 'DELETE'))
-    writeRoute('DELETE', record, 'delete', `Delete a ${singular}`, (request) => ({
+      method: 'POST',
+      path: collection,
+      summary: `Create a ${singular}`,
+    },
+    allowed('record', 'POST') && {
+      kind: 'createAt',
+      method: 'POST',
+      path: record,
+      summary: `Create a ${singular} at a chosen id`,
+    },
+    allowed('record', 'PUT') && {
+      kind: 'update',
+      method: 'PUT',
+      path: record,
+      summary: `Update a ${singular}`,
+    },
+    allowed('record', 'PATCH') && {
+      kind: 'patch',
+      method: 'PATCH',
+      path: record,
+      summary: `Update a ${singular} (same as PUT)`,
+    },
+    allowed('record', 'DELETE') && {
       kind: 'delete',
-      id: idOf(model, request),
-      ...ifMatchOf(request),
-    }));
-  return routes;
+      method: 'DELETE',
+      path: record,
+      summary: `Delete a ${singular}`,
+    },
+  ];
+  return operations.filter((operation) => operation !== false);
 }
 
-type WriteHandler = (request: RouteRequest<AuthContext>) => WriteRequest;
+/** A model's write scopes: its own, and `operations` where operators change it (the decider checks which). */
+function writeScopesOf(model: ModelDefinition): Scope[] {
+  return [...new Set<Scope>(model.operatorChanges ? [model.writeScope, 'operations'] : [model.writeScope])];
+}
+
+/**
+ * The api's part of the route table as data: for every model of the registry, its search and record
+ * reads (API.md §4) and the writes its access allows (API.md §5-§6), under `/v2` (and `/api/v2`).
+ * Every route needs a token; reads the `read` scope, writes the model's write scope, or `operations`
+ * for a model with operator changes (the decided change then names the exact scopes it needs, API.md
+ * §7).
+ */
+export function apiRouteSpecs(): RouteSpec[] {
+  return Object.values(MODELS).flatMap((model) =>
+    modelOperations(model).map(({ kind, method, path, summary }): RouteSpec => {
+      const base = {
+        method,
+        path,
+        operationId: `${model.name}.${kind}`,
+        summary,
+        tag: model.name,
+        model: model.name,
+      };
+      if (kind === 'search')
+        return {
+          ...base,
+          access: { kind: 'bearer', scopes: ['read'] },
+          query: { names: ['q'], schemas: { q: searchParameter(model) } },
+          responses: { 200: { description: 'A page of records', schema: searchEnvelopeSchema(model) } },
+        };
+      if (kind === 'get')
+        return {
+          ...base,
+          access: { kind: 'bearer', scopes: ['read'] },
+          headers: ['If-None-Match'],
+          responses: {
+            200: { description: 'The record', headers: ['ETag'], schema: singleEnvelopeSchema(model) },
+            304: { description: 'Not modified', headers: ['ETag'] },
+          },
+          errors: [404],
+        };
+      const creates = kind === 'create' || kind === 'createAt';
+      return {
+        ...base,
+        access: { kind: 'bearer', scopes: writeScopesOf(model) },
+        headers: creates ? ['Idempotency-Key', 'Prefer'] : ['Idempotency-Key', 'Prefer', 'If-Match'],
+        ...(method === 'DELETE'
+          ? {}
+          : { body: 'json' as const, request: writeSchema(model, creates ? 'create' : 'update') }),
+        responses: creates
+          ? {
+              201: {
+                description: 'Created',
+                headers: ['Location', 'ETag', 'Idempotent-Replayed', 'Preference-Applied'],
+                schema: singleEnvelopeSchema(model),
+              },
+            }
+          : {
+              200: {
+                description: method === 'DELETE' ? 'The deleted record' : 'The record',
+                headers: ['ETag', 'Idempotent-Replayed', 'Preference-Applied'],
+                schema: singleEnvelopeSchema(model),
+              },
+            },
+        errors: creates ? [409, 413, 415, 422] : [404, 409, 412, 413, 415, 422],
+      };
+    }),
+  );
+}
+
+/** What serves {@link apiRouteSpecs}, by operationId. */
+export function apiOperations(deps: ApiRoutesDependencies): Operations {
+  return Object.fromEntries(
+    Object.values(MODELS).flatMap((model) =>
+      modelOperations(model).map(({ kind }) => [`${model.name}.${kind}`, modelOperation(model, kind, deps)]),
+    ),
+  );
+}
+
+function modelOperation(
+  model: ModelDefinition,
+  kind: OperationKind,
+  deps: ApiRoutesDependencies,
+): Operation<AuthContext> {
+  const writing = (command: WriteHandler): Operation<AuthContext> => ({
+    handle: (request) => write(deps, model, request, command(request)),
+  });
+  const update: WriteHandler = (request) => ({
+    kind: 'update',
+    id: idOf(model, request),
+    body: validateUpdate(model, request.body),
+    ...ifMatchOf(request),
+  });
+  switch (kind) {
+    case 'search':
+      return {
+        handle: async (request) => {
+          const page = await deps.queries.search(model, request.principal.orgId, request.query.q);
+          return { status: 200, body: searchEnvelopeJson(page) };
+        },
+      };
+    case 'get':
+      return {
+        handle: async (request) => {
+          const id = recordIdOf(request.params.id, model.singular);
+          const found = await deps.queries.get(model, request.principal.orgId, id);
+          if (!found) throw baseError('NotFound', `${model.singular} ${id} not found`);
+          const etag = etagOf(found.version);
+          if (noneMatchHits(request.header('if-none-match'), etag))
+            return { status: 304, headers: { ETag: etag } };
+          return { status: 200, headers: { ETag: etag }, body: singleEnvelopeJson(found) };
+        },
+      };
+    case 'create':
+      return writing((request) => ({ kind: 'create', body: validateCreate(model, request.body) }));
+    case 'createAt':
+      return writing((request) => ({
+        kind: 'create',
+        id: idOf(model, request),
+        body: validateCreate(model, request.body),
+      }));
+    case 'update':
+    case 'patch':
+      return writing(update);
+    case 'delete':
+      return writing((request) => ({ kind: 'delete', id: idOf(model, request), ...ifMatchOf(request) }));
+    default: {
+      const unhandled: never = kind;
+      throw new Error(`unhandled operation ${String(unhandled)}`);
+    }
+  }
+}
+
+type WriteHandler = (request: Request) => WriteRequest;
 
 /**
  * A write: an Idempotency-Key's stored response replayed, else the command run (its response stored

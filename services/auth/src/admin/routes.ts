@@ -9,7 +9,15 @@ import {
   type FieldErrors,
 } from '@ofp/contracts';
 import { ParkedEvents, type ParkedEvent } from '@ofp/event-store';
-import { inTransaction, jsonReply, type Pool, type Route, type RouteRequest } from '@ofp/runtime';
+import {
+  inTransaction,
+  jsonReply,
+  type Operation,
+  type Operations,
+  type Pool,
+  type RouteRequest,
+  type RouteSpec,
+} from '@ofp/runtime';
 import type { Grants } from '../oauth/grants.js';
 import type { SigningKeys } from '../signing-keys.js';
 import { organizationSchema, registeredClientSchema } from '../schemas.js';
@@ -22,7 +30,6 @@ import {
   organizationExists,
   rotateClientSecret,
 } from '../tenants.js';
-import { adminAccess } from './admin-token.js';
 
 export interface AdminRoutesDeps {
   pool: Pool;
@@ -30,7 +37,6 @@ export interface AdminRoutesDeps {
   keys: SigningKeys;
   /** Revokes a disabled client's grants and tokens. */
   grants: Pick<Grants, 'revoke' | 'revokeClient'>;
-  adminToken: string;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -105,9 +111,13 @@ function pageOf(request: RouteRequest<undefined>): { limit: number; offset: numb
   return { limit: integer('limit', 100, 1, 1000), offset: integer('offset', 0, 0, 1_000_000_000) };
 }
 
-function organizationIdOf(request: RouteRequest<undefined>): number | undefined {
+/** The id of the organization the path names; one that does not exist is a 404. */
+async function organizationOf(pool: Pool, request: RouteRequest<undefined>): Promise<number> {
   const given = request.params.id ?? '';
-  return /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+  const id = /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+  if (id === undefined || !(await organizationExists(pool, id)))
+    throw baseError('NotFound', `Organization ${given} not found`);
+  return id;
 }
 
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -116,13 +126,11 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   return parsed.data;
 }
 
-/** The administration API of API.md §10, guarded by the deployment's admin token. */
-export function adminRoutes(deps: AdminRoutesDeps): Route[] {
-  const access = adminAccess(deps.adminToken);
-  const parked = new ParkedEvents(deps.pool);
-  const admin = (route: Omit<Route<undefined>, 'access' | 'tag'>): Route<undefined> => ({
-    ...route,
-    access,
+/** The administration API of API.md §10 as data, guarded by the deployment's admin token. */
+export function adminRouteSpecs(): RouteSpec[] {
+  const admin = (spec: Omit<RouteSpec, 'access' | 'tag'>): RouteSpec => ({
+    ...spec,
+    access: { kind: 'admin' },
     tag: 'Administration',
   });
   return [
@@ -135,11 +143,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       request: organizationInput,
       responses: { 201: { description: 'The organization', schema: organizationSchema } },
       errors: [415, 422],
-      handle: async (request) => {
-        const input = parseBody(organizationInput, request.body);
-        const organization = await createOrganization(deps.pool, deps.clock, input.name);
-        return jsonReply(201, singleEnvelope(organization));
-      },
     }),
     admin({
       method: 'GET',
@@ -148,11 +151,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       summary: 'List the organizations, by id',
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of organizations' } },
-      handle: async (request) => {
-        const page = pageOf(request);
-        const { organizations, total } = await listOrganizations(deps.pool, page);
-        return jsonReply(200, searchEnvelope(organizations, total, page.offset));
-      },
     }),
     admin({
       method: 'GET',
@@ -162,15 +160,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of clients' } },
       errors: [404],
-      handle: async (request) => {
-        const id = organizationIdOf(request);
-        if (id === undefined || !(await organizationExists(deps.pool, id))) {
-          throw baseError('NotFound', `Organization ${request.params.id} not found`);
-        }
-        const page = pageOf(request);
-        const { clients, total } = await listClients(deps.pool, id, page);
-        return jsonReply(200, searchEnvelope(clients, total, page.offset));
-      },
     }),
     admin({
       method: 'POST',
@@ -181,21 +170,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       request: clientInput,
       responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
       errors: [404, 415, 422],
-      handle: async (request) => {
-        const id = organizationIdOf(request);
-        if (id === undefined || !(await organizationExists(deps.pool, id))) {
-          throw baseError('NotFound', `Organization ${request.params.id} not found`);
-        }
-        const input = parseBody(clientInput, request.body);
-        const client = await createClient(deps.pool, deps.clock, {
-          organizationId: id,
-          name: input.name,
-          redirectUri: input.redirect_uri ?? null,
-          scopes: input.scopes,
-        });
-        // The secret is shown this once; nothing on the way may keep a copy.
-        return jsonReply(201, singleEnvelope(client), { 'Cache-Control': 'no-store' });
-      },
     }),
     admin({
       method: 'POST',
@@ -204,12 +178,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       summary: 'Give a client a new secret (shown this once); the old one stops working at once',
       responses: { 200: { description: 'The client with its new secret' } },
       errors: [404, 409],
-      handle: async (request) => {
-        const client = await inTransaction(deps.pool, (tx) =>
-          rotateClientSecret(tx, request.params.client_id ?? ''),
-        );
-        return jsonReply(200, singleEnvelope(client), { 'Cache-Control': 'no-store' });
-      },
     }),
     admin({
       method: 'POST',
@@ -218,12 +186,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       summary: 'Disable a client: it authenticates no more, and its grants are revoked (API.md §7)',
       responses: { 200: { description: 'The disabled client, and how many grants were revoked' } },
       errors: [404],
-      handle: async (request) => {
-        const { client, revokedGrants } = await inTransaction(deps.pool, (tx) =>
-          disableClient(tx, deps.clock, deps.grants, request.params.client_id ?? ''),
-        );
-        return jsonReply(200, singleEnvelope({ ...client, revoked_grants: revokedGrants }));
-      },
     }),
     admin({
       method: 'POST',
@@ -231,10 +193,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       operationId: 'admin.rotateSigningKey',
       summary: 'Rotate the token signing key (live tokens stay valid)',
       responses: { 201: { description: 'The new key id and the retired one' } },
-      handle: async () => {
-        const rotated = await deps.keys.rotate();
-        return jsonReply(201, singleEnvelope({ kid: rotated.kid, retired_kid: rotated.retiredKid ?? null }));
-      },
     }),
     admin({
       method: 'GET',
@@ -248,15 +206,6 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
           description: 'A page of parked events, each with the reason and the events waiting behind it',
         },
       },
-      handle: async (request) => {
-        const page = pageOf(request);
-        const consumerGroup = request.query.consumer_group;
-        const { parked: events, total } = await parked.list({
-          ...page,
-          ...(consumerGroup === undefined ? {} : { consumerGroup }),
-        });
-        return jsonReply(200, searchEnvelope(events.map(parkedEventBody), total, page.offset));
-      },
     }),
     admin({
       method: 'POST',
@@ -266,14 +215,93 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
         'Apply a parked event again, then the events of its stream waiting behind it, in order; it stays parked, with the new reason, if it fails again',
       responses: { 202: { description: 'The parked event, its retry asked for' } },
       errors: [404],
+    }),
+  ];
+}
+
+/** What serves {@link adminRouteSpecs}, by operationId. */
+export function adminOperations(deps: AdminRoutesDeps): Operations {
+  const parked = new ParkedEvents(deps.pool);
+  const operations: Record<string, Operation<undefined>> = {
+    'admin.createOrganization': {
+      handle: async (request) => {
+        const input = parseBody(organizationInput, request.body);
+        const organization = await createOrganization(deps.pool, deps.clock, input.name);
+        return jsonReply(201, singleEnvelope(organization));
+      },
+    },
+    'admin.listOrganizations': {
+      handle: async (request) => {
+        const page = pageOf(request);
+        const { organizations, total } = await listOrganizations(deps.pool, page);
+        return jsonReply(200, searchEnvelope(organizations, total, page.offset));
+      },
+    },
+    'admin.listClients': {
+      handle: async (request) => {
+        const id = await organizationOf(deps.pool, request);
+        const page = pageOf(request);
+        const { clients, total } = await listClients(deps.pool, id, page);
+        return jsonReply(200, searchEnvelope(clients, total, page.offset));
+      },
+    },
+    'admin.createClient': {
+      handle: async (request) => {
+        const id = await organizationOf(deps.pool, request);
+        const input = parseBody(clientInput, request.body);
+        const client = await createClient(deps.pool, deps.clock, {
+          organizationId: id,
+          name: input.name,
+          redirectUri: input.redirect_uri ?? null,
+          scopes: input.scopes,
+        });
+        // The secret is shown this once; nothing on the way may keep a copy.
+        return jsonReply(201, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    },
+    'admin.rotateClientSecret': {
+      handle: async (request) => {
+        const client = await inTransaction(deps.pool, (tx) =>
+          rotateClientSecret(tx, request.params.client_id ?? ''),
+        );
+        return jsonReply(200, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    },
+    'admin.disableClient': {
+      handle: async (request) => {
+        const { client, revokedGrants } = await inTransaction(deps.pool, (tx) =>
+          disableClient(tx, deps.clock, deps.grants, request.params.client_id ?? ''),
+        );
+        return jsonReply(200, singleEnvelope({ ...client, revoked_grants: revokedGrants }));
+      },
+    },
+    'admin.rotateSigningKey': {
+      handle: async () => {
+        const rotated = await deps.keys.rotate();
+        return jsonReply(201, singleEnvelope({ kid: rotated.kid, retired_kid: rotated.retiredKid ?? null }));
+      },
+    },
+    'admin.listParkedEvents': {
+      handle: async (request) => {
+        const page = pageOf(request);
+        const consumerGroup = request.query.consumer_group;
+        const { parked: events, total } = await parked.list({
+          ...page,
+          ...(consumerGroup === undefined ? {} : { consumerGroup }),
+        });
+        return jsonReply(200, searchEnvelope(events.map(parkedEventBody), total, page.offset));
+      },
+    },
+    'admin.retryParkedEvent': {
       handle: async (request) => {
         const given = request.params.id ?? '';
         const retried = /^[1-9]\d{0,15}$/.test(given) ? await parked.requestRetry(Number(given)) : undefined;
         if (!retried) throw baseError('NotFound', `Parked event ${given} not found`);
         return jsonReply(202, singleEnvelope(parkedEventBody(retried)));
       },
-    }),
-  ];
+    },
+  };
+  return operations;
 }
 
 /** A parked event as the admin API shows it. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
+import type { AuthContext } from '@ofp/auth-tokens';
 import {
   baseError,
   fieldError,
@@ -27,10 +27,12 @@ import {
   requestHash,
   type HttpMethod,
   type IdempotencyStore,
+  type Operation,
+  type Operations,
   type Pool,
   type Reply,
-  type Route,
   type RouteRequest,
+  type RouteSpec,
 } from '@ofp/runtime';
 import { webhookDeliveries, webhooks } from '../models.js';
 import { TABLES } from '../schema.js';
@@ -62,25 +64,21 @@ export interface WebhookRoutesDependencies {
   readonly pool: Pool;
   readonly commands: WebhookCommands;
   readonly idempotency: IdempotencyStore;
-  /** Bearer verification and the client's rate limit. */
-  readonly gate: BearerGate;
 }
 
-type WebhookRoute = Route<AuthContext>;
 type Request = RouteRequest<AuthContext>;
 
+const COLLECTION = `/v2/${webhooks.name}`;
+const WEBHOOK = `${COLLECTION}/{id}`;
+const DELIVERIES = `/v2/${webhookDeliveries.name}`;
+
 /**
- * The dispatcher's part of the route table: `/v2/webhooks*` and `/v2/webhook_deliveries*` (API.md
- * §8). Reads need `read`, writes the webhooks' write scope. Every write takes `Idempotency-Key`, and
- * answers once its change is durably recorded and visible to reads: what `Prefer: respond-async` asks
- * for (API.md §5) is what every write here does.
+ * The dispatcher's part of the route table as data: `/v2/webhooks*` and `/v2/webhook_deliveries*`
+ * (API.md §8). Reads need `read`, writes the webhooks' write scope. Every write takes
+ * `Idempotency-Key`, and answers once its change is durably recorded and visible to reads: what
+ * `Prefer: respond-async` asks for (API.md §5) is what every write here does.
  */
-export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
-  const read = deps.gate.access(['read']);
-  const write = deps.gate.access([webhooks.writeScope]);
-  const collection = `/v2/${webhooks.name}`;
-  const webhook = `${collection}/{id}`;
-  const deliveries = `/v2/${webhookDeliveries.name}`;
+export function webhookRouteSpecs(): RouteSpec[] {
   /** A route of the table; `response` is its success status and body schema. */
   const route = (
     method: HttpMethod,
@@ -89,9 +87,8 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
     summary: string,
     model: ModelDefinition,
     response: [status: number, schema: z.ZodType],
-    handle: (request: Request) => Promise<Reply>,
-    more: Partial<WebhookRoute> = {},
-  ): WebhookRoute => {
+    more: Partial<RouteSpec> = {},
+  ): RouteSpec => {
     const writes = method !== 'GET';
     const [status, schema] = response;
     return {
@@ -101,7 +98,7 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
       summary,
       tag: model.name,
       model: model.name,
-      access: writes ? write : read,
+      access: { kind: 'bearer', scopes: writes ? [webhooks.writeScope] : ['read'] },
       ...(writes ? { headers: ['Idempotency-Key', 'Prefer'] as const } : {}),
       responses: {
         [status]: {
@@ -115,10 +112,117 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
         },
       },
       errors: writes ? [404, 409, 412, 415, 422] : [404],
-      handle: writes ? (request) => idempotent(deps.idempotency, request, () => handle(request)) : handle,
       ...more,
     };
   };
+  const searchOf = (model: ModelDefinition) => ({
+    query: { names: ['q'], schemas: { q: searchParameter(model) } },
+  });
+  const delivered = singleEnvelopeSchema(webhookDeliveries);
+  const { webhook, withSecret, webhooks: page, eventTypes, recovered } = responseSchemas();
+  const writeBody = (mode: 'create' | 'update') => ({
+    body: 'json' as const,
+    request: webhookBodySchema(mode),
+  });
+  const pinned = { headers: ['Idempotency-Key', 'Prefer', 'If-Match'] as const };
+  return [
+    route('GET', COLLECTION, 'webhooks.search', 'Search webhooks', webhooks, [200, page], searchOf(webhooks)),
+    route(
+      'POST',
+      COLLECTION,
+      'webhooks.create',
+      'Create a webhook (its secret is shown this once)',
+      webhooks,
+      [201, withSecret],
+      writeBody('create'),
+    ),
+    route('GET', WEBHOOK, 'webhooks.get', 'Get one webhook', webhooks, [200, webhook]),
+    route(
+      'POST',
+      WEBHOOK,
+      'webhooks.createAt',
+      'Create a webhook at a chosen id',
+      webhooks,
+      [201, withSecret],
+      writeBody('create'),
+    ),
+    route('PUT', WEBHOOK, 'webhooks.update', 'Update a webhook', webhooks, [200, webhook], {
+      ...writeBody('update'),
+      ...pinned,
+    }),
+    route('PATCH', WEBHOOK, 'webhooks.patch', 'Update a webhook (same as PUT)', webhooks, [200, webhook], {
+      ...writeBody('update'),
+      ...pinned,
+    }),
+    route('DELETE', WEBHOOK, 'webhooks.delete', 'Delete a webhook', webhooks, [200, webhook], pinned),
+    route(
+      'POST',
+      `${WEBHOOK}/rotate_secret`,
+      'webhooks.rotateSecret',
+      'Rotate the signing secret (both sign for 24 hours)',
+      webhooks,
+      [200, withSecret],
+    ),
+    route(
+      'POST',
+      `${WEBHOOK}/test`,
+      'webhooks.test',
+      'Send a webhook.test event to this endpoint alone',
+      webhooks,
+      [201, delivered],
+    ),
+    route(
+      'POST',
+      `${WEBHOOK}/recover`,
+      'webhooks.recover',
+      'Send every given-up delivery since a moment again (at most 14 days back)',
+      webhooks,
+      [200, recovered],
+      { body: 'json', request: RECOVER_BODY },
+    ),
+    route(
+      'GET',
+      `/v2/webhook_event_types`,
+      'webhooks.eventTypes',
+      'The event types a webhook may subscribe to, with what each means',
+      webhooks,
+      [200, eventTypes],
+      { errors: [] },
+    ),
+    route(
+      'GET',
+      DELIVERIES,
+      'webhook_deliveries.search',
+      'Search webhook deliveries',
+      webhookDeliveries,
+      [200, searchEnvelopeSchema(webhookDeliveries)],
+      searchOf(webhookDeliveries),
+    ),
+    route(
+      'GET',
+      `${DELIVERIES}/{id}`,
+      'webhook_deliveries.get',
+      'Get one webhook delivery',
+      webhookDeliveries,
+      [200, delivered],
+    ),
+    route(
+      'POST',
+      `${DELIVERIES}/{id}/retry`,
+      'webhook_deliveries.retry',
+      'Send a finished delivery again',
+      webhookDeliveries,
+      [200, delivered],
+    ),
+  ];
+}
+
+/** What serves {@link webhookRouteSpecs}, by operationId; every write under `Idempotency-Key`. */
+export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
+  const reading = (handle: (request: Request) => Promise<Reply>): Operation<AuthContext> => ({ handle });
+  const writing = (handle: (request: Request) => Promise<Reply>): Operation<AuthContext> => ({
+    handle: (request) => idempotent(deps.idempotency, request, () => handle(request)),
+  });
   const update = async (request: Request): Promise<Reply> => {
     const ifMatch = parseIfMatch(request.header('if-match'));
     const body = webhookBody(request.body, 'update');
@@ -141,180 +245,62 @@ export function webhookRoutes(deps: WebhookRoutesDependencies): WebhookRoute[] {
     if (status !== 201) return reply;
     return {
       ...reply,
-      headers: { ...reply.headers, Location: `${request.prefix}${collection}/${created.record.id}` },
+      headers: { ...reply.headers, Location: `${request.prefix}${COLLECTION}/${created.record.id}` },
     };
   };
   const create = (request: Request, id?: number) =>
     deps.commands.create(requesterOf(request), webhookBody(request.body, 'create'), id);
-  const searchOf = (model: ModelDefinition) => ({
-    query: { names: ['q'], schemas: { q: searchParameter(model) } },
-  });
-  const delivered = singleEnvelopeSchema(webhookDeliveries);
-  const {
-    webhook: WEBHOOK,
-    withSecret: WEBHOOK_WITH_SECRET,
-    webhooks: WEBHOOKS,
-    eventTypes,
-    recovered,
-  } = responseSchemas();
-  const writeBody = (mode: 'create' | 'update') => ({
-    body: 'json' as const,
-    request: webhookBodySchema(mode),
-  });
-
-  return [
-    route(
-      'GET',
-      collection,
-      'webhooks.search',
-      'Search webhooks',
-      webhooks,
-      [200, WEBHOOKS],
-      search(webhooks, toApiRecord),
-      searchOf(webhooks),
-    ),
-    route(
-      'POST',
-      collection,
-      'webhooks.create',
-      'Create a webhook (its secret is shown this once)',
-      webhooks,
-      [201, WEBHOOK_WITH_SECRET],
-      async (request) => withSecret(request, await create(request), 201),
-      writeBody('create'),
-    ),
-    route('GET', webhook, 'webhooks.get', 'Get one webhook', webhooks, [200, WEBHOOK], async (request) => {
+  return {
+    'webhooks.search': reading(search(webhooks, toApiRecord)),
+    'webhooks.create': writing(async (request) => withSecret(request, await create(request), 201)),
+    'webhooks.get': reading(async (request) => {
       const found = await deps.commands.get(request.principal.orgId, idOf(request));
       if (!found) throw baseError('NotFound', `${webhooks.singular} ${request.params.id} not found`);
       return recordReply(found);
     }),
-    route(
-      'POST',
-      webhook,
-      'webhooks.createAt',
-      'Create a webhook at a chosen id',
-      webhooks,
-      [201, WEBHOOK_WITH_SECRET],
-      async (request) => withSecret(request, await create(request, idOf(request)), 201),
-      writeBody('create'),
+    'webhooks.createAt': writing(async (request) =>
+      withSecret(request, await create(request, idOf(request)), 201),
     ),
-    route('PUT', webhook, 'webhooks.update', 'Update a webhook', webhooks, [200, WEBHOOK], update, {
-      ...writeBody('update'),
-      headers: ['Idempotency-Key', 'Prefer', 'If-Match'],
-    }),
-    route(
-      'PATCH',
-      webhook,
-      'webhooks.patch',
-      'Update a webhook (same as PUT)',
-      webhooks,
-      [200, WEBHOOK],
-      update,
-      {
-        ...writeBody('update'),
-        headers: ['Idempotency-Key', 'Prefer', 'If-Match'],
-      },
-    ),
-    route(
-      'DELETE',
-      webhook,
-      'webhooks.delete',
-      'Delete a webhook',
-      webhooks,
-      [200, WEBHOOK],
-      async (request) =>
-        recordReply(
-          await deps.commands.delete(
-            requesterOf(request),
-            idOf(request),
-            parseIfMatch(request.header('if-match')),
-          ),
+    'webhooks.update': writing(update),
+    'webhooks.patch': writing(update),
+    'webhooks.delete': writing(async (request) =>
+      recordReply(
+        await deps.commands.delete(
+          requesterOf(request),
+          idOf(request),
+          parseIfMatch(request.header('if-match')),
         ),
-      { headers: ['Idempotency-Key', 'Prefer', 'If-Match'] },
+      ),
     ),
-    route(
-      'POST',
-      `${webhook}/rotate_secret`,
-      'webhooks.rotateSecret',
-      'Rotate the signing secret (both sign for 24 hours)',
-      webhooks,
-      [200, WEBHOOK_WITH_SECRET],
-      async (request) =>
-        withSecret(request, await deps.commands.rotateSecret(request.principal.orgId, idOf(request)), 200),
+    'webhooks.rotateSecret': writing(async (request) =>
+      withSecret(request, await deps.commands.rotateSecret(request.principal.orgId, idOf(request)), 200),
     ),
-    route(
-      'POST',
-      `${webhook}/test`,
-      'webhooks.test',
-      'Send a webhook.test event to this endpoint alone',
-      webhooks,
-      [201, delivered],
-      async (request) => {
-        const { orgId } = request.principal;
-        const id = await deps.commands.sendTest(orgId, idOf(request));
-        const reply = recordReply(await delivery(orgId, id), 201);
-        return { ...reply, headers: { ...reply.headers, Location: `${request.prefix}${deliveries}/${id}` } };
-      },
+    'webhooks.test': writing(async (request) => {
+      const { orgId } = request.principal;
+      const id = await deps.commands.sendTest(orgId, idOf(request));
+      const reply = recordReply(await delivery(orgId, id), 201);
+      return { ...reply, headers: { ...reply.headers, Location: `${request.prefix}${DELIVERIES}/${id}` } };
+    }),
+    'webhooks.recover': writing(async (request) => {
+      const id = idOf(request);
+      const since = sinceOf(request.body);
+      const recovered = await deps.commands.recover(request.principal.orgId, id, since);
+      return jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
+    }),
+    'webhooks.eventTypes': reading(() =>
+      Promise.resolve(jsonReply(200, searchEnvelope([...EVENT_TYPES], EVENT_TYPES.length, 0))),
     ),
-    route(
-      'POST',
-      `${webhook}/recover`,
-      'webhooks.recover',
-      'Send every given-up delivery since a moment again (at most 14 days back)',
-      webhooks,
-      [200, recovered],
-      async (request) => {
-        const id = idOf(request);
-        const since = sinceOf(request.body);
-        const recovered = await deps.commands.recover(request.principal.orgId, id, since);
-        return jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
-      },
-      { body: 'json', request: RECOVER_BODY },
+    'webhook_deliveries.search': reading(search(webhookDeliveries, (stored) => stored as RecordJson)),
+    'webhook_deliveries.get': reading(async (request) =>
+      recordReply(await delivery(request.principal.orgId, idOf(request))),
     ),
-    route(
-      'GET',
-      `/v2/webhook_event_types`,
-      'webhooks.eventTypes',
-      'The event types a webhook may subscribe to, with what each means',
-      webhooks,
-      [200, eventTypes],
-      () => Promise.resolve(jsonReply(200, searchEnvelope([...EVENT_TYPES], EVENT_TYPES.length, 0))),
-      { errors: [] },
-    ),
-    route(
-      'GET',
-      deliveries,
-      'webhook_deliveries.search',
-      'Search webhook deliveries',
-      webhookDeliveries,
-      [200, searchEnvelopeSchema(webhookDeliveries)],
-      search(webhookDeliveries, (stored) => stored as RecordJson),
-      searchOf(webhookDeliveries),
-    ),
-    route(
-      'GET',
-      `${deliveries}/{id}`,
-      'webhook_deliveries.get',
-      'Get one webhook delivery',
-      webhookDeliveries,
-      [200, delivered],
-      async (request) => recordReply(await delivery(request.principal.orgId, idOf(request))),
-    ),
-    route(
-      'POST',
-      `${deliveries}/{id}/retry`,
-      'webhook_deliveries.retry',
-      'Send a finished delivery again',
-      webhookDeliveries,
-      [200, delivered],
-      async (request) => {
-        const { orgId } = request.principal;
-        const id = idOf(request);
-        await deps.commands.retryDelivery(orgId, id);
-        return recordReply(await delivery(orgId, id));
-      },
-    ),
-  ];
+    'webhook_deliveries.retry': writing(async (request) => {
+      const { orgId } = request.principal;
+      const id = idOf(request);
+      await deps.commands.retryDelivery(orgId, id);
+      return recordReply(await delivery(orgId, id));
+    }),
+  };
 }
 
 /** The headers of a write's response that its replays carry too. */

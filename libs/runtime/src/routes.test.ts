@@ -1,0 +1,51 @@
+import { PUBLIC, bindRoutes, type RouteSpec } from './routes.js';
+
+const spec = (operationId: string, more: Partial<RouteSpec> = {}): RouteSpec => ({
+  method: 'GET',
+  path: `/${operationId}`,
+  operationId,
+  summary: operationId,
+  tag: 'test',
+  access: { kind: 'public' },
+  responses: { 200: { description: 'ok' } },
+  ...more,
+});
+const reply = { handle: () => Promise.resolve({ status: 200 }) };
+
+describe('bindRoutes', () => {
+  it('binds each spec to the operation of its operationId, admitted as its access says', async () => {
+    const admitted: string[] = [];
+    const routes = bindRoutes(
+      [spec('a'), spec('b', { access: { kind: 'bearer', scopes: ['read'] } })],
+      { a: reply, b: { handle: () => Promise.resolve({ status: 204 }) } },
+      (access) => {
+        admitted.push(`${access.kind}:${(access.scopes ?? []).join()}`);
+        return PUBLIC;
+      },
+    );
+    expect(routes.map((route) => [route.operationId, route.path])).toEqual([
+      ['a', '/a'],
+      ['b', '/b'],
+    ]);
+    expect(admitted).toEqual(['public:', 'bearer:read']);
+    expect((await routes[1]!.handle({} as never)).status).toBe(204);
+  });
+
+  it('refuses a spec without an operation, and an operation without a spec', () => {
+    expect(() => bindRoutes([spec('a'), spec('b')], { a: reply }, () => PUBLIC)).toThrow(
+      'no operation serves b (GET /b)',
+    );
+    expect(() => bindRoutes([spec('a')], { a: reply, c: reply }, () => PUBLIC)).toThrow(
+      'operations without a spec: c',
+    );
+  });
+
+  it('refuses an OAuth-format spec whose operation renders no errors, and the other way round', () => {
+    expect(() => bindRoutes([spec('a', { errorFormat: 'oauth' })], { a: reply }, () => PUBLIC)).toThrow(
+      "a: its errorFormat and its operation's renderError disagree",
+    );
+    expect(() =>
+      bindRoutes([spec('a')], { a: { ...reply, renderError: () => undefined } }, () => PUBLIC),
+    ).toThrow("a: its errorFormat and its operation's renderError disagree");
+  });
+});
