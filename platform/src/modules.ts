@@ -324,7 +324,6 @@ const modules = {
         issuer: issuerFromPublicUrl(publicUrlOf(config)),
         keys: createJwksKeySource({
           url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
-          clock,
           logger,
         }),
         denyList,

@@ -1,5 +1,5 @@
 import { createHmac, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import jwt from 'jsonwebtoken';
+import { createLocalJWKSet, SignJWT } from 'jose';
 import { RevocationDenyList } from './revocations.js';
 import { createTokenVerifier, TokenRejectedError, type TokenVerifier } from './verifier.js';
 
@@ -30,8 +30,19 @@ describe('createTokenVerifier', () => {
     iat: Math.floor(T0 / 1000),
     exp: Math.floor(T0 / 1000) + 10800,
   });
-  const sign = (payload: object, key: KeyObject = published.privateKey, kid = 'k1', typ = 'at+jwt') =>
-    jwt.sign(payload, key, { algorithm: 'RS256', keyid: kid, header: { alg: 'RS256', typ } });
+  const sign = (
+    payload: object,
+    key: KeyObject = published.privateKey,
+    kid: string | null = 'k1',
+    typ: string | null = 'at+jwt',
+  ) =>
+    new SignJWT({ ...payload })
+      .setProtectedHeader({
+        alg: 'RS256',
+        ...(kid === null ? {} : { kid }),
+        ...(typ === null ? {} : { typ }),
+      })
+      .sign(key);
 
   beforeEach(() => {
     now = T0;
@@ -39,7 +50,9 @@ describe('createTokenVerifier', () => {
     denyList = new RevocationDenyList(clock);
     verifier = createTokenVerifier({
       issuer: ISSUER,
-      keys: { getKey: async (kid) => (kid === 'k1' ? published.publicKey : undefined) },
+      keys: createLocalJWKSet({
+        keys: [{ ...published.publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig', alg: 'RS256' }],
+      }),
       denyList,
       clock,
     });
@@ -55,7 +68,7 @@ describe('createTokenVerifier', () => {
   };
 
   it('accepts a token signed by a published key and returns who it speaks for', async () => {
-    await expect(verifier.verify(sign(claims()))).resolves.toEqual({
+    await expect(verifier.verify(await sign(claims()))).resolves.toEqual({
       clientId: 'client-1',
       orgId: 7,
       scopes: ['read', 'write'],
@@ -67,31 +80,32 @@ describe('createTokenVerifier', () => {
   });
 
   it('accepts the typ as the full media type, in any case (RFC 9068 §4)', async () => {
-    const token = sign(claims(), published.privateKey, 'k1', 'Application/AT+JWT');
+    const token = await sign(claims(), published.privateKey, 'k1', 'Application/AT+JWT');
     await expect(verifier.verify(token)).resolves.toMatchObject({ clientId: 'client-1' });
   });
 
   it('refuses a JWT that is not typed as an access token (an ID token, say)', async () => {
-    expect(await rejection(sign(claims(), published.privateKey, 'k1', 'JWT'))).toBe(
+    expect(await rejection(await sign(claims(), published.privateKey, 'k1', 'JWT'))).toBe(
       'The token is not an access token (typ at+jwt)',
     );
-    const untyped = `${base64url({ alg: 'RS256', kid: 'k1' })}.${base64url(claims())}.x`;
-    expect(await rejection(untyped)).toBe('The token is not an access token (typ at+jwt)');
+    expect(await rejection(await sign(claims(), published.privateKey, 'k1', null))).toBe(
+      'The token is not an access token (typ at+jwt)',
+    );
   });
 
   it('refuses a token meant for another audience, or for none', async () => {
-    expect(await rejection(sign({ ...claims(), aud: 'https://other.example.test' }))).toBe(
+    expect(await rejection(await sign({ ...claims(), aud: 'https://other.example.test' }))).toBe(
       'The access token is meant for another audience',
     );
     const { aud: _aud, ...rest } = claims();
-    expect(await rejection(sign(rest))).toBe('The access token is meant for another audience');
+    expect(await rejection(await sign(rest))).toBe('The access token is meant for another audience');
     await expect(
-      verifier.verify(sign({ ...claims(), aud: ['https://other.example.test', ISSUER] })),
+      verifier.verify(await sign({ ...claims(), aud: ['https://other.example.test', ISSUER] })),
     ).resolves.toBeDefined();
   });
 
   it('still checks expiry and revocation of a token it verified before', async () => {
-    const token = sign(claims());
+    const token = await sign(claims());
     await verifier.verify(token);
     now = T0 + (10800 + 31) * 1000;
     expect(await rejection(token)).toBe('The access token expired');
@@ -114,23 +128,25 @@ describe('createTokenVerifier', () => {
   });
 
   it('refuses a token signed by another key under a published kid', async () => {
-    expect(await rejection(sign(claims(), other.privateKey))).toBe('The access token signature is invalid');
+    expect(await rejection(await sign(claims(), other.privateKey))).toBe(
+      'The access token signature is invalid',
+    );
   });
 
   it('refuses a token whose kid is not published', async () => {
-    expect(await rejection(sign(claims(), other.privateKey, 'k2'))).toBe(
+    expect(await rejection(await sign(claims(), other.privateKey, 'k2'))).toBe(
       'The access token is signed with an unknown key',
     );
   });
 
   it('refuses a token with a tampered payload', async () => {
-    const [header, , signature] = sign(claims()).split('.');
+    const [header, , signature] = (await sign(claims())).split('.');
     const token = `${header}.${base64url({ ...claims(), org: 8 })}.${signature}`;
     expect(await rejection(token)).toBe('The access token signature is invalid');
   });
 
   it('refuses an expired token beyond the clock tolerance', async () => {
-    const token = sign(claims());
+    const token = await sign(claims());
     now = T0 + 10800_000 + 29_000;
     await expect(verifier.verify(token)).resolves.toBeDefined();
     now = T0 + 10800_000 + 31_000;
@@ -138,39 +154,50 @@ describe('createTokenVerifier', () => {
   });
 
   it('refuses a token that is not valid yet', async () => {
-    expect(await rejection(sign({ ...claims(), nbf: Math.floor(T0 / 1000) + 600 }))).toBe(
+    expect(await rejection(await sign({ ...claims(), nbf: Math.floor(T0 / 1000) + 600 }))).toBe(
       'The access token is not valid yet',
     );
   });
 
   it('refuses a token of another issuer', async () => {
-    expect(await rejection(sign({ ...claims(), iss: 'https://evil.example.test' }))).toBe(
+    expect(await rejection(await sign({ ...claims(), iss: 'https://evil.example.test' }))).toBe(
       'The access token has another issuer',
+    );
+  });
+
+  it('refuses a token without the client_id claim (RFC 9068 §2.2)', async () => {
+    const { client_id: _clientId, ...rest } = claims();
+    expect(await rejection(await sign(rest))).toBe('The access token lacks required claims');
+  });
+
+  it('refuses a token that names no key', async () => {
+    expect(await rejection(await sign(claims(), published.privateKey, null))).toBe(
+      'The access token names no signing key',
     );
   });
 
   it('refuses a token without an expiry', async () => {
     const { exp: _exp, ...rest } = claims();
-    expect(await rejection(sign(rest))).toBe('The access token lacks required claims');
+    expect(await rejection(await sign(rest))).toBe('The access token lacks required claims');
   });
 
   it('accepts a token without a grant id (client credentials), revoked by its id or its client', async () => {
     const { gid: _gid, ...rest } = claims();
-    const context = await verifier.verify(sign(rest));
+    const context = await verifier.verify(await sign(rest));
     expect(context.grantId).toBeUndefined();
     denyList.add({ tokenId: 'token-1', expiresAt: new Date(T0 + 10800_000) });
-    expect(await rejection(sign(rest))).toBe('The access token was revoked');
-    const another = sign({ ...rest, jti: 'token-2' });
+    expect(await rejection(await sign(rest))).toBe('The access token was revoked');
+    const another = await sign({ ...rest, jti: 'token-2' });
     await verifier.verify(another);
     denyList.add({ clientId: 'client-1', expiresAt: new Date(T0 + 10800_000) });
     expect(await rejection(another)).toBe('The access token was revoked');
   });
 
   it('refuses a token of a revoked grant, and a revoked token', async () => {
-    const token = sign(claims());
+    const token = await sign(claims());
     denyList.add({ grantId: 'grant-1', expiresAt: new Date(T0 + 10800_000) });
     expect(await rejection(token)).toBe('The access token was revoked');
-    const sibling = sign({ ...claims(), gid: 'grant-2', jti: 'token-2' });
+    const sibling = await sign({ ...claims(), gid: 'grant-2', jti: 'token-2' });
     denyList.add({ grantId: 'grant-2', tokenId: 'token-2', expiresAt: new Date(T0 + 10800_000) });
     expect(await rejection(sibling)).toBe('The access token was revoked');
   });
@@ -180,7 +207,7 @@ describe('createTokenVerifier', () => {
   });
 
   it('drops scopes the platform does not know', async () => {
-    const context = await verifier.verify(sign({ ...claims(), scope: 'read admin' }));
+    const context = await verifier.verify(await sign({ ...claims(), scope: 'read admin' }));
     expect(context.scopes).toEqual(['read']);
   });
 });

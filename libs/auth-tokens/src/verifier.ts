@@ -1,14 +1,14 @@
-import jwt from 'jsonwebtoken';
+import { errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { epochSeconds, type Clock } from './clock.js';
-import type { KeySource } from './jwks.js';
+import { KeySourceUnavailableError, type KeySource } from './jwks.js';
 import type { DenyList } from './revocations.js';
 import { isScope, type Scope } from './scopes.js';
 
 /** Who a verified access token speaks for (API.md §7). */
 export interface AuthContext {
-  /** `sub`: the OAuth client the token was issued to. */
+  /** `client_id` (RFC 9068 §2.2, `sub` as well): the OAuth client the token was issued to. */
   clientId: string;
   /** `org`: the organization the client belongs to; every record it touches belongs to it. */
   orgId: number;
@@ -86,14 +86,17 @@ const VERIFIED_TOKENS_KEPT = 10_000;
 const ALGORITHM = 'RS256';
 
 /**
- * RFC 9068 §4: an access token's `typ` is `at+jwt` (or the full media type), compared without regard
- * to case (RFC 7515 §4.1.9). It keeps an ID token or any other JWT signed by the same key from being
- * accepted as an access token.
+ * RFC 9068 §4: an access token's `typ` is `at+jwt` (jose also accepts the full media type, in any case:
+ * RFC 7515 §4.1.9). It keeps an ID token or any other JWT signed by the same key from being accepted as
+ * an access token.
  */
-const ACCESS_TOKEN_TYPE = /^(?:application\/)?at\+jwt$/i;
+const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/** RFC 9068 §2.2's claims that jose checks for presence (`iss` and `aud` it checks against the expected values). */
+const REQUIRED_CLAIMS = ['sub', 'client_id', 'jti', 'iat', 'exp'];
 
 const claimsSchema = z.object({
-  sub: z.string().min(1),
+  client_id: z.string().min(1),
   org: z.number().int().positive(),
   scope: z.string(),
   gid: z.string().min(1).optional(),
@@ -103,9 +106,10 @@ const claimsSchema = z.object({
 });
 
 /**
- * Verifies access tokens locally (no call to the auth service per request): RFC 9068's `typ: at+jwt`,
- * RS256 only, a `kid` the issuer publishes, the signature, `iss`, `aud`, `exp` (required) and `nbf`,
- * the claims this platform relies on, and the deny-list of revoked grants.
+ * Verifies access tokens locally (no call to the auth service per request) with jose's `jwtVerify`:
+ * RS256 only, a `kid` the issuer publishes, the signature, RFC 9068's `typ: at+jwt`, `iss`, `aud`,
+ * `client_id`, `exp` (required) and `nbf`, the claims this platform relies on, and the deny-list of
+ * revoked grants.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const clockTolerance = options.clockToleranceSeconds ?? 30;
@@ -132,40 +136,25 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   };
 
   async function verifyToken(token: string): Promise<AuthContext> {
-    const decoded = jwt.decode(token, { complete: true });
-    if (decoded === null || typeof decoded.payload === 'string') {
-      throw new TokenRejectedError('The access token is malformed', 'malformed');
-    }
-    if (typeof decoded.header.typ !== 'string' || !ACCESS_TOKEN_TYPE.test(decoded.header.typ)) {
-      throw new TokenRejectedError('The token is not an access token (typ at+jwt)', 'type');
-    }
-    if (decoded.header.alg !== ALGORITHM) {
-      throw new TokenRejectedError('The access token is not signed with RS256', 'algorithm');
-    }
-    const kid = decoded.header.kid;
-    if (typeof kid !== 'string')
-      throw new TokenRejectedError('The access token names no signing key', 'unknown_key');
-    const key = await options.keys.getKey(kid);
-    if (key === undefined)
-      throw new TokenRejectedError('The access token is signed with an unknown key', 'unknown_key');
-
     let payload: unknown;
     try {
-      payload = jwt.verify(token, key, {
+      ({ payload } = await jwtVerify(token, keyNamedBy(options.keys), {
         algorithms: [ALGORITHM],
+        typ: ACCESS_TOKEN_TYPE,
         issuer: options.issuer,
         audience,
-        clockTimestamp: epochSeconds(options.clock()),
+        requiredClaims: REQUIRED_CLAIMS,
+        currentDate: options.clock(),
         clockTolerance,
-      });
+      }));
     } catch (error) {
       throw rejection(error);
     }
     const claims = claimsSchema.safeParse(payload);
     if (!claims.success) throw new TokenRejectedError('The access token lacks required claims', 'claims');
-    const { sub, org, scope, gid, jti, iat, exp } = claims.data;
+    const { client_id, org, scope, gid, jti, iat, exp } = claims.data;
     const context: AuthContext = {
-      clientId: sub,
+      clientId: client_id,
       orgId: org,
       scopes: scope.split(' ').filter(isScope),
       ...(gid === undefined ? {} : { grantId: gid }),
@@ -179,18 +168,40 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
 }
 
-function rejection(error: unknown): TokenRejectedError {
-  if (error instanceof jwt.TokenExpiredError)
+/** The key source, for tokens that name their key: a token without a `kid` is refused before any lookup. */
+function keyNamedBy(keys: KeySource): JWTVerifyGetKey {
+  return (header, token) => {
+    if (typeof header.kid !== 'string')
+      throw new TokenRejectedError('The access token names no signing key', 'unknown_key');
+    return keys(header, token);
+  };
+}
+
+function rejection(error: unknown): Error {
+  if (error instanceof TokenRejectedError || error instanceof KeySourceUnavailableError) return error;
+  if (error instanceof errors.JWTExpired)
     return new TokenRejectedError('The access token expired', 'expired');
-  if (error instanceof jwt.NotBeforeError)
-    return new TokenRejectedError('The access token is not valid yet', 'not_yet_valid');
-  if (error instanceof jwt.JsonWebTokenError) {
-    if (error.message.startsWith('jwt issuer invalid'))
-      return new TokenRejectedError('The access token has another issuer', 'issuer');
-    if (error.message.startsWith('jwt audience invalid'))
-      return new TokenRejectedError('The access token is meant for another audience', 'audience');
-    if (error.message === 'invalid signature')
-      return new TokenRejectedError('The access token signature is invalid', 'signature');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case 'typ':
+        return new TokenRejectedError('The token is not an access token (typ at+jwt)', 'type');
+      case 'iss':
+        return new TokenRejectedError('The access token has another issuer', 'issuer');
+      case 'aud':
+        return new TokenRejectedError('The access token is meant for another audience', 'audience');
+      case 'nbf':
+        return new TokenRejectedError('The access token is not valid yet', 'not_yet_valid');
+      default:
+        return new TokenRejectedError('The access token lacks required claims', 'claims');
+    }
   }
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return new TokenRejectedError('The access token is not signed with RS256', 'algorithm');
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
+    return new TokenRejectedError('The access token is signed with an unknown key', 'unknown_key');
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return new TokenRejectedError('The access token signature is invalid', 'signature');
+  if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid)
+    return new TokenRejectedError('The access token is malformed', 'malformed');
   return new TokenRejectedError('The access token is invalid', 'invalid');
 }

@@ -1,5 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
+import { createLocalJWKSet } from 'jose';
 import type { Clock, KeySource } from '@ofp/auth-tokens';
 import { inTransaction, prepared, type Pool, type PoolClient } from '@ofp/runtime';
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
@@ -129,12 +130,7 @@ export class SigningKeys {
 
   /** The published keys as a verifier's key source, for checking this service's own tokens. */
   keySource(): KeySource {
-    return {
-      getKey: async (kid) => {
-        const jwk = (await this.jwks()).keys.find((k) => k.kid === kid);
-        return jwk === undefined ? undefined : createPublicKey({ key: { ...jwk }, format: 'jwk' });
-      },
-    };
+    return async (header, token) => createLocalJWKSet(await this.jwks())(header, token);
   }
 }
 
