@@ -172,6 +172,7 @@ try {
     path,
     operationId: path,
     summary: path,
+    description: path,
     tag: 'bench',
     access,
     responses: { 200: { description: 'ok' } },

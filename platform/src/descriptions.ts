@@ -266,6 +266,7 @@ const DESCRIPTION_BODIES: readonly {
   readonly path: string;
   readonly operationId: string;
   readonly summary: string;
+  readonly description: string;
   readonly type: string;
   readonly body: (served: Served) => string;
 }[] = [
@@ -273,6 +274,8 @@ const DESCRIPTION_BODIES: readonly {
     path: '/openapi.json',
     operationId: 'openapi',
     summary: 'This OpenAPI 3.1 document',
+    description:
+      'Every operation, its parameters, bodies and answers, and the webhook events, as this deployment serves them: what client generators and this page read.',
     type: 'application/json',
     body: ({ descriptions }) => JSON.stringify(descriptions.openapi),
   },
@@ -280,6 +283,8 @@ const DESCRIPTION_BODIES: readonly {
     path: '/asyncapi.json',
     operationId: 'asyncapi',
     summary: 'The AsyncAPI 3 document of the Kafka topics',
+    description:
+      "Every topic and event of the platform's Kafka binding (CloudEvents 1.0), for platform teams that consume the events inside the deployment.",
     type: 'application/json',
     body: ({ descriptions }) => JSON.stringify(descriptions.asyncapi),
   },
@@ -287,6 +292,8 @@ const DESCRIPTION_BODIES: readonly {
     path: '/docs',
     operationId: 'docs',
     summary: 'The API reference, rendered from this document',
+    description:
+      'This reference as a page (Redoc), served by the platform itself: it loads nothing from elsewhere, so it works offline and behind a proxy.',
     type: 'text/html; charset=utf-8',
     body: () => PAGE,
   },
@@ -294,6 +301,7 @@ const DESCRIPTION_BODIES: readonly {
     path: '/docs/redoc.standalone.js',
     operationId: 'docsRenderer',
     summary: "The reference page's renderer (Redoc)",
+    description: "Redoc's standalone bundle, from its npm package, served so that the page needs no CDN.",
     type: 'text/javascript; charset=utf-8',
     body: ({ script }) => script,
   },
@@ -301,6 +309,8 @@ const DESCRIPTION_BODIES: readonly {
     path: '/docs/start.js',
     operationId: 'docsStart',
     summary: 'Starts the renderer on this document',
+    description:
+      "The script that starts Redoc on `/openapi.json` (a script of its own, as the page's Content-Security-Policy allows no inline script).",
     type: 'text/javascript; charset=utf-8',
     body: () => START,
   },
@@ -308,11 +318,12 @@ const DESCRIPTION_BODIES: readonly {
 
 /** `/openapi.json`, `/asyncapi.json` and `/docs` (API.md §11): public, about no organization. */
 const DESCRIPTION_ROUTES: readonly RouteSpec[] = DESCRIPTION_BODIES.map(
-  ({ path, operationId, summary, type }) => ({
+  ({ path, operationId, summary, description, type }) => ({
     method: 'GET',
     path,
     operationId,
     summary,
+    description,
     tag: 'Descriptions',
     access: { kind: 'public' },
     responses: { 200: { description: summary, mediaType: type } },

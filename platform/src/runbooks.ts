@@ -63,6 +63,8 @@ export async function runbookRoutes(): Promise<Route[]> {
       path: '/docs/runbooks',
       operationId: 'runbooks',
       summary: "What to do when one of the chart's alerts fires",
+      description:
+        "One section per alert of the Helm chart, each named by the alert: what it means, what to look at, what to do. The alerts' `runbook_url` links here.",
       tag: 'Operations',
       access: PUBLIC,
       responses: { 200: { description: 'The runbooks', mediaType: 'text/html' } },

@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authorization server metadata (RFC 8414) */
+        /**
+         * Authorization server metadata (RFC 8414)
+         * @description Where the token, authorization, revocation and introspection endpoints and the key set are, the grants and scopes supported: what OAuth libraries (openid-client and others) read to configure themselves from the issuer's URL.
+         */
         get: operations["oauth.metadata"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The public keys that sign access tokens (RFC 7517) */
+        /**
+         * The public keys that sign access tokens (RFC 7517)
+         * @description The keys that verify access tokens (RS256 JWTs, RFC 9068), by `kid`; a retired key stays listed while tokens it signed may still be live. Cached for 60 s: a verifier that meets an unknown `kid` fetches it again.
+         */
         get: operations["oauth.jwks"];
         put?: never;
         post?: never;
@@ -45,7 +51,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authorization code request (RFC 6749 §4.1.1, PKCE S256) */
+        /**
+         * Authorization code request (RFC 6749 §4.1.1, PKCE S256)
+         * @description Starts the authorization-code grant for a client with a registered `redirect_uri`: redirects there with a one-time `code` (or an `error`), which the client exchanges at `/oauth/token` with the PKCE `code_verifier` whose S256 `code_challenge` it sent here. `state` comes back as it was sent.
+         */
         get: operations["oauth.authorize"];
         put?: never;
         post?: never;
@@ -64,7 +73,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Token request (RFC 6749 §3.2) */
+        /**
+         * Token request (RFC 6749 §3.2)
+         * @description Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`). The client authenticates with HTTP Basic (`client_id:client_secret`), or `client_id` and `client_secret` in the form; repeated failures are slowed down (429 `slow_down` with `Retry-After`). Errors follow RFC 6749 §5.2 (`{error, error_description}`).
+         */
         post: operations["oauth.token"];
         delete?: never;
         options?: never;
@@ -81,7 +93,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Token revocation (RFC 7009) */
+        /**
+         * Token revocation (RFC 7009)
+         * @description Revokes an access or refresh token of the calling client, and the grant it belongs to: the API refuses its access tokens within 5 s. Answers 200 for a token it does not know too, as RFC 7009 asks. The client authenticates with HTTP Basic (`client_id:client_secret`), or `client_id` and `client_secret` in the form; repeated failures are slowed down (429 `slow_down` with `Retry-After`). Errors follow RFC 6749 §5.2 (`{error, error_description}`).
+         */
         post: operations["oauth.revoke"];
         delete?: never;
         options?: never;
@@ -98,7 +113,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Token introspection (RFC 7662) */
+        /**
+         * Token introspection (RFC 7662)
+         * @description Whether a token of the calling client is active, and its scope, client, subject and expiry when it is; `{"active": false}` for any other token. The client authenticates with HTTP Basic (`client_id:client_secret`), or `client_id` and `client_secret` in the form; repeated failures are slowed down (429 `slow_down` with `Retry-After`). Errors follow RFC 6749 §5.2 (`{error, error_description}`).
+         */
         post: operations["oauth.introspect"];
         delete?: never;
         options?: never;
@@ -113,7 +131,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether a token works, and for which organization */
+        /**
+         * Whether a token works, and for which organization
+         * @description Answers the organization a bearer token speaks for, or 401 when the token is missing, expired or revoked: the first call to make with new credentials. Any scope will do.
+         */
         get: operations["authenticate"];
         put?: never;
         post?: never;
@@ -130,10 +151,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search phone number types */
+        /**
+         * Search phone number types
+         * @description Searches the organization's phone number types. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["phone_number_types.search"];
         put?: never;
-        /** Create a phone number type */
+        /**
+         * Create a phone number type
+         * @description Creates a phone number type, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["phone_number_types.create"];
         delete?: never;
         options?: never;
@@ -148,17 +175,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one phone number type */
+        /**
+         * Get one phone number type
+         * @description Reads one phone number type by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["phone_number_types.get"];
-        /** Update a phone number type */
+        /**
+         * Update a phone number type
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         put: operations["phone_number_types.update"];
-        /** Create a phone number type at a chosen id */
+        /**
+         * Create a phone number type at a chosen id
+         * @description Creates a phone number type at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["phone_number_types.createAt"];
-        /** Delete a phone number type */
+        /**
+         * Delete a phone number type
+         * @description Deletes a phone number type. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         delete: operations["phone_number_types.delete"];
         options?: never;
         head?: never;
-        /** Update a phone number type (same as PUT) */
+        /**
+         * Update a phone number type (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         patch: operations["phone_number_types.patch"];
         trace?: never;
     };
@@ -169,10 +211,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search people */
+        /**
+         * Search people
+         * @description Searches the organization's people. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["people.search"];
         put?: never;
-        /** Create a person */
+        /**
+         * Create a person
+         * @description Creates a person, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["people.create"];
         delete?: never;
         options?: never;
@@ -187,17 +235,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one person */
+        /**
+         * Get one person
+         * @description Reads one person by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["people.get"];
-        /** Update a person */
+        /**
+         * Update a person
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         put: operations["people.update"];
-        /** Create a person at a chosen id */
+        /**
+         * Create a person at a chosen id
+         * @description Creates a person at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["people.createAt"];
-        /** Delete a person */
+        /**
+         * Delete a person
+         * @description Deletes a person. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         delete: operations["people.delete"];
         options?: never;
         head?: never;
-        /** Update a person (same as PUT) */
+        /**
+         * Update a person (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         patch: operations["people.patch"];
         trace?: never;
     };
@@ -208,10 +271,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search items */
+        /**
+         * Search items
+         * @description Searches the organization's items. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["items.search"];
         put?: never;
-        /** Create a item */
+        /**
+         * Create a item
+         * @description Creates a item, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["items.create"];
         delete?: never;
         options?: never;
@@ -226,17 +295,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one item */
+        /**
+         * Get one item
+         * @description Reads one item by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["items.get"];
-        /** Update a item */
+        /**
+         * Update a item
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         put: operations["items.update"];
-        /** Create a item at a chosen id */
+        /**
+         * Create a item at a chosen id
+         * @description Creates a item at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["items.createAt"];
-        /** Delete a item */
+        /**
+         * Delete a item
+         * @description Deletes a item. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         delete: operations["items.delete"];
         options?: never;
         head?: never;
-        /** Update a item (same as PUT) */
+        /**
+         * Update a item (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         patch: operations["items.patch"];
         trace?: never;
     };
@@ -247,10 +331,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search orders */
+        /**
+         * Search orders
+         * @description Searches the organization's orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["orders.search"];
         put?: never;
-        /** Create a order */
+        /**
+         * Create a order
+         * @description Creates a order, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["orders.create"];
         delete?: never;
         options?: never;
@@ -265,17 +355,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one order */
+        /**
+         * Get one order
+         * @description Reads one order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["orders.get"];
-        /** Update a order */
+        /**
+         * Update a order
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         put: operations["orders.update"];
-        /** Create a order at a chosen id */
+        /**
+         * Create a order at a chosen id
+         * @description Creates a order at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["orders.createAt"];
-        /** Delete a order */
+        /**
+         * Delete a order
+         * @description Deletes a order. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         delete: operations["orders.delete"];
         options?: never;
         head?: never;
-        /** Update a order (same as PUT) */
+        /**
+         * Update a order (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         patch: operations["orders.patch"];
         trace?: never;
     };
@@ -286,10 +391,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search fulfillment orders */
+        /**
+         * Search fulfillment orders
+         * @description Searches the organization's fulfillment orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["fulfillment_orders.search"];
         put?: never;
-        /** Create a fulfillment order */
+        /**
+         * Create a fulfillment order
+         * @description Creates a fulfillment order, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         post: operations["fulfillment_orders.create"];
         delete?: never;
         options?: never;
@@ -304,17 +415,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one fulfillment order */
+        /**
+         * Get one fulfillment order
+         * @description Reads one fulfillment order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["fulfillment_orders.get"];
-        /** Update a fulfillment order */
+        /**
+         * Update a fulfillment order
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         put: operations["fulfillment_orders.update"];
-        /** Create a fulfillment order at a chosen id */
+        /**
+         * Create a fulfillment order at a chosen id
+         * @description Creates a fulfillment order at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         post: operations["fulfillment_orders.createAt"];
-        /** Delete a fulfillment order */
+        /**
+         * Delete a fulfillment order
+         * @description Deletes a fulfillment order. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         delete: operations["fulfillment_orders.delete"];
         options?: never;
         head?: never;
-        /** Update a fulfillment order (same as PUT) */
+        /**
+         * Update a fulfillment order (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         patch: operations["fulfillment_orders.patch"];
         trace?: never;
     };
@@ -325,10 +451,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search shipments */
+        /**
+         * Search shipments
+         * @description Searches the organization's shipments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["shipments.search"];
         put?: never;
-        /** Create a shipment */
+        /**
+         * Create a shipment
+         * @description Creates a shipment, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         post: operations["shipments.create"];
         delete?: never;
         options?: never;
@@ -343,16 +475,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one shipment */
+        /**
+         * Get one shipment
+         * @description Reads one shipment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["shipments.get"];
-        /** Update a shipment */
+        /**
+         * Update a shipment
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         put: operations["shipments.update"];
-        /** Create a shipment at a chosen id */
+        /**
+         * Create a shipment at a chosen id
+         * @description Creates a shipment at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         post: operations["shipments.createAt"];
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a shipment (same as PUT) */
+        /**
+         * Update a shipment (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         patch: operations["shipments.patch"];
         trace?: never;
     };
@@ -363,10 +507,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search purchase orders */
+        /**
+         * Search purchase orders
+         * @description Searches the organization's purchase orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["purchase_orders.search"];
         put?: never;
-        /** Create a purchase order */
+        /**
+         * Create a purchase order
+         * @description Creates a purchase order, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         post: operations["purchase_orders.create"];
         delete?: never;
         options?: never;
@@ -381,17 +531,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one purchase order */
+        /**
+         * Get one purchase order
+         * @description Reads one purchase order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["purchase_orders.get"];
-        /** Update a purchase order */
+        /**
+         * Update a purchase order
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         put: operations["purchase_orders.update"];
-        /** Create a purchase order at a chosen id */
+        /**
+         * Create a purchase order at a chosen id
+         * @description Creates a purchase order at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         post: operations["purchase_orders.createAt"];
-        /** Delete a purchase order */
+        /**
+         * Delete a purchase order
+         * @description Deletes a purchase order. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         delete: operations["purchase_orders.delete"];
         options?: never;
         head?: never;
-        /** Update a purchase order (same as PUT) */
+        /**
+         * Update a purchase order (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
         patch: operations["purchase_orders.patch"];
         trace?: never;
     };
@@ -402,10 +567,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search invoices */
+        /**
+         * Search invoices
+         * @description Searches the organization's invoices. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["invoices.search"];
         put?: never;
-        /** Create a invoice */
+        /**
+         * Create a invoice
+         * @description Creates a invoice, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         post: operations["invoices.create"];
         delete?: never;
         options?: never;
@@ -420,16 +591,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one invoice */
+        /**
+         * Get one invoice
+         * @description Reads one invoice by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["invoices.get"];
-        /** Update a invoice */
+        /**
+         * Update a invoice
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         put: operations["invoices.update"];
-        /** Create a invoice at a chosen id */
+        /**
+         * Create a invoice at a chosen id
+         * @description Creates a invoice at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         post: operations["invoices.createAt"];
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a invoice (same as PUT) */
+        /**
+         * Update a invoice (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `operations` scope.
+         */
         patch: operations["invoices.patch"];
         trace?: never;
     };
@@ -440,7 +623,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search inventory */
+        /**
+         * Search inventory
+         * @description Searches the organization's inventory. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["inventory.search"];
         put?: never;
         post?: never;
@@ -457,7 +643,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one inventory */
+        /**
+         * Get one inventory
+         * @description Reads one inventory by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["inventory.get"];
         put?: never;
         post?: never;
@@ -474,10 +663,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search inventory adjustments */
+        /**
+         * Search inventory adjustments
+         * @description Searches the organization's inventory adjustments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
         get: operations["inventory_adjustments.search"];
         put?: never;
-        /** Create a inventory adjustment */
+        /**
+         * Create a inventory adjustment
+         * @description Creates a inventory adjustment, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["inventory_adjustments.create"];
         delete?: never;
         options?: never;
@@ -492,10 +687,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one inventory adjustment */
+        /**
+         * Get one inventory adjustment
+         * @description Reads one inventory adjustment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
         get: operations["inventory_adjustments.get"];
         put?: never;
-        /** Create a inventory adjustment at a chosen id */
+        /**
+         * Create a inventory adjustment at a chosen id
+         * @description Creates a inventory adjustment at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope.
+         */
         post: operations["inventory_adjustments.createAt"];
         delete?: never;
         options?: never;
@@ -510,7 +711,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List events */
+        /**
+         * List events
+         * @description The organization's events, oldest first, with the bodies webhooks carry: for integrators that cannot receive webhooks, or that reconcile. Each page's `next_cursor` goes in `starting_after` to read on; a cursor kept is where a reader resumes. Filtered by `type`, or by `model` and `record_id`. Events are kept 30 days: a cursor older than that is a 410. Needs the `read` scope (docs/events-feed.md).
+         */
         get: operations["events.list"];
         put?: never;
         post?: never;
@@ -527,10 +731,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search webhooks */
+        /**
+         * Search webhooks
+         * @description The organization's webhook endpoints: their URL, event types and whether they are enabled, never their secrets. `q` as in every search: filters (all of which must match), order, limit and offset. Needs the `read` scope.
+         */
         get: operations["webhooks.search"];
         put?: never;
-        /** Create a webhook (its secret is shown this once) */
+        /**
+         * Create a webhook (its secret is shown this once)
+         * @description Subscribes a URL to event types (`*` for all of them; `GET /v2/webhook_event_types` lists them). The answer holds `secret` (`whsec_...`), shown this once: the key that verifies the Standard Webhooks signature of every delivery. The URL must be `https` and reach a public address, unless the deployment allows private targets. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhooks.create"];
         delete?: never;
         options?: never;
@@ -545,17 +755,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one webhook */
+        /**
+         * Get one webhook
+         * @description One webhook endpoint by its id: its URL, event types and whether it is enabled, never its secret. Needs the `read` scope.
+         */
         get: operations["webhooks.get"];
-        /** Update a webhook */
+        /**
+         * Update a webhook
+         * @description Changes the fields given (`url`, `events`, `description`, `enabled`); those left out keep their value. Enabling a disabled endpoint makes it receive deliveries again. With `If-Match: W/"<version>"` the change applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         put: operations["webhooks.update"];
-        /** Create a webhook at a chosen id */
+        /**
+         * Create a webhook at a chosen id
+         * @description As `POST /v2/webhooks`, at the id in the path; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhooks.createAt"];
-        /** Delete a webhook */
+        /**
+         * Delete a webhook
+         * @description Removes the endpoint: nothing more is delivered to it. With `If-Match: W/"<version>"` the delete applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         delete: operations["webhooks.delete"];
         options?: never;
         head?: never;
-        /** Update a webhook (same as PUT) */
+        /**
+         * Update a webhook (same as PUT)
+         * @description Changes the fields given, as `PUT`; those left out keep their value. With `If-Match: W/"<version>"` the change applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         patch: operations["webhooks.patch"];
         trace?: never;
     };
@@ -568,7 +793,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the signing secret (both sign for 24 hours) */
+        /**
+         * Rotate the signing secret (both sign for 24 hours)
+         * @description Gives the endpoint a new secret, shown this once in the answer. For 24 hours every delivery carries both signatures, the old secret's and the new one's, so that the receiver can switch without refusing any. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhooks.rotateSecret"];
         delete?: never;
         options?: never;
@@ -585,7 +813,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to this endpoint alone */
+        /**
+         * Send a webhook.test event to this endpoint alone
+         * @description Queues one `webhook.test` event for this endpoint, signed and retried as any other: a way to check a receiver. The answer is the new delivery (`Location` names it), whose attempts show what the receiver answered. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhooks.test"];
         delete?: never;
         options?: never;
@@ -602,7 +833,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send every given-up delivery since a moment again (at most 14 days back) */
+        /**
+         * Send every given-up delivery since a moment again (at most 14 days back)
+         * @description After an outage of the receiver: every delivery to this endpoint that failed for good since `since` (at most 14 days ago) is queued again, in its order. The answer says how many. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhooks.recover"];
         delete?: never;
         options?: never;
@@ -617,7 +851,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The event types a webhook may subscribe to, with what each means */
+        /**
+         * The event types a webhook may subscribe to, with what each means
+         * @description Every event type, its model and what it means. Each type's body is in this document's `webhooks` section, with its schema. Needs the `read` scope.
+         */
         get: operations["webhooks.eventTypes"];
         put?: never;
         post?: never;
@@ -634,7 +871,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search webhook deliveries */
+        /**
+         * Search webhook deliveries
+         * @description Each delivery of an event to an endpoint: its status (`pending`, `succeeded`, `failed`), attempts, the next attempt's time and the attempt log (each attempt's time, duration, status code, error and the start of the response). `q` as in every search: filters (all of which must match), order, limit and offset. Needs the `read` scope.
+         */
         get: operations["webhook_deliveries.search"];
         put?: never;
         post?: never;
@@ -651,7 +891,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one webhook delivery */
+        /**
+         * Get one webhook delivery
+         * @description One delivery with its attempt log: when each attempt was made, how long it took, what the receiver answered (status code and the start of the body) or the network error. Needs the `read` scope.
+         */
         get: operations["webhook_deliveries.get"];
         put?: never;
         post?: never;
@@ -670,7 +913,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a finished delivery again */
+        /**
+         * Send a finished delivery again
+         * @description Queues a delivery that succeeded or failed for good once more, with the same `webhook-id`, ahead of later deliveries of the same record not yet sent, so that their order holds. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
+         */
         post: operations["webhook_deliveries.retry"];
         delete?: never;
         options?: never;
@@ -685,7 +931,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This OpenAPI 3.1 document */
+        /**
+         * This OpenAPI 3.1 document
+         * @description Every operation, its parameters, bodies and answers, and the webhook events, as this deployment serves them: what client generators and this page read.
+         */
         get: operations["openapi"];
         put?: never;
         post?: never;
@@ -702,7 +951,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The AsyncAPI 3 document of the Kafka topics */
+        /**
+         * The AsyncAPI 3 document of the Kafka topics
+         * @description Every topic and event of the platform's Kafka binding (CloudEvents 1.0), for platform teams that consume the events inside the deployment.
+         */
         get: operations["asyncapi"];
         put?: never;
         post?: never;
@@ -719,7 +971,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The API reference, rendered from this document */
+        /**
+         * The API reference, rendered from this document
+         * @description This reference as a page (Redoc), served by the platform itself: it loads nothing from elsewhere, so it works offline and behind a proxy.
+         */
         get: operations["docs"];
         put?: never;
         post?: never;
@@ -736,7 +991,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The reference page's renderer (Redoc) */
+        /**
+         * The reference page's renderer (Redoc)
+         * @description Redoc's standalone bundle, from its npm package, served so that the page needs no CDN.
+         */
         get: operations["docsRenderer"];
         put?: never;
         post?: never;
@@ -753,7 +1011,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Starts the renderer on this document */
+        /**
+         * Starts the renderer on this document
+         * @description The script that starts Redoc on `/openapi.json` (a script of its own, as the page's Content-Security-Policy allows no inline script).
+         */
         get: operations["docsStart"];
         put?: never;
         post?: never;
@@ -5856,6 +6117,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -5996,6 +6258,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -6187,6 +6450,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -6368,6 +6632,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -6557,6 +6822,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -7032,6 +7298,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -7172,6 +7439,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -7363,6 +7631,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -7544,6 +7813,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -7733,6 +8003,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -8208,6 +8479,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -8348,6 +8620,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -8539,6 +8812,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -8720,6 +8994,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -8909,6 +9184,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -9384,6 +9660,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -9524,6 +9801,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -9715,6 +9993,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -9896,6 +10175,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -10085,6 +10365,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -10560,6 +10841,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -10700,6 +10982,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -10891,6 +11174,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -11072,6 +11356,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -11261,6 +11546,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -11736,6 +12022,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -11876,6 +12163,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -12067,6 +12355,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -12248,6 +12537,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -12723,6 +13013,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -12863,6 +13154,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -13054,6 +13346,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -13235,6 +13528,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -13424,6 +13718,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -13899,6 +14194,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -14039,6 +14335,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -14230,6 +14527,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -14411,6 +14709,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -14722,6 +15021,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -15144,6 +15444,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -15282,6 +15583,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -15925,6 +16227,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16053,6 +16356,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16244,6 +16548,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16438,6 +16743,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16617,6 +16923,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16808,6 +17115,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -16985,6 +17293,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -17163,6 +17472,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -17594,6 +17904,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;
@@ -17720,6 +18031,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @description The record's id */
                 id: number;
             };
             cookie?: never;

@@ -121,6 +121,11 @@ export function querySchema(model: ModelDefinition): z.ZodType {
   });
 }
 
+/** What a model's search does, as the reference describes it (API.md §4). */
+export function searchDescription(model: ModelDefinition): string {
+  return `Searches the organization's ${model.name.replace(/_/g, ' ')}. \`q\`, a URI-escaped JSON object, holds \`filters\` (each \`{operand, operator, value}\`, all of which must match), \`order\` (by the columns given, then by id) and the page (\`limit\` up to ${Q_LIMITS.maxLimit}, \`offset\`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with \`total_results\`, every match whatever the page. Needs the \`read\` scope.`;
+}
+
 /** The `q` parameter of a model's search as the route table declares it (API.md §4). */
 export function searchParameter(model: ModelDefinition): QueryParameter {
   return {

@@ -79,6 +79,7 @@ export {
   querySchema,
   recordSchema,
   schemaName,
+  searchDescription,
   searchEnvelopeSchema,
   searchParameter,
   singleEnvelopeSchema,

@@ -46,6 +46,7 @@ const route = (
   path,
   operationId: `${method} ${path}`,
   summary: 'test',
+  description: 'A route of the test',
   tag: 'test',
   access: PUBLIC,
   responses: { 200: { description: 'ok' } },

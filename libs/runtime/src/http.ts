@@ -509,6 +509,8 @@ function healthRoutes(options: HttpAppOptions): Route[] {
       path: '/livez',
       operationId: 'livez',
       summary: 'Liveness: the process is running',
+      description:
+        'Answers 200 while the process runs, whatever its dependencies: a failing liveness probe restarts the process, which a database outage does not call for.',
       tag: 'Operations',
       access: PUBLIC,
       responses: { 200: { description: 'Alive' } },
@@ -519,6 +521,8 @@ function healthRoutes(options: HttpAppOptions): Route[] {
       path: '/readyz',
       operationId: 'readyz',
       summary: 'Readiness: the process takes work',
+      description:
+        'Answers 200 once the process has started and its dependencies answer, 503 before that and again while it drains on shutdown: load balancers send requests only to a ready process.',
       tag: 'Operations',
       access: PUBLIC,
       responses: { 200: { description: 'Ready' } },
@@ -533,6 +537,8 @@ function healthRoutes(options: HttpAppOptions): Route[] {
       path: '/metrics',
       operationId: 'metrics',
       summary: 'Prometheus metrics of the process',
+      description:
+        "The process's metrics in Prometheus' text format: requests, latencies, consumers, webhook deliveries, pools (docs/operations.md).",
       tag: 'Operations',
       access: PUBLIC,
       responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } },

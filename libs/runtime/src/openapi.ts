@@ -218,6 +218,12 @@ function usedSchemes(routes: readonly RouteSpec[], schemes: Record<string, Json>
   return Object.fromEntries(Object.entries(schemes).filter(([name]) => used.has(name)));
 }
 
+/** What the path parameters name. */
+const PATH_PARAMETERS: Readonly<Record<string, string>> = {
+  id: "The record's id",
+  client_id: "The client's `client_id`",
+};
+
 function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApiOptions): Json {
   const parameters: Json[] = [];
   for (const name of route.path.match(/\{(\w+)\}/g) ?? []) {
@@ -226,6 +232,7 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
       name: param,
       in: 'path',
       required: true,
+      description: PATH_PARAMETERS[param] ?? `The ${param.replace(/_/g, ' ')}`,
       schema:
         param === 'id'
           ? { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }
@@ -330,6 +337,7 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
   return {
     operationId: route.operationId,
     summary: route.summary,
+    description: route.description,
     tags: [route.tag],
     security: securityOf(route),
     ...(parameters.length > 0 ? { parameters } : {}),

@@ -5,6 +5,7 @@ const spec = (operationId: string, more: Partial<RouteSpec> = {}): RouteSpec => 
   path: `/${operationId}`,
   operationId,
   summary: operationId,
+  description: `The ${operationId} of the test`,
   tag: 'test',
   access: { kind: 'public' },
   responses: { 200: { description: 'ok' } },

@@ -18,6 +18,11 @@ export interface RouteSpec {
   /** A stable, unique name of the operation (`people.search`): OpenAPI's operationId, and its handler's key. */
   readonly operationId: string;
   readonly summary: string;
+  /**
+   * What the operation does for its caller, in the reference: what it answers, what it changes, the
+   * headers that change its meaning, the scope it needs. Markdown.
+   */
+  readonly description: string;
   /** Groups operations in the reference (the model's name, `OAuth`, `Operations`). */
   readonly tag: string;
   /** The model the operation reads or writes, for metrics and the reference. */

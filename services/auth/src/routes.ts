@@ -50,13 +50,14 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
   const oauth = (
     path: string,
     operationId: string,
-    summary: string,
+    [summary, description]: [summary: string, description: string],
     schemas: { request: z.ZodType; response?: z.ZodType },
   ): RouteSpec => ({
     method: 'POST',
     path,
     operationId,
     summary,
+    description: `${description} The client authenticates with HTTP Basic (\`client_id:client_secret\`), or \`client_id\` and \`client_secret\` in the form; repeated failures are slowed down (429 \`slow_down\` with \`Retry-After\`). Errors follow RFC 6749 §5.2 (\`{error, error_description}\`).`,
     tag: 'OAuth',
     access: { kind: 'client' },
     body: 'form',
@@ -83,6 +84,8 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
       path,
       operationId: METADATA_OPERATIONS[i]!,
       summary: 'Authorization server metadata (RFC 8414)',
+      description:
+        "Where the token, authorization, revocation and introspection endpoints and the key set are, the grants and scopes supported: what OAuth libraries (openid-client and others) read to configure themselves from the issuer's URL.",
       tag: 'OAuth',
       access: { kind: 'public' },
       responses: { 200: { description: 'The metadata', schema: metadataSchema } },
@@ -92,6 +95,8 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
       path: '/.well-known/jwks.json',
       operationId: 'oauth.jwks',
       summary: 'The public keys that sign access tokens (RFC 7517)',
+      description:
+        'The keys that verify access tokens (RS256 JWTs, RFC 9068), by `kid`; a retired key stays listed while tokens it signed may still be live. Cached for 60 s: a verifier that meets an unknown `kid` fetches it again.',
       tag: 'OAuth',
       access: { kind: 'public' },
       responses: { 200: { description: 'The key set', schema: jwksSchema } },
@@ -101,6 +106,8 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
       path: '/oauth/authorize',
       operationId: 'oauth.authorize',
       summary: 'Authorization code request (RFC 6749 §4.1.1, PKCE S256)',
+      description:
+        'Starts the authorization-code grant for a client with a registered `redirect_uri`: redirects there with a one-time `code` (or an `error`), which the client exchanges at `/oauth/token` with the PKCE `code_verifier` whose S256 `code_challenge` it sent here. `state` comes back as it was sent.',
       tag: 'OAuth',
       access: { kind: 'public' },
       query: 'any',
@@ -111,21 +118,41 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
       },
       errorFormat: 'oauth',
     },
-    oauth('/oauth/token', 'oauth.token', 'Token request (RFC 6749 §3.2)', {
-      request: tokenRequestSchema,
-      response: tokenResponseSchema,
-    }),
-    oauth('/oauth/revoke', 'oauth.revoke', 'Token revocation (RFC 7009)', { request: tokenParameterSchema }),
-    oauth('/oauth/introspect', 'oauth.introspect', 'Token introspection (RFC 7662)', {
-      request: tokenParameterSchema,
-      response: introspectionSchema,
-    }),
+    oauth(
+      '/oauth/token',
+      'oauth.token',
+      [
+        'Token request (RFC 6749 §3.2)',
+        "Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`).",
+      ],
+      { request: tokenRequestSchema, response: tokenResponseSchema },
+    ),
+    oauth(
+      '/oauth/revoke',
+      'oauth.revoke',
+      [
+        'Token revocation (RFC 7009)',
+        'Revokes an access or refresh token of the calling client, and the grant it belongs to: the API refuses its access tokens within 5 s. Answers 200 for a token it does not know too, as RFC 7009 asks.',
+      ],
+      { request: tokenParameterSchema },
+    ),
+    oauth(
+      '/oauth/introspect',
+      'oauth.introspect',
+      [
+        'Token introspection (RFC 7662)',
+        'Whether a token of the calling client is active, and its scope, client, subject and expiry when it is; `{"active": false}` for any other token.',
+      ],
+      { request: tokenParameterSchema, response: introspectionSchema },
+    ),
     // Served by the auth service because it owns organizations; the ingress routes this path here.
     {
       method: 'GET',
       path: '/v2/authenticate',
       operationId: 'authenticate',
       summary: 'Whether a token works, and for which organization',
+      description:
+        'Answers the organization a bearer token speaks for, or 401 when the token is missing, expired or revoked: the first call to make with new credentials. Any scope will do.',
       tag: 'Authentication',
       access: { kind: 'bearer', scopes: [] },
       responses: {

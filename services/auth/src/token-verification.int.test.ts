@@ -77,6 +77,7 @@ describe('bearer token verification against the auth service', () => {
       path,
       operationId: `${method} ${path}`,
       summary: 'who is calling',
+      description: 'Answers who is calling',
       tag: 'test',
       access,
       responses: { 200: { description: 'the token' } },

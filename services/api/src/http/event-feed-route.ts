@@ -37,6 +37,8 @@ export function eventFeedRouteSpec(eventTypes: readonly PublishedEventType[]): R
     path: '/v2/events',
     operationId: 'events.list',
     summary: 'List events',
+    description:
+      "The organization's events, oldest first, with the bodies webhooks carry: for integrators that cannot receive webhooks, or that reconcile. Each page's `next_cursor` goes in `starting_after` to read on; a cursor kept is where a reader resumes. Filtered by `type`, or by `model` and `record_id`. Events are kept 30 days: a cursor older than that is a 410. Needs the `read` scope (docs/events-feed.md).",
     tag: 'events',
     access: { kind: 'bearer', scopes: ['read'] },
     query: {

@@ -3,6 +3,7 @@ import type { AuthContext, Scope } from '@ofp/auth-tokens';
 import {
   MODELS,
   allowedMethods,
+  searchDescription,
   searchParameter,
   searchEnvelopeSchema,
   singleEnvelopeSchema,
@@ -49,6 +50,8 @@ interface ModelOperation {
   readonly method: HttpMethod;
   readonly path: string;
   readonly summary: string;
+  /** What it does, in the reference; a write's gets {@link writeNotes} after it. */
+  readonly description: string;
 }
 
 function modelOperations(model: ModelDefinition): ModelOperation[] {
@@ -57,38 +60,56 @@ function modelOperations(model: ModelDefinition): ModelOperation[] {
   const singular = model.singular.replace(/_/g, ' ');
   const allowed = (path: 'collection' | 'record', method: HttpMethod) =>
     allowedMethods(model, path).includes(method);
+  const changes = `Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With \`If-Match: W/"<version>"\` it applies to that version only, else 412.`;
   const operations: (ModelOperation | false)[] = [
-    { kind: 'search', method: 'GET', path: collection, summary: `Search ${model.name.replace(/_/g, ' ')}` },
-    { kind: 'get', method: 'GET', path: record, summary: `Get one ${singular}` },
+    {
+      kind: 'search',
+      method: 'GET',
+      path: collection,
+      summary: `Search ${model.name.replace(/_/g, ' ')}`,
+      description: searchDescription(model),
+    },
+    {
+      kind: 'get',
+      method: 'GET',
+      path: record,
+      summary: `Get one ${singular}`,
+      description: `Reads one ${singular} by its id. Its \`ETag\` is its version (\`W/"<version>"\`): with \`If-None-Match\` naming it, the answer is a 304 without a body while the record is unchanged. Needs the \`read\` scope.`,
+    },
     allowed('collection', 'POST') && {
       kind: 'create',
       method: 'POST',
       path: collection,
       summary: `Create a ${singular}`,
+      description: `Creates a ${singular}, its id chosen by the platform.`,
     },
     allowed('record', 'POST') && {
       kind: 'createAt',
       method: 'POST',
       path: record,
       summary: `Create a ${singular} at a chosen id`,
+      description: `Creates a ${singular} at the id in the path, for records that keep the id another system gave them; 409 when that id is taken.`,
     },
     allowed('record', 'PUT') && {
       kind: 'update',
       method: 'PUT',
       path: record,
       summary: `Update a ${singular}`,
+      description: changes,
     },
     allowed('record', 'PATCH') && {
       kind: 'patch',
       method: 'PATCH',
       path: record,
       summary: `Update a ${singular} (same as PUT)`,
+      description: changes,
     },
     allowed('record', 'DELETE') && {
       kind: 'delete',
       method: 'DELETE',
       path: record,
       summary: `Delete a ${singular}`,
+      description: `Deletes a ${singular}. A delete is a change too: it has a version and an event of its own. With \`If-Match: W/"<version>"\` it applies to that version only, else 412.`,
     },
   ];
   return operations.filter((operation) => operation !== false);
@@ -97,6 +118,15 @@ function modelOperations(model: ModelDefinition): ModelOperation[] {
 /** A model's write scopes: its own, and `operations` where operators change it (the decider checks which). */
 function writeScopesOf(model: ModelDefinition): Scope[] {
   return [...new Set<Scope>(model.operatorChanges ? [model.writeScope, 'operations'] : [model.writeScope])];
+}
+
+/** What every write of a model does, in the reference: after the write's own description. */
+function writeNotes(model: ModelDefinition): string {
+  return `An \`Idempotency-Key\` makes a retry safe: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with \`Prefer: respond-async\`. Needs ${writeScopesOf(
+    model,
+  )
+    .map((scope) => `the \`${scope}\` scope`)
+    .join(' or ')}.`;
 }
 
 /**
@@ -108,12 +138,13 @@ function writeScopesOf(model: ModelDefinition): Scope[] {
  */
 export function apiRouteSpecs(): RouteSpec[] {
   return Object.values(MODELS).flatMap((model) =>
-    modelOperations(model).map(({ kind, method, path, summary }): RouteSpec => {
+    modelOperations(model).map(({ kind, method, path, summary, description }): RouteSpec => {
       const base = {
         method,
         path,
         operationId: `${model.name}.${kind}`,
         summary,
+        description,
         tag: model.name,
         model: model.name,
       };
@@ -138,6 +169,7 @@ export function apiRouteSpecs(): RouteSpec[] {
       const creates = kind === 'create' || kind === 'createAt';
       return {
         ...base,
+        description: `${description} ${writeNotes(model)}`,
         access: { kind: 'bearer', scopes: writeScopesOf(model) },
         headers: creates ? ['Idempotency-Key', 'Prefer'] : ['Idempotency-Key', 'Prefer', 'If-Match'],
         ...(method === 'DELETE'

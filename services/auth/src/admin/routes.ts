@@ -139,6 +139,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/organizations',
       operationId: 'admin.createOrganization',
       summary: 'Create an organization',
+      description:
+        "Creates an organization: a tenant whose records, clients and webhooks no other organization sees. Its clients are registered next (`POST /admin/organizations/{id}/clients`). Needs the deployment's admin token.",
       body: 'json',
       request: organizationInput,
       responses: { 201: { description: 'The organization', schema: organizationSchema } },
@@ -149,6 +151,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/organizations',
       operationId: 'admin.listOrganizations',
       summary: 'List the organizations, by id',
+      description:
+        "A page of the deployment's organizations in id order (`limit`, `offset`). Needs the admin token.",
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of organizations' } },
     }),
@@ -157,6 +161,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/organizations/{id}/clients',
       operationId: 'admin.listClients',
       summary: "List an organization's clients, by creation (never their secrets)",
+      description:
+        "A page of an organization's OAuth clients in the order they were registered, with their scopes, redirect URI and whether they are disabled; their secrets are never shown again. Needs the admin token.",
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of clients' } },
       errors: [404],
@@ -166,6 +172,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/organizations/{id}/clients',
       operationId: 'admin.createClient',
       summary: 'Register a client of an organization (its secret is shown this once)',
+      description:
+        'Registers an OAuth client of the organization with the scopes it may ask for and, for the authorization-code grant, its `redirect_uri`. The answer holds `client_secret`, shown this once (the platform keeps only its hash). Needs the admin token.',
       body: 'json',
       request: clientInput,
       responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
@@ -176,6 +184,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/clients/{client_id}/rotate_secret',
       operationId: 'admin.rotateClientSecret',
       summary: 'Give a client a new secret (shown this once); the old one stops working at once',
+      description:
+        'Gives the client a new `client_secret`, shown this once; the old one is refused from then on. 409 for a disabled client. Needs the admin token.',
       responses: { 200: { description: 'The client with its new secret' } },
       errors: [404, 409],
     }),
@@ -184,6 +194,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/clients/{client_id}/disable',
       operationId: 'admin.disableClient',
       summary: 'Disable a client: it authenticates no more, and its grants are revoked (API.md §7)',
+      description:
+        'Disables the client: it authenticates no more, and every grant it holds is revoked, so its refresh tokens are refused and its access tokens within 5 s. Needs the admin token.',
       responses: { 200: { description: 'The disabled client, and how many grants were revoked' } },
       errors: [404],
     }),
@@ -192,6 +204,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       path: '/admin/signing_keys/rotate',
       operationId: 'admin.rotateSigningKey',
       summary: 'Rotate the token signing key (live tokens stay valid)',
+      description:
+        'Makes a new signing key current: new tokens are signed with it, and the key it replaces stays in the key set until the last token it signed has expired. Needs the admin token.',
       responses: { 201: { description: 'The new key id and the retired one' } },
     }),
     admin({
@@ -200,6 +214,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       operationId: 'admin.listParkedEvents',
       summary:
         'List the events a consumer group could not apply and parked, oldest first (API.md §12); `consumer_group` narrows it',
+      description:
+        "A page of the events a consumer group could not apply, each with its reason and how many of its stream's events wait behind it (`limit`, `offset`, `consumer_group`). Needs the admin token.",
       query: { names: [...PAGE_QUERY.names, 'consumer_group'] },
       responses: {
         200: {
@@ -213,6 +229,8 @@ export function adminRouteSpecs(): RouteSpec[] {
       operationId: 'admin.retryParkedEvent',
       summary:
         'Apply a parked event again, then the events of its stream waiting behind it, in order; it stays parked, with the new reason, if it fails again',
+      description:
+        'Asks for a parked event to be applied again, then the events of its stream waiting behind it, in order; if it fails again it stays parked with the new reason. Needs the admin token.',
       responses: { 202: { description: 'The parked event, its retry asked for' } },
       errors: [404],
     }),

@@ -84,7 +84,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
     method: HttpMethod,
     path: string,
     operationId: string,
-    summary: string,
+    [summary, description]: [summary: string, description: string],
     model: ModelDefinition,
     response: [status: number, schema: z.ZodType],
     more: Partial<RouteSpec> = {},
@@ -96,6 +96,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
       path,
       operationId,
       summary,
+      description: `${description} ${writes ? WRITE_NOTES : 'Needs the `read` scope.'}`,
       tag: model.name,
       model: model.name,
       access: { kind: 'bearer', scopes: writes ? [webhooks.writeScope] : ['read'] },
@@ -126,40 +127,103 @@ export function webhookRouteSpecs(): RouteSpec[] {
   });
   const pinned = { headers: ['Idempotency-Key', 'Prefer', 'If-Match'] as const };
   return [
-    route('GET', COLLECTION, 'webhooks.search', 'Search webhooks', webhooks, [200, page], searchOf(webhooks)),
+    route(
+      'GET',
+      COLLECTION,
+      'webhooks.search',
+      [
+        'Search webhooks',
+        "The organization's webhook endpoints: their URL, event types and whether they are enabled, never their secrets. `q` as in every search: filters (all of which must match), order, limit and offset.",
+      ],
+      webhooks,
+      [200, page],
+      searchOf(webhooks),
+    ),
     route(
       'POST',
       COLLECTION,
       'webhooks.create',
-      'Create a webhook (its secret is shown this once)',
+      [
+        'Create a webhook (its secret is shown this once)',
+        'Subscribes a URL to event types (`*` for all of them; `GET /v2/webhook_event_types` lists them). The answer holds `secret` (`whsec_...`), shown this once: the key that verifies the Standard Webhooks signature of every delivery. The URL must be `https` and reach a public address, unless the deployment allows private targets.',
+      ],
       webhooks,
       [201, withSecret],
       writeBody('create'),
     ),
-    route('GET', WEBHOOK, 'webhooks.get', 'Get one webhook', webhooks, [200, webhook]),
+    route(
+      'GET',
+      WEBHOOK,
+      'webhooks.get',
+      [
+        'Get one webhook',
+        'One webhook endpoint by its id: its URL, event types and whether it is enabled, never its secret.',
+      ],
+      webhooks,
+      [200, webhook],
+    ),
     route(
       'POST',
       WEBHOOK,
       'webhooks.createAt',
-      'Create a webhook at a chosen id',
+      [
+        'Create a webhook at a chosen id',
+        'As `POST /v2/webhooks`, at the id in the path; 409 when that id is taken.',
+      ],
       webhooks,
       [201, withSecret],
       writeBody('create'),
     ),
-    route('PUT', WEBHOOK, 'webhooks.update', 'Update a webhook', webhooks, [200, webhook], {
-      ...writeBody('update'),
-      ...pinned,
-    }),
-    route('PATCH', WEBHOOK, 'webhooks.patch', 'Update a webhook (same as PUT)', webhooks, [200, webhook], {
-      ...writeBody('update'),
-      ...pinned,
-    }),
-    route('DELETE', WEBHOOK, 'webhooks.delete', 'Delete a webhook', webhooks, [200, webhook], pinned),
+    route(
+      'PUT',
+      WEBHOOK,
+      'webhooks.update',
+      [
+        'Update a webhook',
+        'Changes the fields given (`url`, `events`, `description`, `enabled`); those left out keep their value. Enabling a disabled endpoint makes it receive deliveries again. With `If-Match: W/"<version>"` the change applies to that version only, else 412.',
+      ],
+      webhooks,
+      [200, webhook],
+      {
+        ...writeBody('update'),
+        ...pinned,
+      },
+    ),
+    route(
+      'PATCH',
+      WEBHOOK,
+      'webhooks.patch',
+      [
+        'Update a webhook (same as PUT)',
+        'Changes the fields given, as `PUT`; those left out keep their value. With `If-Match: W/"<version>"` the change applies to that version only, else 412.',
+      ],
+      webhooks,
+      [200, webhook],
+      {
+        ...writeBody('update'),
+        ...pinned,
+      },
+    ),
+    route(
+      'DELETE',
+      WEBHOOK,
+      'webhooks.delete',
+      [
+        'Delete a webhook',
+        'Removes the endpoint: nothing more is delivered to it. With `If-Match: W/"<version>"` the delete applies to that version only, else 412.',
+      ],
+      webhooks,
+      [200, webhook],
+      pinned,
+    ),
     route(
       'POST',
       `${WEBHOOK}/rotate_secret`,
       'webhooks.rotateSecret',
-      'Rotate the signing secret (both sign for 24 hours)',
+      [
+        'Rotate the signing secret (both sign for 24 hours)',
+        "Gives the endpoint a new secret, shown this once in the answer. For 24 hours every delivery carries both signatures, the old secret's and the new one's, so that the receiver can switch without refusing any.",
+      ],
       webhooks,
       [200, withSecret],
     ),
@@ -167,7 +231,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'POST',
       `${WEBHOOK}/test`,
       'webhooks.test',
-      'Send a webhook.test event to this endpoint alone',
+      [
+        'Send a webhook.test event to this endpoint alone',
+        'Queues one `webhook.test` event for this endpoint, signed and retried as any other: a way to check a receiver. The answer is the new delivery (`Location` names it), whose attempts show what the receiver answered.',
+      ],
       webhooks,
       [201, delivered],
     ),
@@ -175,7 +242,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'POST',
       `${WEBHOOK}/recover`,
       'webhooks.recover',
-      'Send every given-up delivery since a moment again (at most 14 days back)',
+      [
+        'Send every given-up delivery since a moment again (at most 14 days back)',
+        'After an outage of the receiver: every delivery to this endpoint that failed for good since `since` (at most 14 days ago) is queued again, in its order. The answer says how many.',
+      ],
       webhooks,
       [200, recovered],
       { body: 'json', request: RECOVER_BODY },
@@ -184,7 +254,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'GET',
       `/v2/webhook_event_types`,
       'webhooks.eventTypes',
-      'The event types a webhook may subscribe to, with what each means',
+      [
+        'The event types a webhook may subscribe to, with what each means',
+        "Every event type, its model and what it means. Each type's body is in this document's `webhooks` section, with its schema.",
+      ],
       webhooks,
       [200, eventTypes],
       { errors: [] },
@@ -193,7 +266,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'GET',
       DELIVERIES,
       'webhook_deliveries.search',
-      'Search webhook deliveries',
+      [
+        'Search webhook deliveries',
+        "Each delivery of an event to an endpoint: its status (`pending`, `succeeded`, `failed`), attempts, the next attempt's time and the attempt log (each attempt's time, duration, status code, error and the start of the response). `q` as in every search: filters (all of which must match), order, limit and offset.",
+      ],
       webhookDeliveries,
       [200, searchEnvelopeSchema(webhookDeliveries)],
       searchOf(webhookDeliveries),
@@ -202,7 +278,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'GET',
       `${DELIVERIES}/{id}`,
       'webhook_deliveries.get',
-      'Get one webhook delivery',
+      [
+        'Get one webhook delivery',
+        'One delivery with its attempt log: when each attempt was made, how long it took, what the receiver answered (status code and the start of the body) or the network error.',
+      ],
       webhookDeliveries,
       [200, delivered],
     ),
@@ -210,7 +289,10 @@ export function webhookRouteSpecs(): RouteSpec[] {
       'POST',
       `${DELIVERIES}/{id}/retry`,
       'webhook_deliveries.retry',
-      'Send a finished delivery again',
+      [
+        'Send a finished delivery again',
+        'Queues a delivery that succeeded or failed for good once more, with the same `webhook-id`, ahead of later deliveries of the same record not yet sent, so that their order holds.',
+      ],
       webhookDeliveries,
       [200, delivered],
     ),
@@ -302,6 +384,9 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
     }),
   };
 }
+
+/** How every write here behaves, in the reference. */
+const WRITE_NOTES = `An \`Idempotency-Key\` makes a retry safe: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`). The answer comes once reads show the change. Needs the \`${webhooks.writeScope}\` scope.`;
 
 /** The headers of a write's response that its replays carry too. */
 const REPLAYED_HEADERS = ['ETag', 'Location', 'Preference-Applied'];
