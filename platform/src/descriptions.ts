@@ -243,6 +243,7 @@ const PAGE = `<!doctype html>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Order-fulfillment platform API reference</title>
+  <link rel="icon" href="/favicon.ico" type="image/svg+xml">
 </head>
 <body>
   <div id="redoc"></div>
@@ -254,9 +255,21 @@ const PAGE = `<!doctype html>
 
 const START = `Redoc.init('/openapi.json', { expandResponses: '200,201', jsonSampleExpandLevel: 3 }, document.getElementById('redoc'));\n`;
 
+/** The platform's icon (a parcel), for the reference page and as `/favicon.ico`: browsers take SVG by its type. */
+const ICON = `<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f4e79"/><path d="M7 11.5 16 7l9 4.5v10L16 26l-9-4.5z M7 11.5l9 4.5 9-4.5 M16 16v10" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/></svg>\n`;
+
 /**
- * The page loads nothing from elsewhere (API.md §11: it works offline and behind a proxy): Redoc's
- * attribution links an image on its CDN, which this policy keeps the browser from fetching.
+ * Redoc's standalone bundle shows its attribution with a logo from its CDN, which the page's policy
+ * blocks (an error in every visitor's console): the bundle is served with that image's source empty,
+ * so Redoc hides the image (its onError) and keeps the attribution's text.
+ */
+function withoutOutsideAssets(script: string): string {
+  return script.replaceAll('"https://cdn.redoc.ly/redoc/logo-mini.svg"', '""');
+}
+
+/**
+ * The page loads nothing from elsewhere (API.md §11: it works offline and behind a proxy), and this
+ * policy keeps a browser from fetching anything that would.
  */
 const CONTENT_SECURITY_POLICY =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'";
@@ -296,6 +309,14 @@ const DESCRIPTION_BODIES: readonly {
       'This reference as a page (Redoc), served by the platform itself: it loads nothing from elsewhere, so it works offline and behind a proxy.',
     type: 'text/html; charset=utf-8',
     body: () => PAGE,
+  },
+  {
+    path: '/favicon.ico',
+    operationId: 'favicon',
+    summary: "The platform's icon",
+    description: "The platform's icon (SVG), for browsers' tabs and bookmarks.",
+    type: 'image/svg+xml',
+    body: () => ICON,
   },
   {
     path: '/docs/redoc.standalone.js',
@@ -339,7 +360,7 @@ export async function servedDescriptions(settings: {
     createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'),
     'utf8',
   );
-  const served: Served = { descriptions: describePlatform(settings), script };
+  const served: Served = { descriptions: describePlatform(settings), script: withoutOutsideAssets(script) };
   const operations: Operations = Object.fromEntries(
     DESCRIPTION_BODIES.map(({ operationId, type, body }) => [
       operationId,

@@ -33,6 +33,12 @@ suite(
     it("renders every model's search and the webhooks, loading nothing from elsewhere", async () => {
       const origin = new URL(platform.apiUrl).origin;
       const page = await browser.newPage();
+      // A request the page's policy blocks never reaches the route below: the page reports it.
+      await page.addInitScript(
+        "window.violations = []; document.addEventListener('securitypolicyviolation', (event) => window.violations.push(event.blockedURI));",
+      );
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
       const elsewhere: string[] = [];
       // Every request the page makes is seen here; one to another origin is refused and noted.
       await page.route('**/*', (route) => {
@@ -60,6 +66,23 @@ suite(
       expect(missing).toEqual([]);
       expect(await page.getByText('Webhook events', { exact: true }).count()).toBeGreaterThan(0);
       expect(elsewhere).toEqual([]);
+      expect(await page.evaluate('window.violations')).toEqual([]);
+      expect(errors).toEqual([]);
+      // Redoc's attribution stays, without its CDN logo.
+      expect(await page.getByText('API docs by Redocly').count()).toBe(1);
     }, 90_000);
+
+    it('has an icon that the browser renders', async () => {
+      const html = await (await fetch(`${platform.apiUrl}/docs`)).text();
+      expect(html).toContain('<link rel="icon" href="/favicon.ico" type="image/svg+xml">');
+      const page = await browser.newPage();
+      const icon = await page.goto(`${platform.apiUrl}/favicon.ico`);
+      expect(icon?.status()).toBe(200);
+      // The page's own script context, where the DOM's Image is (this file compiles without the DOM's types).
+      const size = await page.evaluate<number[]>(
+        `(async () => { const image = new Image(); image.src = '/favicon.ico'; await image.decode(); return [image.naturalWidth, image.naturalHeight]; })()`,
+      );
+      expect(size).toEqual([32, 32]);
+    }, 60_000);
   },
 );

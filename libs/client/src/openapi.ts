@@ -984,6 +984,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/favicon.ico": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The platform's icon
+         * @description The platform's icon (SVG), for browsers' tabs and bookmarks.
+         */
+        get: operations["favicon"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs/redoc.standalone.js": {
         parameters: {
             query?: never;
@@ -18285,6 +18305,40 @@ export interface operations {
                 };
                 content: {
                     "text/html; charset=utf-8": string;
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    favicon: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The platform's icon */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
                 };
             };
             /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
