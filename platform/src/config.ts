@@ -75,6 +75,11 @@ export const platformConfigSchema = z
       description: 'bearer token of the admin API, at least 16 characters (required with `TARGET=auth`)',
       whenUnset: 'generated (standalone)',
     }),
+    SECRETS_KEY_FILE: z.string().min(1).optional().meta({
+      description:
+        'the key-encryption keys of the secrets at rest (signing keys, webhook secrets; API.md §12): a file of `<key id> <base64 of 32 bytes>` lines, the first seals, every one opens ([secrets](secrets.md)); required with `TARGET=auth` and `webhook-dispatcher`',
+      whenUnset: 'standalone: `DATA_DIR/secrets-key`, generated 0600 on first start',
+    }),
     ...kafkaConfigShape,
     DATABASE_POOL_SIZE: env.positiveInt(10).meta({
       description:
@@ -130,6 +135,13 @@ export const platformConfigSchema = z
     }
     if (config.TARGET === 'auth' && !config.ADMIN_TOKEN) {
       ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required with TARGET=auth' });
+    }
+    if (['auth', 'webhook-dispatcher'].includes(config.TARGET) && !config.SECRETS_KEY_FILE) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SECRETS_KEY_FILE'],
+        message: `is required with TARGET=${config.TARGET} (every replica needs the same keys)`,
+      });
     }
     if (config.TARGET !== 'all' && !config.DATABASE_URL) {
       ctx.addIssue({

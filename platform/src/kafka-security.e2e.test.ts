@@ -19,6 +19,7 @@ import {
   type TestDatabase,
   type WebhookReceiver,
   waitUntil,
+  testSecretsKeyFile,
 } from '@ofp/testing';
 import { platformStreamTypes } from './streams.js';
 
@@ -205,6 +206,7 @@ describe('a mistake in the Kafka settings stops the start with one line naming t
       TARGET: 'webhook-dispatcher',
       DATABASE_URL: database.url,
       AUTH_URL: 'http://127.0.0.1:1',
+      SECRETS_KEY_FILE: testSecretsKeyFile(),
       ...secureSettings(prefix),
     };
     const missing = await runToExit({ env, timeoutMs: 60_000 });

@@ -40,7 +40,9 @@ import {
   createMetricsRegistry,
   createPool,
   listen,
+  loadSecretsKeyring,
   postgresCheck,
+  standaloneSecretsKeyFile,
   PostgresSession,
   startEmbeddedPostgres,
   type DatabaseTimeouts,
@@ -52,6 +54,7 @@ import {
   type ModulePart,
   type Pool,
   type Route,
+  type SecretsKeyring,
 } from '@ofp/runtime';
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {
@@ -128,6 +131,11 @@ export interface Provided {
   'token-verification': BearerGate;
   /** The admin API's bearer token: ADMIN_TOKEN, or (standalone) one generated and kept in DATA_DIR. */
   'admin-token': string;
+  /**
+   * The key-encryption keys of the secrets at rest (API.md §12): SECRETS_KEY_FILE, or (standalone) a
+   * file generated and kept in DATA_DIR.
+   */
+  'secrets-keys': SecretsKeyring;
   auth: AuthService;
   /** Purges the auth service's expired codes, grants and refresh tokens. */
   'auth-janitor': undefined;
@@ -347,8 +355,17 @@ const modules = {
     }),
   }),
 
+  // After the database: a start that fails before it leaves DATA_DIR as it was (no key generated).
+  'secrets-keys': module({
+    deps: ['preflight', 'database'],
+    init: async ({ config }) => {
+      const file = config.SECRETS_KEY_FILE ?? (await standaloneSecretsKeyFile(config.DATA_DIR));
+      return { value: await loadSecretsKeyring(file, 'SECRETS_KEY_FILE') };
+    },
+  }),
+
   auth: module({
-    deps: ['auth-schema', 'event-store', 'pool', 'metrics', 'admin-token'],
+    deps: ['auth-schema', 'event-store', 'pool', 'metrics', 'admin-token', 'secrets-keys'],
     init: ({ config, logger, clock, pool, metrics, ...given }) => {
       const auth = createAuthService({
         pool,
@@ -365,6 +382,7 @@ const modules = {
           },
           refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         },
+        secrets: given['secrets-keys'],
         metrics: authMetrics(metrics),
       });
       return { value: auth, ...auth.module };

@@ -9,6 +9,7 @@ import {
   checkPortFree,
   checkWritableDirectory,
   findRunningInstance,
+  loadSecretsKeyring,
   type InstanceLock,
   type RunningInstance,
 } from '@ofp/runtime';
@@ -17,7 +18,8 @@ import type { PlatformConfig } from './config.js';
 /**
  * What a person can get wrong in the settings, found before anything is created
  * (docs/configuration.md): a second standalone instance on the same DATA_DIR, a DATA_DIR this user
- * cannot write, a PORT taken, a DATABASE_URL that does not answer. Each is a one-line StartupError.
+ * cannot write, a PORT taken, a SECRETS_KEY_FILE that is not a key file, a DATABASE_URL that does not
+ * answer. Each is a one-line StartupError.
  * The `kafka` module checks Kafka's settings next (credentials, certificates, topics), before the
  * database is opened; the embedded Postgres checks its own port and cluster when it starts. A standalone process then takes
  * DATA_DIR's instance lock, which it holds until it exits.
@@ -31,6 +33,9 @@ export async function preflight(config: PlatformConfig): Promise<InstanceLock | 
   }
   if (config.TARGET !== 'migrate') await checkPortFree('PORT', config.PORT, config.HOST);
   if (config.TARGET === 'auth') await checkPortFree('ADMIN_PORT', config.ADMIN_PORT, config.HOST);
+  // The key file is read again by the module that uses it; a wrong one is found here, before anything is made.
+  if (config.SECRETS_KEY_FILE && ['all', 'auth', 'webhook-dispatcher'].includes(config.TARGET))
+    await loadSecretsKeyring(config.SECRETS_KEY_FILE, 'SECRETS_KEY_FILE');
   if (config.DATABASE_URL) await checkDatabaseReachable('DATABASE_URL', config.DATABASE_URL);
   if (config.TARGET !== 'all') return undefined;
   await mkdir(dataDir, { recursive: true });

@@ -12,6 +12,7 @@ import {
   waitUntil,
   type StandaloneProcess,
   type TestDatabase,
+  testSecretsKeyFile,
 } from '@ofp/testing';
 
 /**
@@ -144,6 +145,7 @@ describe('a production-only install (the image)', () => {
       KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '',
       KAFKA_TOPIC_PREFIX: `image.${randomBytes(4).toString('hex')}.`,
       ADMIN_TOKEN: randomBytes(24).toString('base64url'),
+      SECRETS_KEY_FILE: testSecretsKeyFile(),
       NODE_ENV: 'production',
     };
     const migrated = await runToExit({ cwd: app, env: { ...settings, TARGET: 'migrate' } });

@@ -222,6 +222,16 @@ describe('start-up failures: one line naming the setting, exit code 1, nothing c
       () => ({ DATABASE_URL: wrongPassword(), PORT: '0' }),
       /^DATABASE_URL: cannot use the database at .+: password authentication failed for user "postgres" \(SQLSTATE 28P01\)$/,
     ],
+    [
+      'SECRETS_KEY_FILE that is not there',
+      () => ({ SECRETS_KEY_FILE: join(dataDir, 'no-such-key') }),
+      /^SECRETS_KEY_FILE=.+no-such-key: cannot read the secrets key file \(ENOENT\); set SECRETS_KEY_FILE to the file that holds the key-encryption keys$/,
+    ],
+    [
+      'SECRETS_KEY_FILE that is not a key file',
+      () => ({ SECRETS_KEY_FILE: join(dataDir, 'a-file') }),
+      /^SECRETS_KEY_FILE=.+a-file: the file holds no key$/,
+    ],
   ];
 
   it.each(cases)(

@@ -18,3 +18,4 @@ export * from './dependency-health.js';
 export * from './standalone-instance.js';
 export * from './tracing.js';
 export * from './module-graph.js';
+export * from './secrets-at-rest.js';

@@ -12,3 +12,4 @@ export * from './standalone-process.js';
 export * from './tls.js';
 export * from './contract.js';
 export * from './until.js';
+export * from './secrets.js';

@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { createTestDatabase } from './postgres.js';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { freePort } from './ports.js';
+import { testSecretsKeyFile } from './secrets.js';
 
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
 const PLATFORM_MAIN = fileURLToPath(new URL('../../../platform/dist/main.js', import.meta.url));
@@ -90,6 +91,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const common: Record<string, string> = {
     DATABASE_URL: options.databaseUrl,
     ADMIN_TOKEN: adminToken,
+    SECRETS_KEY_FILE: testSecretsKeyFile(),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     ...options.env,
   };
@@ -272,7 +274,7 @@ class ManagedProcess implements PlatformProcess {
 
 /** Settings of the test run that must not leak into a platform process (standalone means no Kafka). */
 const PLATFORM_SETTINGS =
-  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|ADMIN_PORT$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$|EMBEDDED_POSTGRES_PORT$|LOG_FORMAT$)/;
+  /^(KAFKA_|DATABASE_URL$|ADMIN_TOKEN$|ADMIN_PORT$|PUBLIC_URL$|AUTH_URL$|DATA_DIR$|PORT$|TARGET$|EMBEDDED_POSTGRES_PORT$|LOG_FORMAT$|SECRETS_KEY_FILE$)/;
 
 /** This process's environment without the test run's platform settings. */
 export function environmentWithoutSettings(): Record<string, string> {

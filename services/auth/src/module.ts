@@ -16,12 +16,15 @@ import {
 import {
   PUBLIC,
   bindRoutes,
+  checkSealedColumn,
   migrate,
+  resealColumn,
   type Logger,
   type Module,
   type Pool,
   type Route,
   type RouteSpec,
+  type SecretsKeyring,
 } from '@ofp/runtime';
 import { adminAccess } from './admin/admin-token.js';
 import { adminOperations, adminRouteSpecs } from './admin/routes.js';
@@ -30,7 +33,7 @@ import { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import { Grants } from './oauth/grants.js';
 import { clientAccess } from './oauth/client-auth.js';
 import { authOperations, authRouteSpecs } from './routes.js';
-import { SigningKeys } from './signing-keys.js';
+import { SIGNING_KEYS_SEALED, SigningKeys } from './signing-keys.js';
 
 export interface AuthSettings {
   /** The deployment's public base URL: the issuer (`iss`, RFC 8414 `issuer`). */
@@ -52,6 +55,8 @@ export interface AuthModuleDeps {
   logger: Logger;
   clock: Clock;
   settings: AuthSettings;
+  /** The key-encryption keys of the secrets at rest (API.md §12). */
+  secrets: SecretsKeyring;
   /** Token metrics of the process (issuance, refusals, rate limiting); none in tests. */
   metrics?: AuthMetrics;
 }
@@ -92,7 +97,7 @@ export function authServiceRouteSpecs(publicUrl: string): RouteSpec[] {
  */
 export function createAuthService(deps: AuthModuleDeps): AuthService {
   const issuer = issuerFromPublicUrl(deps.settings.publicUrl);
-  const keys = new SigningKeys(deps.pool, deps.clock);
+  const keys = new SigningKeys(deps.pool, deps.clock, deps.secrets);
   const grants = new Grants({
     keys,
     // One stream per announcement: the revocation and its event commit in the revoking transaction.
@@ -140,6 +145,15 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     module: {
       name: 'auth',
       async start() {
+        // A wrong key stops the start with one line; signing keys stored in clear (before secrets were
+        // sealed) or under a key being rotated out are sealed under the current key.
+        await checkSealedColumn(deps.pool, deps.secrets, SIGNING_KEYS_SEALED);
+        const resealed = await resealColumn(deps.pool, deps.secrets, SIGNING_KEYS_SEALED);
+        if (resealed > 0)
+          deps.logger.info(
+            { resealed },
+            `sealed ${resealed} signing keys under key ${deps.secrets.currentId}`,
+          );
         if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
         started = true;
       },

@@ -2,7 +2,15 @@ import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'n
 import { promisify } from 'node:util';
 import { createLocalJWKSet } from 'jose';
 import type { Clock, KeySource } from '@ofp/auth-tokens';
-import { inTransaction, prepared, type Pool, type PoolClient } from '@ofp/runtime';
+import {
+  inTransaction,
+  prepared,
+  sealedContext,
+  type Pool,
+  type PoolClient,
+  type SealedColumn,
+  type SecretsKeyring,
+} from '@ofp/runtime';
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
@@ -30,6 +38,13 @@ const PUBLISHED_AFTER_RETIREMENT_MS = (ACCESS_TOKEN_TTL_SECONDS + 5 * 60) * 1000
  */
 const SIGNER_RECHECK_MS = 5_000;
 
+/** The private keys are stored sealed (API.md §12: secrets at rest), for the row of their `kid`. */
+export const SIGNING_KEYS_SEALED: SealedColumn = {
+  table: 'auth.signing_keys',
+  key: ['kid'],
+  column: 'private_key',
+};
+
 /** The key that signs new tokens, as a replica keeps it in memory. */
 interface Signer {
   kid: string;
@@ -51,6 +66,7 @@ export class SigningKeys {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
+    private readonly secrets: SecretsKeyring,
   ) {}
 
   /**
@@ -64,7 +80,7 @@ export class SigningKeys {
     const inserted = await this.pool.query(
       `INSERT INTO auth.signing_keys (kid, private_key, public_jwk, created_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT DO NOTHING`,
-      [key.jwk.kid, key.privatePem, key.jwk, this.clock()],
+      [key.jwk.kid, this.sealed(key), key.jwk, this.clock()],
     );
     return inserted.rowCount === 1;
   }
@@ -80,7 +96,7 @@ export class SigningKeys {
       );
       await client.query(
         'INSERT INTO auth.signing_keys (kid, private_key, public_jwk, created_at) VALUES ($1, $2, $3, $4)',
-        [key.jwk.kid, key.privatePem, key.jwk, now],
+        [key.jwk.kid, this.sealed(key), key.jwk, now],
       );
       return { kid: key.jwk.kid, retiredKid: retired.rows[0]?.kid };
     });
@@ -112,9 +128,18 @@ export class SigningKeys {
     );
     const row = rows[0];
     if (row === undefined) throw new Error('no signing key: ensureSigningKey() runs at start');
-    const privateKey = row.kid === previous?.kid ? previous.privateKey : createPrivateKey(row.private_key);
+    const privateKey =
+      row.kid === previous?.kid
+        ? previous.privateKey
+        : createPrivateKey(
+            this.secrets.open(row.private_key, sealedContext(SIGNING_KEYS_SEALED.table, [row.kid])),
+          );
     this.current = { kid: row.kid, privateKey, readAt };
     return this.current;
+  }
+
+  private sealed(key: { jwk: PublicJwk; privatePem: string }): string {
+    return this.secrets.seal(key.privatePem, sealedContext(SIGNING_KEYS_SEALED.table, [key.jwk.kid]));
   }
 
   /** The JWKS document (RFC 7517 §5): the signer and every retired key whose tokens may still be live. */

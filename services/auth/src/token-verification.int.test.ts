@@ -12,7 +12,7 @@ import {
 } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
 import { singleEnvelope } from '@ofp/contracts';
-import { jsonReply, type Module, type Route } from '@ofp/runtime';
+import { jsonReply, sealedContext, type Module, type Route } from '@ofp/runtime';
 import { testLogger } from '@ofp/testing';
 import type { RegisteredClient } from './tenants.js';
 import {
@@ -131,7 +131,8 @@ describe('bearer token verification against the auth service', () => {
     const { rows } = await server.pool.query<{ kid: string; private_key: string }>(
       'SELECT kid, private_key FROM auth.signing_keys WHERE retired_at IS NULL',
     );
-    return { kid: rows[0]!.kid, privateKey: rows[0]!.private_key };
+    const { kid, private_key } = rows[0]!;
+    return { kid, privateKey: server.secrets.open(private_key, sealedContext('auth.signing_keys', [kid])) };
   }
 
   function claimsOf(token: string): Record<string, unknown> {

@@ -8,6 +8,7 @@ import {
   waitUntil,
   type StandaloneProcess,
   type TestDatabase,
+  testSecretsKeyFile,
 } from '@ofp/testing';
 
 /**
@@ -29,6 +30,7 @@ describe('the auth service in the distributed shape (TARGET=auth)', () => {
         TARGET: 'auth',
         DATABASE_URL: database.url,
         ADMIN_TOKEN: adminToken,
+        SECRETS_KEY_FILE: testSecretsKeyFile(),
         ADMIN_PORT: String(adminPort),
       },
     });
@@ -71,6 +73,7 @@ describe('the auth service in the distributed shape (TARGET=auth)', () => {
         env: {
           ADMIN_PORT: new URL(adminUrl).port,
           ADMIN_TOKEN: adminToken,
+          SECRETS_KEY_FILE: testSecretsKeyFile(),
           PUBLIC_URL: 'https://ofp.example',
         },
       },
@@ -88,6 +91,7 @@ describe('the auth service in the distributed shape (TARGET=auth)', () => {
         TARGET: 'auth',
         DATABASE_URL: database.url,
         ADMIN_TOKEN: adminToken,
+        SECRETS_KEY_FILE: testSecretsKeyFile(),
         PORT: port,
         ADMIN_PORT: port,
       },

@@ -9,8 +9,9 @@ import {
   type Pool,
   type PostgresSession,
   type Route,
+  type SecretsKeyring,
 } from '@ofp/runtime';
-import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
+import { createTestDatabase, testLogger, testSecrets, type TestDatabase } from '@ofp/testing';
 import { createAuthService, migrateAuth, type AuthService } from '../module.js';
 import type { RegisteredClient } from '../tenants.js';
 
@@ -39,6 +40,8 @@ export interface AuthTestServer {
   session: PostgresSession;
   store: EventStore;
   clock: TestClock;
+  /** The key-encryption keys that seal its signing keys. */
+  secrets: SecretsKeyring;
   auth: AuthService;
   /** Registers an organization and a client through the admin API. */
   registerClient(client?: { scopes?: string[]; redirectUri?: string }): Promise<RegisteredClient>;
@@ -68,6 +71,8 @@ export async function startAuthTestServer(
     /** Proxies in front whose X-Forwarded-For is believed (a test sets the source address through it). */
     trustedProxyHops?: number;
     routes?: (server: AuthTestServer) => Route[];
+    /** The key-encryption keys (default: fresh ones). */
+    secrets?: SecretsKeyring;
   } = {},
 ): Promise<AuthTestServer> {
   const logger = testLogger('auth-test');
@@ -85,6 +90,7 @@ export async function startAuthTestServer(
   const url = `http://127.0.0.1:${listening.port}`;
   const clock = testClock();
   const adminToken = 'test-admin-token-0123456789';
+  const secrets = options.secrets ?? testSecrets();
   const auth = createAuthService({
     pool: database.pool,
     store,
@@ -97,6 +103,7 @@ export async function startAuthTestServer(
       failedAuthentication: options.failedAuthentication ?? { capacity: 1_000, refillPerSecond: 1_000 },
       refreshTokenTtlSeconds: 30 * 24 * 3600,
     },
+    secrets,
   });
   await auth.module.start();
 
@@ -108,6 +115,7 @@ export async function startAuthTestServer(
     session: database.session,
     store,
     clock,
+    secrets,
     auth,
     async registerClient(client = {}) {
       const admin = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
