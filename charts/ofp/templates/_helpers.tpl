@@ -192,6 +192,25 @@ upgrades), else a new random one. `helm template` cannot look the Secret up and 
 {{- end -}}
 
 {{/*
+The key-encryption keys of the secrets at rest (SECRETS_KEY_FILE, docs/secrets.md): the given ones,
+else the ones already in the release's Secret (kept across upgrades: a new key would not open what the
+old one sealed), else a new random one. `helm template` cannot look the Secret up and generates one.
+*/}}
+{{- define "ofp.secretsKey" -}}
+{{- if .Values.secretsKey -}}
+{{- .Values.secretsKey -}}
+{{- else -}}
+{{- $existing := lookup "v1" "Secret" (include "ofp.namespace" .) (include "ofp.fullname" .) -}}
+{{- $key := .Values.existingSecretKeys.secretsKey -}}
+{{- if and $existing $existing.data (hasKey $existing.data $key) -}}
+{{- index $existing.data $key | b64dec -}}
+{{- else -}}
+{{- printf "k%s %s\n" (now | date "20060102") (randBytes 32) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The public base URL (the OAuth issuer): publicUrl, else derived from the Ingress host.
 */}}
 {{- define "ofp.publicUrl" -}}
