@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger, Pool, PoolClient } from '@ofp/runtime';
 import { migrate, prepared } from '@ofp/runtime';
-import { WrongExpectedVersion } from './errors.js';
+import { StreamParked, WrongExpectedVersion } from './errors.js';
 import type { GlobalPosition, NewEvent, StoredEvent } from './types.js';
 
 /** Postgres NOTIFY channel raised by every append, so readers wake without polling. */
@@ -193,7 +193,8 @@ export class EventStore {
   private async insert(client: PoolClient, input: AppendInput): Promise<AppendResult> {
     const n = input.events.length;
     const versions = input.events.map((_, i) => input.expectedVersion + i + 1);
-    // One statement: the version check, the events, the outbox rows and the wake-up notification.
+    // One statement: the version check, the check that no event of the stream is parked (API.md §12),
+    // the events, the outbox rows and the wake-up notification.
     const outbox = this.options.outbox
       ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
       : '';
@@ -205,6 +206,7 @@ export class EventStore {
            FROM unnest($4::uuid[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[])
                 AS e(event_id, version, type, data, metadata)
           WHERE (SELECT coalesce(max(version), 0) FROM es.events WHERE stream_id = $1) = $9
+            AND NOT EXISTS (SELECT FROM es.parked_events WHERE stream_id = $1)
          RETURNING position, transaction_id
        )${outbox}
        SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', '') FROM inserted
@@ -223,7 +225,15 @@ export class EventStore {
       ),
     );
     const last = rows[n - 1];
-    if (rows.length !== n || !last) throw new WrongExpectedVersion(input.streamId, input.expectedVersion);
+    if (rows.length !== n || !last) {
+      const { rows: parked } = await client.query<{ event_id: string; consumer_group: string }>(
+        `SELECT event_id, consumer_group FROM es.parked_events
+          WHERE stream_id = $1 ORDER BY reason IS NULL, version LIMIT 1`,
+        [input.streamId],
+      );
+      if (parked[0]) throw new StreamParked(input.streamId, parked[0].event_id, parked[0].consumer_group);
+      throw new WrongExpectedVersion(input.streamId, input.expectedVersion);
+    }
     return {
       version: input.expectedVersion + n,
       position: { transactionId: last.transaction_id, position: last.position },
