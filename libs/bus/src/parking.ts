@@ -23,7 +23,7 @@ const RETRY_SWEEP_MS = 5_000;
 const key = (group: string, streamId: string): string => `${group}\u0000${streamId}`;
 
 /** What an operator reads of an error: its SQLSTATE when Postgres raised it, and its message. */
-function reasonOf(error: unknown): string {
+export function reasonOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   return (typeof code === 'string' ? `${code}: ${message}` : message).slice(0, REASON_CHARS);

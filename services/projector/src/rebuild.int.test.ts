@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PgLogBus } from '@ofp/bus';
 import { recordStreamId, type RecordChange } from '@ofp/contracts';
-import { EventStore, migrateEventStore } from '@ofp/event-store';
+import { EventStore, ParkedEvents, migrateEventStore } from '@ofp/event-store';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import type { Module } from '@ofp/runtime';
 import { createProjectorModule } from './module.js';
@@ -110,7 +110,9 @@ describe('rebuilding the read model', () => {
       }
     })();
     const progress: [number, number][] = [];
-    const result = await rebuildReadModel(db.pool, store, (done, total) => progress.push([done, total]));
+    const result = await rebuildReadModel(db.pool, store, new ParkedEvents(db.pool), (done, total) =>
+      progress.push([done, total]),
+    );
     reading = false;
     await reader;
 
@@ -119,6 +121,7 @@ describe('rebuilding the read model', () => {
       Number((await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM es.events')).rows[0]!.n),
     );
     expect(progress.at(-1)).toEqual([result.events, result.events]);
+    expect(result.parked).toBe(0);
     expect(counts.length).toBeGreaterThan(0);
     expect(new Set(counts)).toEqual(new Set([54]));
   });
@@ -158,5 +161,65 @@ describe('rebuilding the read model', () => {
       if (found === 0) await new Promise((r) => setTimeout(r, 50));
     }
     expect(found).toBe(1);
+  });
+
+  it('parks an event it cannot apply, holds its record behind it, and completes (API.md §12)', async () => {
+    // The live projector (no parking here) would retry the event for ever: the rebuild alone meets it.
+    await projector.stop();
+    const item = (version: number, price: string) => ({
+      streamId: recordStreamId('items', 700),
+      streamType: 'items',
+      expectedVersion: version - 1,
+      orgId: ORG,
+      events: [
+        {
+          eventId: randomUUID(),
+          type: version === 1 ? 'item.created' : 'item.updated',
+          data: {
+            record: {
+              id: 700,
+              sku: 'BIG',
+              price,
+              weight: '1.000',
+              external_id: null,
+              created_at: AT,
+              updated_at: AT,
+              version,
+            },
+            previous: {},
+            deleted: false,
+          } satisfies RecordChange,
+        },
+      ],
+    });
+    // What issue 23 found stored before bounds existed: a price of 140,000 digits (numeric overflows).
+    await store.append(item(1, '9'.repeat(140_000)));
+    await store.append(item(2, '1.00'));
+    const parked = new ParkedEvents(db.pool);
+
+    const result = await rebuildReadModel(db.pool, store, parked, () => {});
+    const listed = await parked.list({ limit: 10, offset: 0 });
+    expect({ parked: result.parked, listed: listed.parked }).toEqual({
+      parked: 1,
+      listed: [
+        expect.objectContaining({
+          consumerGroup: 'projector',
+          streamId: recordStreamId('items', 700),
+          version: 1,
+          reason: expect.stringMatching(/^22003: /),
+          waiting: 1,
+        }),
+      ],
+    });
+    expect((await db.pool.query('SELECT 1 FROM read.items WHERE id = 700')).rowCount).toBe(0);
+    // Everything else was rebuilt: the person projected before is still there.
+    expect((await db.pool.query('SELECT 1 FROM read.people WHERE id = 500')).rowCount).toBe(1);
+
+    // A second rebuild holds the record behind the parked event, as the projector does, parking nothing new.
+    const again = await rebuildReadModel(db.pool, store, parked, () => {});
+    expect(again.parked).toBe(0);
+    expect((await parked.list({ limit: 10, offset: 0 })).parked).toEqual([
+      expect.objectContaining({ version: 1, waiting: 1 }),
+    ]);
   });
 });

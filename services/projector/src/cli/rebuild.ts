@@ -3,7 +3,7 @@
 // DATABASE_URL, else the one of the standalone instance running on DATA_DIR (default ./.data).
 import { SingleBar, Presets } from 'cli-progress';
 import { z } from 'zod';
-import { EventStore } from '@ofp/event-store';
+import { EventStore, ParkedEvents } from '@ofp/event-store';
 import {
   ConfigError,
   StartupError,
@@ -53,7 +53,8 @@ const bar = new SingleBar(
 );
 let started = false;
 try {
-  const result = await rebuildReadModel(pool, new EventStore(pool, { outbox: false }), (done, total) => {
+  const store = new EventStore(pool, { outbox: false });
+  const result = await rebuildReadModel(pool, store, new ParkedEvents(pool), (done, total) => {
     if (!started) {
       bar.start(total, done);
       started = true;
@@ -62,7 +63,13 @@ try {
     bar.update(done);
   });
   bar.stop();
-  logger.info({ events: result.events }, 'read model rebuilt and swapped in');
+  logger.info({ events: result.events, parked: result.parked }, 'read model rebuilt and swapped in');
+  // Parked events are the operator's to look at (API.md §12): named, not a failure of the rebuild.
+  if (result.parked > 0)
+    logger.warn(
+      { parked: result.parked },
+      `${result.parked} event(s) could not be applied and were parked with their reason; their records wait behind them: orderctl list-parked-events, then orderctl retry-parked-event once fixed`,
+    );
 } finally {
   await pool.end();
 }
