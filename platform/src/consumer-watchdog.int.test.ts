@@ -11,8 +11,7 @@ import {
   type Producer,
   type Subscription,
 } from '@ofp/bus';
-import type { StoredEvent } from '@ofp/event-store';
-import { testLogger, testTopics, until } from '@ofp/testing';
+import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import { registerFlowMetrics } from './observability.js';
 
 const STALL_TIMEOUT_MS = 4_000;
@@ -69,18 +68,7 @@ describe('the Kafka consumer watchdog', () => {
   }
 
   async function send(name: string, count: number): Promise<string[]> {
-    const events = Array.from({ length: count }, (_, i): StoredEvent => ({
-      eventId: `${name}-${i}`,
-      streamId: `thing-${name}-${i}`,
-      streamType: 'things',
-      version: 1,
-      type: 'thing.changed',
-      orgId: 1,
-      data: { i },
-      metadata: {},
-      recordedAt: new Date(),
-      position: { transactionId: '1', position: i },
-    }));
+    const events = Array.from({ length: count }, (_, i) => thingEvent(`${name}-${i}`, i));
     await producer!.send({
       topic: topicOf(topics, 'things'),
       messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),

@@ -25,3 +25,22 @@ export async function until<T>(
 export function testTopics(partitions: number) {
   return { prefix: `test.${randomUUID().slice(0, 8)}.`, partitions, replicationFactor: 1, create: true };
 }
+
+/**
+ * A stored event of the stream type `things`, number `i`, as the Kafka tests send them: its own stream,
+ * so that the events spread over the partitions by key.
+ */
+export function thingEvent(eventId: string, i: number) {
+  return {
+    eventId,
+    streamId: `thing-${eventId}`,
+    streamType: 'things',
+    version: 1,
+    type: 'thing.changed',
+    orgId: 1,
+    data: { i },
+    metadata: {},
+    recordedAt: new Date(),
+    position: { transactionId: '1', position: i },
+  };
+}

@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { StoredEvent } from '@ofp/event-store';
-import { testLogger, testTopics, until } from '@ofp/testing';
+import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
@@ -91,18 +90,7 @@ describe('KafkaBus static membership', () => {
 
     /** Sends a phase's events, one record each (spread over the partitions by key); resolves once all are handled. */
     const phase = async (name: string, replica: Replica): Promise<void> => {
-      const sent = Array.from({ length: PER_PHASE }, (_, i): StoredEvent => ({
-        eventId: `${name}-${i}`,
-        streamId: `thing-${name}-${i}`,
-        streamType: 'things',
-        version: 1,
-        type: 'thing.changed',
-        orgId: 1,
-        data: { i },
-        metadata: {},
-        recordedAt: new Date(),
-        position: { transactionId: '1', position: i },
-      }));
+      const sent = Array.from({ length: PER_PHASE }, (_, i) => thingEvent(`${name}-${i}`, i));
       await producer!.send({
         topic: topicOf(topics, 'things'),
         messages: sent.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
