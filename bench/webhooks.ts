@@ -23,7 +23,7 @@ import {
   ModuleRunner,
   PostgresSession,
 } from '@ofp/runtime';
-import { startScratchDatabase, testLogger } from '@ofp/testing';
+import { startScratchDatabase, testLogger, testSecrets } from '@ofp/testing';
 import {
   createDeliverySender,
   createWebhookDispatcher,
@@ -204,6 +204,7 @@ async function runBenchmark(): Promise<void> {
     );
     const session = new PostgresSession({ connectionString: databaseUrl, applicationName: 'bench', logger });
     const dispatcher = createWebhookDispatcher({
+      secrets: testSecrets(),
       pool,
       session,
       store,

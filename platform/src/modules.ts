@@ -468,9 +468,11 @@ const modules = {
       'parking',
       'token-verification',
       'metrics',
+      'secrets-keys',
     ],
     init: ({ config, logger, clock, pool, bus, parking, metrics, ...given }) => {
       const dispatcher = createWebhookDispatcher({
+        secrets: given['secrets-keys'],
         pool,
         parking,
         session: given['postgres-session'],

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { baseError, fieldError } from '@ofp/contracts';
 import type { Pool, PoolClient } from './postgres.js';
+import { isSealed, sealedContext, type SealedColumn, type SecretsKeyring } from './secrets-at-rest.js';
 
 /** Printable ASCII, 1 to 255 characters (API.md §5). */
 const KEY = /^[\x20-\x7e]{1,255}$/;
@@ -47,12 +48,33 @@ const HOLD_SECONDS = 60;
  *   request with it after that runs again.
  */
 export class IdempotencyStore {
-  /** `table`: the schema-qualified table (`api.idempotency_keys`), laid out by {@link layOut}. */
+  /**
+   * `table`: the schema-qualified table (`api.idempotency_keys`), laid out by {@link layOut}. With
+   * `secrets`, the stored bodies are sealed (API.md §12: no response kept for replays holds a secret in
+   * clear), for a service whose responses carry secrets.
+   */
   constructor(
     private readonly pool: Pool,
     private readonly table: string,
+    private readonly secrets?: SecretsKeyring,
   ) {
     if (!/^[a-z_]+\.[a-z_]+$/.test(table)) throw new Error(`not a table name: ${table}`);
+  }
+
+  /** The stored bodies as a column of sealed values, for the start-up check and re-wrap. */
+  get sealedBodies(): SealedColumn {
+    return { table: this.table, key: ['org_id', 'key'], column: 'body' };
+  }
+
+  /** A body as stored: sealed for its row with `secrets`; an empty body (a held key) as it is. */
+  private stored(orgId: number, key: string, body: string): string {
+    if (this.secrets === undefined || body === '') return body;
+    return this.secrets.seal(body, sealedContext(this.table, [orgId, key]));
+  }
+
+  private opened(orgId: number, key: string, body: string): string {
+    if (this.secrets === undefined || !isSealed(body)) return body;
+    return this.secrets.open(body, sealedContext(this.table, [orgId, key]));
   }
 
   /**
@@ -101,7 +123,7 @@ export class IdempotencyStore {
     }
     if (row.status === IN_PROGRESS)
       throw baseError('Conflict', 'A request with this Idempotency-Key is still in progress');
-    return { status: row.status, headers: row.headers, body: row.body };
+    return { status: row.status, headers: row.headers, body: this.opened(orgId, key, row.body) };
   }
 
   /**
@@ -130,7 +152,7 @@ export class IdempotencyStore {
     await this.pool.query(
       `UPDATE ${this.table} SET status = $3, headers = $4, body = $5
         WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
-      [orgId, key, response.status, JSON.stringify(response.headers), response.body],
+      [orgId, key, response.status, JSON.stringify(response.headers), this.stored(orgId, key, response.body)],
     );
   }
 
@@ -165,7 +187,7 @@ export class IdempotencyStore {
         hash,
         response.status,
         JSON.stringify(response.headers),
-        response.body,
+        this.stored(orgId, key, response.body),
         IDEMPOTENCY_WINDOW_HOURS,
       ],
     );

@@ -6,13 +6,16 @@ import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
   bindRoutes,
+  checkSealedColumn,
   migrate,
+  resealColumn,
   schemaTransaction,
   type Logger,
   type Module,
   type Pool,
   type PostgresSession,
   type Route,
+  type SecretsKeyring,
 } from '@ofp/runtime';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
 import { AddressGuard, systemResolver, type HostResolver } from './delivery/address-guard.js';
@@ -26,7 +29,7 @@ import { HttpSender } from './delivery/http-sender.js';
 import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
 import { layOutTables } from './schema.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
-import { WebhookCommands } from './subscriptions/webhook-commands.js';
+import { ENDPOINT_SECRETS_SEALED, WebhookCommands } from './subscriptions/webhook-commands.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -47,6 +50,11 @@ export interface WebhookDispatcherDependencies {
   readonly parking?: Parking;
   readonly logger: Logger;
   readonly clock: () => Date;
+  /**
+   * The key-encryption keys of the secrets at rest (API.md §12): the endpoints' signing secrets and the
+   * stored responses of idempotent writes, which hold a new secret after create and rotate_secret.
+   */
+  readonly secrets: SecretsKeyring;
   /** Bearer verification and the client's rate limit, on the dispatcher's routes. */
   readonly gate: BearerGate;
   /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: any target address, and plain `http` (API.md §8). */
@@ -105,7 +113,8 @@ export interface WebhookDispatcherService {
   readonly metrics: Registry;
 }
 
-const idempotencyTable = (pool: Pool) => new IdempotencyStore(pool, 'webhooks.idempotency_keys');
+const idempotencyTable = (pool: Pool, secrets?: SecretsKeyring) =>
+  new IdempotencyStore(pool, 'webhooks.idempotency_keys', secrets);
 
 /**
  * Lays out schema `webhooks` (the declared tables, then the migrations, then the idempotency keys).
@@ -129,13 +138,14 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   const logger = deps.logger.child({ module: 'webhook-dispatcher' });
   const resolve = deps.resolveHost ?? systemResolver;
   const guard = addressGuardOf(deps);
-  const queue = new DeliveryQueue(deps.pool);
+  const queue = new DeliveryQueue(deps.pool, deps.secrets);
   const commands = new WebhookCommands(
     deps.pool,
     deps.store,
     queue,
     new UrlPolicy(guard, resolve),
     deps.clock,
+    deps.secrets,
   );
   const metrics = deps.metrics ?? new Registry();
   const deliveryMetrics = new DeliveryMetrics(metrics, () => queue.depth(deps.clock()));
@@ -155,7 +165,8 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     limits,
   });
   const intake = new EventIntake(deps.pool, queue, deps.clock);
-  const idempotency = idempotencyTable(deps.pool);
+  const idempotency = idempotencyTable(deps.pool, deps.secrets);
+  const sealed = [...ENDPOINT_SECRETS_SEALED, idempotency.sealedBodies];
   let started = false;
   let sweep: NodeJS.Timeout | undefined;
   let purge: NodeJS.Timeout | undefined;
@@ -174,6 +185,17 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   const delivery: Module = {
     name: 'webhook-delivery',
     async start() {
+      // A wrong key stops the start with one line; secrets stored in clear (before they were sealed)
+      // or under a key being rotated out are sealed under the current key.
+      for (const column of sealed) await checkSealedColumn(deps.pool, deps.secrets, column);
+      for (const column of sealed) {
+        const resealed = await resealColumn(deps.pool, deps.secrets, column);
+        if (resealed > 0)
+          logger.info(
+            { resealed, column: `${column.table}.${column.column}` },
+            `sealed ${resealed} stored secrets`,
+          );
+      }
       await workers.start();
       // Disables and failures to tell that a process which died left behind, and any that failed:
       // looked at again regularly.

@@ -14,7 +14,7 @@ describe('the delivery queue', () => {
   beforeAll(async () => {
     // The queue alone: no intake, no workers.
     harness = await startDispatcherHarness({ start: false });
-    queue = new DeliveryQueue(harness.database.pool);
+    queue = new DeliveryQueue(harness.database.pool, harness.secrets);
     webhookId = (await harness.createWebhook(1, { url: 'http://127.0.0.1:9/hooks', events: ['*'] })).id;
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import type { Queryable } from '@ofp/models';
-import { inTransaction, prepared, type Pool } from '@ofp/runtime';
+import { inTransaction, prepared, type Pool, type SecretsKeyring } from '@ofp/runtime';
 import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
-import { TEST_EVENT_TYPE } from '../subscriptions/webhook-commands.js';
+import { TEST_EVENT_TYPE, endpointSecretContext } from '../subscriptions/webhook-commands.js';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
@@ -115,7 +115,11 @@ const PASS_TURNS_ATTEMPTS = 5;
  * (they read up to the oldest transaction in flight).
  */
 export class DeliveryQueue {
-  constructor(private readonly pool: Pool) {}
+  /** `secrets` opens the endpoints' sealed signing secrets (API.md §12). */
+  constructor(
+    private readonly pool: Pool,
+    private readonly secrets: SecretsKeyring,
+  ) {}
 
   /**
    * Queues deliveries for endpoints that still exist (and are enabled, unless `includeDisabled`), once
@@ -259,6 +263,8 @@ export class DeliveryQueue {
         ),
       );
       await client.query('COMMIT');
+      const open = (row: { webhook_id: number }, sealed: string): string =>
+        this.secrets.open(sealed, endpointSecretContext(row.webhook_id));
       return rows.map((row) => ({
         id: row.id,
         orgId: row.org_id,
@@ -271,7 +277,10 @@ export class DeliveryQueue {
         roundAttempts: row.round_attempts,
         claimedBy: options.worker,
         url: row.url,
-        secrets: row.previous_secret === null ? [row.secret] : [row.secret, row.previous_secret],
+        secrets:
+          row.previous_secret === null
+            ? [open(row, row.secret)]
+            : [open(row, row.secret), open(row, row.previous_secret)],
       }));
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});

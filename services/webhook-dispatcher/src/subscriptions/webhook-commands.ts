@@ -3,7 +3,13 @@ import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/con
 import { handleCommand, type Decided, type EventStore } from '@ofp/event-store';
 import { deleteRecord, eventPayload, getRecord, writeRecord, type Queryable } from '@ofp/models';
 import { webhookDeliveries, webhooks } from '../models.js';
-import type { Pool, PoolClient } from '@ofp/runtime';
+import {
+  sealedContext,
+  type Pool,
+  type PoolClient,
+  type SealedColumn,
+  type SecretsKeyring,
+} from '@ofp/runtime';
 import type { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { generateSecret } from '../delivery/signing.js';
 import { TABLES } from '../schema.js';
@@ -40,6 +46,26 @@ export interface WebhookWithSecret {
   readonly secret: string;
 }
 
+/** Where the endpoints' signing secrets are kept, sealed (API.md §12). */
+export const ENDPOINT_SECRETS_TABLE = 'webhooks.endpoints';
+
+/**
+ * The sealed columns of the endpoints: a secret is sealed for its endpoint's row, not its column, so
+ * that rotation moves it from `secret` to `previous_secret` as it is.
+ */
+export const ENDPOINT_SECRETS_SEALED: readonly SealedColumn[] = ['secret', 'previous_secret'].map(
+  (column) => ({
+    table: ENDPOINT_SECRETS_TABLE,
+    key: ['webhook_id'],
+    column,
+  }),
+);
+
+/** The context an endpoint's secret is sealed for. */
+export function endpointSecretContext(webhookId: number | string): string {
+  return sealedContext(ENDPOINT_SECRETS_TABLE, [webhookId]);
+}
+
 /** The dispatcher itself, as the author of the changes it makes. */
 const DISPATCHER = 'webhook-dispatcher';
 
@@ -56,6 +82,7 @@ export class WebhookCommands {
     private readonly queue: DeliveryQueue,
     private readonly urls: UrlPolicy,
     private readonly clock: () => Date,
+    private readonly secrets: SecretsKeyring,
   ) {}
 
   /** The organization's webhook `id` in its API form, or undefined. */
@@ -79,7 +106,7 @@ export class WebhookCommands {
         return this.decided(requester, id, undefined, event, async (client) => {
           await client.query(
             'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
-            [id, requester.orgId, secret],
+            [id, requester.orgId, this.secrets.seal(secret, endpointSecretContext(id))],
           );
         });
       },
@@ -143,7 +170,12 @@ export class WebhookCommands {
       `UPDATE webhooks.endpoints
           SET previous_secret = secret, previous_secret_expires_at = $3, secret = $4
         WHERE webhook_id = $1 AND org_id = $2`,
-      [id, orgId, new Date(this.clock().getTime() + ROTATION_GRACE_MS), secret],
+      [
+        id,
+        orgId,
+        new Date(this.clock().getTime() + ROTATION_GRACE_MS),
+        this.secrets.seal(secret, endpointSecretContext(id)),
+      ],
     );
     const record = rowCount === 1 ? await this.get(orgId, id) : undefined;
     if (!record) throw baseError('NotFound', `webhook ${id} not found`);

@@ -10,8 +10,16 @@ import {
 import { PgLogBus, type Bus } from '@ofp/bus';
 import type { RecordChange, RecordJson } from '@ofp/contracts';
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
-import { ModuleRunner, closeServer, createHttpApp, createMetricsRegistry, listen } from '@ofp/runtime';
-import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
+import {
+  ModuleRunner,
+  closeServer,
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  loadSecretsKeyring,
+  type SecretsKeyring,
+} from '@ofp/runtime';
+import { createTestDatabase, testLogger, testSecretsKeyFile, type TestDatabase } from '@ofp/testing';
 import {
   createWebhookDispatcher,
   migrateWebhookDispatcher,
@@ -53,6 +61,8 @@ export interface DispatcherHarness {
   readonly database: TestDatabase;
   readonly store: EventStore;
   readonly dispatcher: WebhookDispatcherService;
+  /** The key-encryption keys that seal its secrets: the machine's test key file, as the dispatcher processes of the tests use. */
+  readonly secrets: SecretsKeyring;
   /** Base URL of the `/v2` routes. */
   readonly url: string;
   /** Calls the API as organization `orgId` with `scopes` (read and write unless told otherwise). */
@@ -106,7 +116,9 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
   const bus =
     options.bus?.(database, store) ??
     new PgLogBus(database.pool, database.session, store, logger, { batchSize: 500, pollIntervalMs: 50 });
+  const secrets = await loadSecretsKeyring(testSecretsKeyFile());
   const dispatcher = createWebhookDispatcher({
+    secrets,
     pool: database.pool,
     session: database.session,
     store,
@@ -137,6 +149,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
 
   const harness: DispatcherHarness = {
     database,
+    secrets,
     store,
     dispatcher,
     url,

@@ -2,7 +2,8 @@
 import { PgLogBus } from '@ofp/bus';
 import { EventStore } from '@ofp/event-store';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
-import { ModuleRunner, PostgresSession, createLogger, createPool } from '@ofp/runtime';
+import { ModuleRunner, PostgresSession, createLogger, createPool, loadSecretsKeyring } from '@ofp/runtime';
+import { testSecretsKeyFile } from '@ofp/testing';
 import { createWebhookDispatcher } from '../module.js';
 
 const url = process.env.DATABASE_URL!;
@@ -11,6 +12,8 @@ const logger = createLogger({ name: 'dispatcher-fixture', level: 'warn' });
 const store = new EventStore(pool, { outbox: false });
 const session = new PostgresSession({ connectionString: url, applicationName: 'dispatcher-fixture', logger });
 const dispatcher = createWebhookDispatcher({
+  // The key of the harness that made the webhooks.
+  secrets: await loadSecretsKeyring(testSecretsKeyFile()),
   pool,
   session,
   store,
