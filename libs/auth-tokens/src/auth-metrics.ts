@@ -58,11 +58,17 @@ export function authMetrics(registry: Registry): AuthMetrics {
   for (const grantType of GRANT_TYPES) issued.inc({ grant_type: grantType }, 0);
   const purged = new Counter({
     name: 'auth_purged_rows_total',
-    help: "Expired rows the auth service's janitor deleted, by table (refresh_tokens, grants, authorization_codes, revoked_access_tokens)",
+    help: "Expired rows the auth service's janitor deleted, by table (refresh_tokens, grants, authorization_codes, revoked_access_tokens, client_assertions)",
     labelNames: ['table'],
     registers: [registry],
   });
-  for (const table of ['refresh_tokens', 'grants', 'authorization_codes', 'revoked_access_tokens'])
+  for (const table of [
+    'refresh_tokens',
+    'grants',
+    'authorization_codes',
+    'revoked_access_tokens',
+    'client_assertions',
+  ])
     purged.inc({ table }, 0);
   const metrics: AuthMetrics = {
     rejected: (reason) => rejected.inc({ reason }),

@@ -4810,6 +4810,13 @@ export interface components {
             scope?: string;
             client_id?: string;
             client_secret?: string;
+            /**
+             * @description private_key_jwt (RFC 7523 §2.2), with client_assertion
+             * @constant
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description A JWT signed by a key of the client’s JWKS */
+            client_assertion?: string;
         };
         TokenResponse: {
             access_token: string;

@@ -52,6 +52,7 @@ describe('the janitor', () => {
       grants: 0,
       authorization_codes: 1,
       revoked_access_tokens: 0,
+      client_assertions: 0,
     });
     expect((await refresh(rotated.refresh_token)).status).toBe(200);
 
@@ -62,6 +63,7 @@ describe('the janitor', () => {
       grants: 1,
       authorization_codes: 1,
       revoked_access_tokens: 0,
+      client_assertions: 0,
     });
     expect(await rows()).toEqual({
       grants: 0,
@@ -132,7 +134,30 @@ describe('the janitor', () => {
       grants: 2500,
       authorization_codes: 0,
       revoked_access_tokens: 0,
+      client_assertions: 0,
     });
     expect(await rows()).toMatchObject({ grants: 0, refresh_tokens: 0, revoked_access_tokens: 1 });
+  });
+
+  it('forgets the jti of a client assertion five minutes after it expired', async () => {
+    const now = server.clock();
+    const keyed = await server.pool.query<{ id: string }>(
+      `INSERT INTO auth.clients (id, organization_id, name, scopes, jwks, created_at)
+       VALUES ($1, $2, 'keyed', '{read}', '{"keys": []}', $3) RETURNING id`,
+      [randomUUID(), client.organization_id, now],
+    );
+    const assertion = (jti: string, expiresAt: number) =>
+      server.pool.query(
+        'INSERT INTO auth.client_assertions (client_id, jti, expires_at) VALUES ($1, $2, $3)',
+        [keyed.rows[0]!.id, jti, new Date(expiresAt)],
+      );
+    await assertion('long-gone', now.getTime() - 6 * 60_000);
+    await assertion('just-expired', now.getTime() - 60_000);
+    await assertion('live', now.getTime() + 60_000);
+    expect(await server.auth.janitor.purge()).toMatchObject({ client_assertions: 1 });
+    const { rows: left } = await server.pool.query<{ jti: string }>(
+      'SELECT jti FROM auth.client_assertions ORDER BY jti',
+    );
+    expect(left.map((row) => row.jti)).toEqual(['just-expired', 'live']);
   });
 });

@@ -17,6 +17,7 @@ export const PURGED_TABLES = [
   'grants',
   'authorization_codes',
   'revoked_access_tokens',
+  'client_assertions',
 ] as const;
 export type PurgedTable = (typeof PURGED_TABLES)[number];
 
@@ -39,7 +40,9 @@ export interface JanitorOptions {
  * - grants left without refresh tokens, in the transaction that deleted their last one;
  * - expired authorization codes no grant was issued from (a code a grant came from stays while the grant
  *   does, so that presenting it again still revokes the grant, RFC 6749 §4.1.2);
- * - revoked client-credentials tokens, five minutes after they expired.
+ * - revoked client-credentials tokens, five minutes after they expired;
+ * - the `jti`s of private_key_jwt assertions once the assertions expired (a replay is refused by `exp`
+ *   then, with the verifier's 30 s tolerance: hence the same retention as revoked tokens').
  *
  * What a missing row means is always the safe answer: an unknown refresh token or code is `invalid_grant`,
  * and an access token whose grant or pair is gone is not active.
@@ -84,6 +87,7 @@ export class Janitor implements Module {
       grants: 0,
       authorization_codes: 0,
       revoked_access_tokens: 0,
+      client_assertions: 0,
     };
     const client = await this.options.pool.connect();
     try {
@@ -112,6 +116,10 @@ export class Janitor implements Module {
         await this.repeat(
           () => this.purgeRevokedTokens(forgetBefore),
           (rows) => count('revoked_access_tokens', rows),
+        );
+        await this.repeat(
+          () => this.purgeClientAssertions(forgetBefore),
+          (rows) => count('client_assertions', rows),
         );
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [LOCK_KEY]);
@@ -185,6 +193,15 @@ export class Janitor implements Module {
     const { rowCount } = await this.options.pool.query(
       `DELETE FROM auth.revoked_access_tokens WHERE token_id IN (
          SELECT token_id FROM auth.revoked_access_tokens WHERE expires_at <= $1 LIMIT $2)`,
+      [before, BATCH],
+    );
+    return rowCount ?? 0;
+  }
+
+  private async purgeClientAssertions(before: Date): Promise<number> {
+    const { rowCount } = await this.options.pool.query(
+      `DELETE FROM auth.client_assertions WHERE (client_id, jti) IN (
+         SELECT client_id, jti FROM auth.client_assertions WHERE expires_at <= $1 LIMIT $2)`,
       [before, BATCH],
     );
     return rowCount ?? 0;

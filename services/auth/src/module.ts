@@ -32,6 +32,7 @@ import { Janitor } from './janitor.js';
 import { FailedAuthenticationLimits } from './oauth/failed-authentication.js';
 import { Grants } from './oauth/grants.js';
 import { clientAccess } from './oauth/client-auth.js';
+import { tokenEndpoint } from './oauth/metadata.js';
 import { authOperations, authRouteSpecs } from './routes.js';
 import { SIGNING_KEYS_SEALED, SigningKeys } from './signing-keys.js';
 
@@ -134,6 +135,7 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     deps.pool,
     limiter,
     new FailedAuthenticationLimits(deps.settings.failedAuthentication, deps.clock, deps.metrics),
+    { audiences: [issuer, tokenEndpoint(issuer)], clock: deps.clock },
     deps.metrics,
   );
   const gate = new BearerGate(verifier, limiter, deps.metrics);

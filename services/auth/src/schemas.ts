@@ -37,6 +37,11 @@ export const tokenRequestSchema = z
     scope: scopeList.optional(),
     client_id: z.string().optional(),
     client_secret: z.string().optional(),
+    client_assertion_type: z
+      .literal('urn:ietf:params:oauth:client-assertion-type:jwt-bearer')
+      .optional()
+      .describe('private_key_jwt (RFC 7523 §2.2), with client_assertion'),
+    client_assertion: z.string().optional().describe('A JWT signed by a key of the client’s JWKS'),
   })
   .meta({ id: 'TokenRequest' });
 
@@ -124,12 +129,17 @@ export const registeredClientSchema = singleEnvelopeOf(
   z
     .strictObject({
       client_id: z.string(),
-      client_secret: z.string(),
+      client_secret: z.string().optional().describe('None for a client registered with `jwks`'),
       organization_id: z.int(),
       name: z.string(),
       redirect_uri: z.string(),
       scopes: z.array(z.enum(SCOPES)),
       created_at: z.iso.datetime(),
+      disabled_at: z.iso.datetime().nullable(),
+      jwks: z
+        .looseObject({ keys: z.array(z.looseObject({ kty: z.string() })) })
+        .nullable()
+        .describe('The public keys of a private_key_jwt client (RFC 7523); null for a client with a secret'),
     })
     .meta({ id: 'RegisteredClient' }),
   'RegisteredClientEnvelope',

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, Scope } from '@ofp/auth-tokens';
+import type { JSONWebKeySet } from 'jose';
 import { baseError } from '@ofp/contracts';
 import type { Pool, PoolClient } from '@ofp/runtime';
 import type { Grants } from './oauth/grants.js';
@@ -22,6 +23,11 @@ export interface ClientRecord {
   created_at: Date;
   /** When it was disabled: it authenticates no more, and its grants were revoked then. */
   disabled_at: Date | null;
+  /**
+   * The public keys of a client that authenticates with `private_key_jwt` (RFC 7523), which has no
+   * secret; null for a client with a secret.
+   */
+  jwks: JSONWebKeySet | null;
 }
 
 /** A client with its secret: registration and rotation answer it, the only times it is shown. */
@@ -46,7 +52,7 @@ export async function listOrganizations(
 }
 
 const CLIENT_COLUMNS =
-  'id AS client_id, organization_id, name, redirect_uri, scopes, created_at, disabled_at';
+  'id AS client_id, organization_id, name, redirect_uri, scopes, created_at, disabled_at, jwks';
 
 /** An organization's clients by creation, a page of them and how many there are. */
 export async function listClients(
@@ -111,38 +117,82 @@ export async function organizationExists(db: Db, id: number): Promise<boolean> {
   return rows.length > 0;
 }
 
+interface NewClient {
+  organizationId: number;
+  name: string;
+  redirectUri: string | null;
+  scopes: readonly Scope[];
+}
+
 /** Registers a client with a new id and secret; only the secret's digest is stored. */
-export async function createClient(
+export async function createClient(db: Db, clock: Clock, client: NewClient): Promise<RegisteredClient> {
+  const clientSecret = newSecret();
+  const record = await insertClient(db, clock, client, { secretHash: digestSecret(clientSecret) });
+  return { ...record, client_secret: clientSecret };
+}
+
+/**
+ * Registers a client of `private_key_jwt` (RFC 7523) with a new id and the public keys it signs its
+ * assertions with; it has no secret.
+ */
+export async function createKeyedClient(
   db: Db,
   clock: Clock,
-  client: { organizationId: number; name: string; redirectUri: string | null; scopes: readonly Scope[] },
-): Promise<RegisteredClient> {
+  client: NewClient & { jwks: JSONWebKeySet },
+): Promise<ClientRecord> {
+  return insertClient(db, clock, client, { jwks: client.jwks });
+}
+
+async function insertClient(
+  db: Db,
+  clock: Clock,
+  client: NewClient,
+  credential: { secretHash: Buffer } | { jwks: JSONWebKeySet },
+): Promise<ClientRecord> {
   const clientId = randomBytes(16).toString('hex');
-  const clientSecret = newSecret();
   const createdAt = clock();
+  const jwks = 'jwks' in credential ? credential.jwks : null;
   await db.query(
-    `INSERT INTO auth.clients (id, organization_id, name, redirect_uri, scopes, secret_hash, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    `INSERT INTO auth.clients (id, organization_id, name, redirect_uri, scopes, secret_hash, jwks, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       clientId,
       client.organizationId,
       client.name,
       client.redirectUri,
       client.scopes,
-      digestSecret(clientSecret),
+      'secretHash' in credential ? credential.secretHash : null,
+      jwks,
       createdAt,
     ],
   );
   return {
     client_id: clientId,
-    client_secret: clientSecret,
     organization_id: client.organizationId,
     name: client.name,
     redirect_uri: client.redirectUri,
     scopes: [...client.scopes],
     created_at: createdAt,
     disabled_at: null,
+    jwks,
   };
+}
+
+/**
+ * Replaces the public keys of a `private_key_jwt` client (its key rotation: publish the new key with
+ * the old, then the new alone). Assertions signed by a key no longer listed are refused at once.
+ */
+export async function replaceClientKeys(
+  tx: PoolClient,
+  clientId: string,
+  jwks: JSONWebKeySet,
+): Promise<ClientRecord> {
+  const client = await lockClient(tx, clientId, 'update');
+  if (client === undefined) throw baseError('NotFound', `Client ${clientId} not found`);
+  if (client.jwks === null)
+    throw baseError('Conflict', `Client ${clientId} authenticates with a secret, not with keys`);
+  await tx.query('UPDATE auth.clients SET jwks = $2 WHERE id = $1', [clientId, jwks]);
+  return { ...client, jwks };
 }
 
 /**
@@ -153,6 +203,8 @@ export async function rotateClientSecret(tx: PoolClient, clientId: string): Prom
   const client = await lockClient(tx, clientId, 'update');
   if (client === undefined) throw baseError('NotFound', `Client ${clientId} not found`);
   if (client.disabled_at !== null) throw baseError('Conflict', `Client ${clientId} is disabled`);
+  if (client.jwks !== null)
+    throw baseError('Conflict', `Client ${clientId} authenticates with private_key_jwt: it has no secret`);
   const clientSecret = newSecret();
   await tx.query('UPDATE auth.clients SET secret_hash = $2 WHERE id = $1', [
     clientId,

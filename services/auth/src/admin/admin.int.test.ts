@@ -181,6 +181,7 @@ describe('administration API (API.md §10)', () => {
           scopes: ['read', 'write'],
           created_at: anyString,
           disabled_at: null,
+          jwks: null,
         },
         expect.objectContaining({ client_id: second.client_id, redirect_uri: 'https://b.example/cb' }),
       ]);

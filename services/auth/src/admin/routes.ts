@@ -1,3 +1,5 @@
+import { createPublicKey } from 'node:crypto';
+import type { JSONWebKeySet } from 'jose';
 import { z } from 'zod';
 import { SCOPES, type Clock } from '@ofp/auth-tokens';
 import {
@@ -23,11 +25,13 @@ import type { SigningKeys } from '../signing-keys.js';
 import { organizationSchema, registeredClientSchema } from '../schemas.js';
 import {
   createClient,
+  createKeyedClient,
   createOrganization,
   disableClient,
   listClients,
   listOrganizations,
   organizationExists,
+  replaceClientKeys,
   rotateClientSecret,
 } from '../tenants.js';
 
@@ -64,8 +68,45 @@ const name = z
 
 const organizationInput = z.object({ name });
 
+/** Members of a JWK that only a private or secret key has (RFC 7518 §6.2.2, §6.3.2, §6.4.1). */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+/** A public signing key of a client (RFC 7517 §4), as Node.js can import it. */
+const publicJwk = z
+  .looseObject({
+    kty: z.enum(['RSA', 'EC', 'OKP'], 'must be RSA, EC or OKP'),
+    kid: z.string().max(200, 'must be at most 200 characters').optional(),
+    use: z.literal('sig', 'must be sig').optional(),
+  })
+  .refine((jwk) => PRIVATE_MEMBERS.every((member) => !(member in jwk)), 'must be a public key')
+  .refine((jwk) => {
+    try {
+      createPublicKey({ key: jwk, format: 'jwk' });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be a usable public key');
+
+/** The public keys a `private_key_jwt` client signs its assertions with (RFC 7517 §5). */
+const jwksInput = z.strictObject({
+  keys: z
+    .array(publicJwk, { error: 'must be an array' })
+    .min(1, 'must hold at least one key')
+    .max(10, 'must hold at most 10 keys'),
+});
+
+const clientKeysInput = z.strictObject({ jwks: jwksInput });
+
+/** A JWKS {@link jwksInput} accepted: every key checked importable, so jose's type fits. */
+function keySet(jwks: z.infer<typeof jwksInput>): JSONWebKeySet {
+  return jwks as JSONWebKeySet;
+}
+
 const clientInput = z.object({
   name,
+  // A client that authenticates with private_key_jwt (RFC 7523) instead of a secret.
+  jwks: jwksInput.optional(),
   // Optional: a client of the client_credentials grant alone never redirects.
   redirect_uri: z
     .string({ error: 'must be a string' })
@@ -173,7 +214,7 @@ export function adminRouteSpecs(): RouteSpec[] {
       operationId: 'admin.createClient',
       summary: 'Register a client of an organization (its secret is shown this once)',
       description:
-        'Registers an OAuth client of the organization with the scopes it may ask for and, for the authorization-code grant, its `redirect_uri`. The answer holds `client_secret`, shown this once (the platform keeps only its hash). Needs the admin token.',
+        'Registers an OAuth client of the organization with the scopes it may ask for and, for the authorization-code grant, its `redirect_uri`. The answer holds `client_secret`, shown this once (the platform keeps only its hash). With `jwks`, the public keys it signs client assertions with, the client authenticates with `private_key_jwt` (RFC 7523) instead and has no secret. Needs the admin token.',
       body: 'json',
       request: clientInput,
       responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
@@ -185,9 +226,21 @@ export function adminRouteSpecs(): RouteSpec[] {
       operationId: 'admin.rotateClientSecret',
       summary: 'Give a client a new secret (shown this once); the old one stops working at once',
       description:
-        'Gives the client a new `client_secret`, shown this once; the old one is refused from then on. 409 for a disabled client. Needs the admin token.',
+        'Gives the client a new `client_secret`, shown this once; the old one is refused from then on. 409 for a disabled client, or one that authenticates with `private_key_jwt` (it has no secret). Needs the admin token.',
       responses: { 200: { description: 'The client with its new secret' } },
       errors: [404, 409],
+    }),
+    admin({
+      method: 'PUT',
+      path: '/admin/clients/{client_id}/jwks',
+      operationId: 'admin.replaceClientKeys',
+      summary: 'Replace the public keys of a private_key_jwt client',
+      description:
+        'Replaces the JWKS a `private_key_jwt` client (RFC 7523) signs its client assertions with: assertions signed by a key no longer listed are refused at once, so a client rotates by listing its new key beside the old, switching to it, then listing it alone. 409 for a client with a secret. Needs the admin token.',
+      body: 'json',
+      request: clientKeysInput,
+      responses: { 200: { description: 'The client with its new keys' } },
+      errors: [404, 409, 415, 422],
     }),
     admin({
       method: 'POST',
@@ -267,14 +320,22 @@ export function adminOperations(deps: AdminRoutesDeps): Operations {
       handle: async (request) => {
         const id = await organizationOf(deps.pool, request);
         const input = parseBody(clientInput, request.body);
-        const client = await createClient(deps.pool, deps.clock, {
+        const client = {
           organizationId: id,
           name: input.name,
           redirectUri: input.redirect_uri ?? null,
           scopes: input.scopes,
-        });
+        };
+        if (input.jwks !== undefined) {
+          const keyed = await createKeyedClient(deps.pool, deps.clock, {
+            ...client,
+            jwks: keySet(input.jwks),
+          });
+          return jsonReply(201, singleEnvelope(keyed));
+        }
+        const registered = await createClient(deps.pool, deps.clock, client);
         // The secret is shown this once; nothing on the way may keep a copy.
-        return jsonReply(201, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+        return jsonReply(201, singleEnvelope(registered), { 'Cache-Control': 'no-store' });
       },
     },
     'admin.rotateClientSecret': {
@@ -283,6 +344,15 @@ export function adminOperations(deps: AdminRoutesDeps): Operations {
           rotateClientSecret(tx, request.params.client_id ?? ''),
         );
         return jsonReply(200, singleEnvelope(client), { 'Cache-Control': 'no-store' });
+      },
+    },
+    'admin.replaceClientKeys': {
+      handle: async (request) => {
+        const input = parseBody(clientKeysInput, request.body);
+        const client = await inTransaction(deps.pool, (tx) =>
+          replaceClientKeys(tx, request.params.client_id ?? '', keySet(input.jwks)),
+        );
+        return jsonReply(200, singleEnvelope(client));
       },
     },
     'admin.disableClient': {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +66,49 @@ describe('orderctl (API.md §10)', () => {
     );
     expect(clients.out).toContain('1 clients.');
     expect(clients.out).not.toContain(created.results.client_secret);
+  });
+
+  it('registers a private_key_jwt client from a JWKS file and replaces its keys', async () => {
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig', alg: 'ES256' };
+    const directory = await mkdtemp(join(tmpdir(), 'orderctl-jwks-'));
+    try {
+      const file = join(directory, 'jwks.json');
+      await writeFile(file, JSON.stringify({ keys: [jwk] }));
+      const id = /Created organization (\d+)/.exec(
+        (await orderctl(['create-organization', '--name', 'Keyed'])).out,
+      )?.[1];
+      const created = await orderctl([
+        'create-client',
+        '--organization',
+        id!,
+        '--name',
+        'Keyed sync',
+        '--scopes',
+        'read',
+        '--jwks',
+        file,
+      ]);
+      expect(created).toMatchObject({ code: 0, err: '' });
+      expect(created.out).toContain('auth method:   private_key_jwt (1 public keys, no secret)');
+      expect(created.out).not.toContain('client_secret');
+      const clientId = /client_id: +(\S+)/.exec(created.out)?.[1];
+      await writeFile(file, JSON.stringify({ keys: [jwk, { ...jwk, kid: 'k2' }] }));
+      const replaced = await orderctl(['set-client-keys', '--client', clientId!, '--jwks', file]);
+      expect(replaced).toMatchObject({ code: 0, err: '' });
+      expect(replaced.out).toContain('(2 public keys, no secret)');
+      const missing = await orderctl([
+        'set-client-keys',
+        '--client',
+        clientId!,
+        '--jwks',
+        join(directory, 'none'),
+      ]);
+      expect(missing.code).toBe(2);
+      expect(missing.err).toMatch(/^orderctl: --jwks: cannot read /);
+    } finally {
+      await rm(directory, { recursive: true });
+    }
   });
 
   it('rotates a secret and disables a client', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { describeError, instanceSettings } from '@ofp/runtime';
 
@@ -16,7 +17,11 @@ Commands:
   create-organization --name NAME
   list-clients --organization ID [--limit N] [--offset N]
   create-client --organization ID --name NAME --scopes read,write,operations [--redirect-uri URI]
-                (without --redirect-uri: a client of the client_credentials grant alone)
+                [--jwks FILE]
+                (without --redirect-uri: a client of the client_credentials grant alone; with --jwks,
+                a JWKS file of its public keys: it authenticates with private_key_jwt and has no secret)
+  set-client-keys --client CLIENT_ID --jwks FILE
+                (a private_key_jwt client's public keys, replaced: rotate by listing the new with the old)
   rotate-client-secret --client CLIENT_ID
   disable-client --client CLIENT_ID      (its grants are revoked; its tokens stop working)
   rotate-signing-key
@@ -41,6 +46,7 @@ const OPTIONS = {
   organization: { type: 'string' },
   client: { type: 'string' },
   'redirect-uri': { type: 'string' },
+  jwks: { type: 'string' },
   scopes: { type: 'string' },
   limit: { type: 'string' },
   offset: { type: 'string' },
@@ -52,7 +58,7 @@ class UsageError extends Error {}
 
 /** An admin API call (API.md §10) and how to tell its answer to a person. */
 interface Call {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   path: string;
   body?: object;
   describe: (results: unknown, envelope: Envelope) => string;
@@ -92,7 +98,24 @@ interface ClientJson {
   scopes: string[];
   created_at: string;
   disabled_at: string | null;
+  jwks?: { keys: unknown[] } | null;
   revoked_grants?: number;
+}
+
+/** The JWKS file `--jwks` names, as JSON (the admin API checks its keys). */
+function jwksFile(values: Record<string, unknown>): unknown {
+  const path = option(values, 'jwks');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--jwks: cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new UsageError(`--jwks: ${path} is not JSON`);
+  }
 }
 
 function option(values: Record<string, unknown>, name: string): string {
@@ -142,6 +165,9 @@ function clientLines(client: ClientJson): string[] {
     `name:          ${client.name}`,
     `scopes:        ${client.scopes.join(' ')}`,
     `redirect_uri:  ${client.redirect_uri ?? '(none: client_credentials only)'}`,
+    ...(client.jwks == null
+      ? []
+      : [`auth method:   private_key_jwt (${client.jwks.keys.length} public keys, no secret)`]),
   ];
 }
 
@@ -210,6 +236,7 @@ function callOf(command: string | undefined, values: Record<string, unknown>): C
         body: {
           name: option(values, 'name'),
           ...(typeof redirectUri === 'string' ? { redirect_uri: redirectUri } : {}),
+          ...(values.jwks === undefined ? {} : { jwks: jwksFile(values) }),
           scopes: option(values, 'scopes')
             .split(',')
             .map((s) => s.trim())
@@ -218,6 +245,17 @@ function callOf(command: string | undefined, values: Record<string, unknown>): C
         describe: (results) => ['Created the client:', ...clientLines(results as ClientJson)].join('\n'),
       };
     }
+    case 'set-client-keys':
+      return {
+        method: 'PUT',
+        path: `/admin/clients/${encodeURIComponent(option(values, 'client'))}/jwks`,
+        body: { jwks: jwksFile(values) },
+        describe: (results) =>
+          [
+            'New public keys; assertions signed by others are refused:',
+            ...clientLines(results as ClientJson),
+          ].join('\n'),
+      };
     case 'rotate-client-secret':
       return {
         method: 'POST',

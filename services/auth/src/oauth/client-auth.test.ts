@@ -1,4 +1,4 @@
-import { presentedCredentials } from './client-auth.js';
+import { JWT_BEARER_ASSERTION, presentedCredentials } from './client-auth.js';
 import { OAuthError } from './errors.js';
 
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
@@ -45,5 +45,51 @@ describe('presentedCredentials', () => {
 
   it('finds no credentials when only a client_id is sent', () => {
     expect(presentedCredentials(undefined, new Map([['client_id', 'c1']]))).toEqual({ method: 'none' });
+  });
+
+  describe('client assertions (RFC 7523 §2.2)', () => {
+    const jwt = (claims: object) =>
+      `${Buffer.from('{"alg":"ES256"}').toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+    const assertionForm = (extra: [string, string][] = []) =>
+      new Map([
+        ['client_assertion_type', JWT_BEARER_ASSERTION],
+        ['client_assertion', jwt({ sub: 'c1', iss: 'c1' })],
+        ...extra,
+      ]);
+    const refusal = (authorization: string | undefined, form: Map<string, string>) => {
+      try {
+        presentedCredentials(authorization, form);
+      } catch (error) {
+        return [(error as OAuthError).code, (error as OAuthError).description];
+      }
+      return undefined;
+    };
+
+    it('names the client the assertion names in sub', () => {
+      expect(presentedCredentials(undefined, assertionForm([['client_id', 'c1']]))).toEqual({
+        method: 'private_key_jwt',
+        clientId: 'c1',
+        assertion: jwt({ sub: 'c1', iss: 'c1' }),
+      });
+    });
+
+    it('refuses a second method, another assertion type, another client_id, or no client', () => {
+      expect(refusal(basic('c1', 's1'), assertionForm())).toEqual([
+        'invalid_request',
+        'Use one client authentication method, not two',
+      ]);
+      expect(refusal(undefined, assertionForm([['client_secret', 's1']]))?.[0]).toBe('invalid_request');
+      expect(refusal(undefined, assertionForm([['client_assertion_type', 'urn:other']]))?.[0]).toBe(
+        'invalid_request',
+      );
+      expect(refusal(undefined, assertionForm([['client_id', 'c2']]))).toEqual([
+        'invalid_request',
+        'client_id differs from the client assertion',
+      ]);
+      expect(refusal(undefined, assertionForm([['client_assertion', jwt({ iss: 'c1' })]]))).toEqual([
+        'invalid_client',
+        'The client assertion names no client (sub)',
+      ]);
+    });
   });
 });

@@ -1,5 +1,13 @@
-import { admitRequest, type AuthMetrics, type Scope, type TokenBucketLimiter } from '@ofp/auth-tokens';
+import {
+  admitRequest,
+  epochSeconds,
+  type AuthMetrics,
+  type Clock,
+  type Scope,
+  type TokenBucketLimiter,
+} from '@ofp/auth-tokens';
 import { prepared, type Access, type Pool } from '@ofp/runtime';
+import { createLocalJWKSet, decodeJwt, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';
 import type { FailedAuthenticationLimits } from './failed-authentication.js';
@@ -14,10 +22,23 @@ export interface Client {
   scopes: Scope[];
 }
 
-/** Credentials a client presented, and how (RFC 6749 §2.3.1). */
+/** Credentials a client presented, and how (RFC 6749 §2.3.1, RFC 7523 §2.2). */
 export type PresentedCredentials =
   | { method: 'client_secret_basic' | 'client_secret_post'; clientId: string; clientSecret: string }
+  | { method: 'private_key_jwt'; clientId: string; assertion: string }
   | { method: 'none' };
+
+/** RFC 7523 §2.2's `client_assertion_type`. */
+export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/** The algorithms a client may sign its assertions with (the metadata's `..._signing_alg_values_supported`). */
+export const ASSERTION_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
+
+/**
+ * The longest an assertion may live (from now to its `exp`): its `jti` is kept until then, so a far
+ * expiry would keep it for ever. Clients make them for one request (openid-client: 60 s).
+ */
+const MAX_ASSERTION_LIFETIME_SECONDS = 5 * 60;
 
 /** RFC 6749 §5.2: an `invalid_client` after Basic authentication must carry this challenge. */
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="oauth", charset="UTF-8"' } as const;
@@ -32,6 +53,14 @@ export function presentedCredentials(
   form: OAuthParams,
 ): PresentedCredentials {
   const bodySecret = form.get('client_secret');
+  const assertionType = form.get('client_assertion_type');
+  const assertion = form.get('client_assertion');
+  if (assertionType !== undefined || assertion !== undefined) {
+    if (bodySecret !== undefined || (authorization !== undefined && /^Basic /i.test(authorization))) {
+      throw new OAuthError('invalid_request', 'Use one client authentication method, not two');
+    }
+    return assertionCredentials(assertionType, assertion, form.get('client_id'));
+  }
   if (authorization !== undefined && /^Basic /i.test(authorization)) {
     if (bodySecret !== undefined) {
       throw new OAuthError('invalid_request', 'Use one client authentication method, not two');
@@ -66,6 +95,34 @@ export function presentedCredentials(
   return { method: 'none' };
 }
 
+/**
+ * RFC 7523 §2.2, §3: the assertion names its client in `sub` (and `iss`); a `client_id` beside it must
+ * be the same. Only decoded here: {@link verifyClient} verifies it with the client's keys.
+ */
+function assertionCredentials(
+  type: string | undefined,
+  assertion: string | undefined,
+  formClientId: string | undefined,
+): PresentedCredentials {
+  if (type !== JWT_BEARER_ASSERTION) {
+    throw new OAuthError('invalid_request', `client_assertion_type must be ${JWT_BEARER_ASSERTION}`);
+  }
+  if (assertion === undefined) throw new OAuthError('invalid_request', 'client_assertion is required');
+  let sub: unknown;
+  try {
+    ({ sub } = decodeJwt(assertion));
+  } catch {
+    throw new OAuthError('invalid_client', 'The client assertion is not a JWT', 401);
+  }
+  if (typeof sub !== 'string' || sub === '') {
+    throw new OAuthError('invalid_client', 'The client assertion names no client (sub)', 401);
+  }
+  if (formClientId !== undefined && formClientId !== sub) {
+    throw new OAuthError('invalid_request', 'client_id differs from the client assertion');
+  }
+  return { method: 'private_key_jwt', clientId: sub, assertion };
+}
+
 function formDecode(value: string): string {
   return decodeURIComponent(value.replace(/\+/g, ' '));
 }
@@ -79,8 +136,24 @@ const NO_SECRET = digestSecret('');
  */
 class ClientDisabledError extends OAuthError {}
 
-/** Looks the client up and checks its secret; any failure is the same `invalid_client`. */
-export async function verifyClient(pool: Pool, credentials: PresentedCredentials): Promise<Client> {
+/** What verifying a client assertion needs: the audiences it may name (RFC 7523 §3 item 3) and the time. */
+export interface AssertionAudience {
+  /** The issuer identifier and the token endpoint's URL. */
+  audiences: readonly string[];
+  clock: Clock;
+}
+
+/**
+ * Looks the client up and checks its secret, or for a client registered with a JWKS its assertion
+ * (RFC 7523 §3: signed by one of its keys, `iss` = `sub` = the client, `aud` the issuer or the token
+ * endpoint, `exp` within {@link MAX_ASSERTION_LIFETIME_SECONDS}, a `jti` never used before). Each client
+ * authenticates the one way it was registered for; any failure is the same `invalid_client`.
+ */
+export async function verifyClient(
+  pool: Pool,
+  credentials: PresentedCredentials,
+  assertions: AssertionAudience,
+): Promise<Client> {
   const challenge = credentials.method === 'client_secret_basic' ? BASIC_CHALLENGE : {};
   if (credentials.method === 'none') {
     throw new OAuthError('invalid_client', 'Client authentication is required', 401, challenge);
@@ -90,19 +163,24 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
     organization_id: number;
     redirect_uri: string | null;
     scopes: Scope[];
-    secret_hash: Buffer;
+    secret_hash: Buffer | null;
+    jwks: JSONWebKeySet | null;
     disabled: boolean;
   }>(
     prepared(
-      `SELECT id, organization_id, redirect_uri, scopes, secret_hash, disabled_at IS NOT NULL AS disabled
+      `SELECT id, organization_id, redirect_uri, scopes, secret_hash, jwks, disabled_at IS NOT NULL AS disabled
        FROM auth.clients WHERE id = $1`,
       [credentials.clientId],
     ),
   );
   const row = rows[0];
-  const matches = secretMatches(credentials.clientSecret, row?.secret_hash ?? NO_SECRET);
-  if (row === undefined || !matches) {
-    throw new OAuthError('invalid_client', 'Client authentication failed', 401, challenge);
+  const failed = () => new OAuthError('invalid_client', 'Client authentication failed', 401, challenge);
+  if (credentials.method === 'private_key_jwt') {
+    if (row?.jwks == null) throw failed();
+    await verifyAssertion(pool, credentials, row.jwks, assertions);
+  } else {
+    const matches = secretMatches(credentials.clientSecret, row?.secret_hash ?? NO_SECRET);
+    if (row?.secret_hash == null || !matches) throw failed();
   }
   if (row.disabled) throw new ClientDisabledError('invalid_client', 'The client is disabled', 401, challenge);
   return {
@@ -111,6 +189,64 @@ export async function verifyClient(pool: Pool, credentials: PresentedCredentials
     redirectUri: row.redirect_uri,
     scopes: row.scopes,
   };
+}
+
+async function verifyAssertion(
+  pool: Pool,
+  credentials: { clientId: string; assertion: string },
+  jwks: JSONWebKeySet,
+  { audiences, clock }: AssertionAudience,
+): Promise<void> {
+  const now = clock();
+  let exp: number;
+  let jti: string;
+  try {
+    const { payload } = await jwtVerify(credentials.assertion, createLocalJWKSet(jwks), {
+      algorithms: ASSERTION_ALGORITHMS,
+      issuer: credentials.clientId,
+      subject: credentials.clientId,
+      audience: [...audiences],
+      requiredClaims: ['exp', 'jti'],
+      currentDate: now,
+      clockTolerance: 30,
+    });
+    if (typeof payload.jti !== 'string' || payload.jti === '') throw new Error('jti is not a string');
+    exp = payload.exp!;
+    jti = payload.jti;
+  } catch (error) {
+    throw new OAuthError(
+      'invalid_client',
+      `The client assertion is invalid: ${assertionProblem(error)}`,
+      401,
+    );
+  }
+  if (exp - epochSeconds(now) > MAX_ASSERTION_LIFETIME_SECONDS) {
+    throw new OAuthError(
+      'invalid_client',
+      `The client assertion must expire within ${MAX_ASSERTION_LIFETIME_SECONDS} s`,
+      401,
+    );
+  }
+  const { rowCount } = await pool.query(
+    prepared(
+      `INSERT INTO auth.client_assertions (client_id, jti, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [credentials.clientId, jti, new Date(exp * 1000)],
+    ),
+  );
+  if (rowCount !== 1) throw new OAuthError('invalid_client', 'The client assertion was used before', 401);
+}
+
+/** Why an assertion was refused, in words safe to send back (never the keys or the token). */
+function assertionProblem(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'expired';
+  if (error instanceof errors.JWTClaimValidationFailed) return `${error.claim} (${error.reason})`;
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return `alg must be one of ${ASSERTION_ALGORITHMS.join(', ')}`;
+  if (error instanceof errors.JWKSNoMatchingKey) return 'signed by no key of the client';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'signature';
+  if (error instanceof Error && error.message === 'jti is not a string') return 'jti';
+  return 'malformed';
 }
 
 /** A client-authenticated OAuth request: its client and its form's parameters. */
@@ -129,6 +265,7 @@ export function clientAccess(
   pool: Pool,
   limiter: TokenBucketLimiter,
   failures: FailedAuthenticationLimits,
+  assertions: AssertionAudience,
   metrics?: AuthMetrics,
 ): Access<ClientRequest> {
   return {
@@ -142,7 +279,7 @@ export function clientAccess(
         credentials = presentedCredentials(single(request.headers.authorization), form);
         const clientId = credentials.method === 'none' ? undefined : credentials.clientId;
         failures.admit(clientId ?? form.get('client_id'), address);
-        client = await verifyClient(pool, credentials);
+        client = await verifyClient(pool, credentials, assertions);
       } catch (error) {
         if (
           !(error instanceof OAuthError) ||

@@ -1,6 +1,12 @@
 import { SCOPES } from '@ofp/auth-tokens';
+import { ASSERTION_ALGORITHMS } from './client-auth.js';
 
-const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+
+/** The token endpoint's URL, also an audience a client assertion may name (RFC 7523 §3). */
+export function tokenEndpoint(issuer: string): string {
+  return `${issuer}/oauth/token`;
+}
 
 /**
  * The authorization server metadata (RFC 8414 §2). Clients such as openid-client check that `issuer`
@@ -10,7 +16,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
   return {
     issuer,
     authorization_endpoint: `${issuer}/oauth/authorize`,
-    token_endpoint: `${issuer}/oauth/token`,
+    token_endpoint: tokenEndpoint(issuer),
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     introspection_endpoint: `${issuer}/oauth/introspect`,
@@ -21,6 +27,10 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    // private_key_jwt's assertions (RFC 7523): signed with one of these by a key of the client's JWKS.
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
     // RFC 9207: authorization responses carry `iss`, against mix-up attacks.
     authorization_response_iss_parameter_supported: true,
