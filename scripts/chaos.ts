@@ -7,7 +7,7 @@
  *
  *   npm run chaos                                  150 s of faults, a seed drawn at random
  *   npm run chaos -- --seed 42 --duration 600      the same schedule again, for longer
- *   npm run chaos -- --replicas 3 --brokers 3 --writers 8
+ *   npm run chaos -- --replicas 3 --brokers 3 --writers 8 --hostile-writers 2
  *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
  *
  * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
@@ -37,13 +37,14 @@ import {
   checkInventory,
   checkPeople,
   checkReadModel,
+  checkHostile,
   checkWebhooks,
   checkWrites,
   organizationEvents,
   type Check,
 } from './chaos/checks.js';
 import { FAULT_KINDS, LagSampler, carryOut, scheduleFaults, type FaultOutcome } from './chaos/faults.js';
-import { ChaosClient, Writer, emptyTally } from './chaos/workload.js';
+import { ChaosClient, HostileWriter, Writer, emptyTally, type HostileTally } from './chaos/workload.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -52,6 +53,7 @@ const { values: args } = parseArgs({
     replicas: { type: 'string', default: '2' },
     brokers: { type: 'string', default: '3' },
     writers: { type: 'string', default: '6' },
+    'hostile-writers': { type: 'string', default: '1' },
     'session-timeout': { type: 'string', default: '30' },
   },
 });
@@ -68,6 +70,12 @@ const durationMs = positive('duration', args.duration) * 1000;
 const replicas = positive('replicas', args.replicas);
 const brokers = positive('brokers', args.brokers);
 const writerCount = positive('writers', args.writers);
+/** Of the writers, those that send hostile values (issue 23): any but the last ordinary one. */
+const hostileCount = Number(args['hostile-writers']);
+if (!Number.isInteger(hostileCount) || hostileCount < 0 || hostileCount >= writerCount) {
+  console.error(`--hostile-writers: an integer from 0 to --writers - 1, not ${args['hostile-writers']}`);
+  process.exit(2);
+}
 /** The consumers' KAFKA_SESSION_TIMEOUT_MS; a pause outlasts it. */
 const sessionTimeoutMs = positive('session-timeout', args['session-timeout']) * 1000;
 const TOPIC_PREFIX = 'chaos.';
@@ -76,7 +84,7 @@ const QUIET_TIMEOUT_MS = 240_000;
 
 const log = (line: string): void => console.log(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
 log(
-  `seed ${seed}: ${durationMs / 1000} s of faults, ${replicas} replicas of every service, ${brokers} brokers, ${writerCount} writers, session timeout ${sessionTimeoutMs / 1000} s`,
+  `seed ${seed}: ${durationMs / 1000} s of faults, ${replicas} replicas of every service, ${brokers} brokers, ${writerCount} writers (${hostileCount} hostile), session timeout ${sessionTimeoutMs / 1000} s`,
 );
 const random = xoroshiro128plus(seed);
 const logger = pino({ name: 'chaos', level: process.env.CHAOS_LOG_LEVEL ?? 'warn' });
@@ -155,7 +163,9 @@ try {
   log(`platform: ${names()}; api at ${platform.apiUrl}`);
 
   const integrator = await createIntegrator(platform, { name: 'Chaos' });
-  const client = new ChaosClient({ auth: platform.authUrl, api: platform.apiUrl }, integrator);
+  const urls = { auth: platform.authUrl, api: platform.apiUrl };
+  const client = new ChaosClient(urls, integrator);
+  const hostileClient = new ChaosClient(urls, await createIntegrator(platform, { name: 'Chaos hostile' }));
   const receivers: WebhookReceiver[] = [];
   for (let i = 0; i < 2; i++) {
     let secret = '';
@@ -191,12 +201,17 @@ try {
   );
 
   const tally = emptyTally();
+  const hostile: HostileTally = { tally: emptyTally(), statuses: new Map(), unanswered: [] };
   const stopAt = started + durationMs;
-  const writing = Promise.all(
-    Array.from({ length: writerCount }, (_, i) =>
-      new Writer(client, tally, xoroshiro128plus(seed + i + 1)).run(() => Date.now() >= stopAt),
+  const until = () => Date.now() >= stopAt;
+  const writing = Promise.all([
+    ...Array.from({ length: writerCount - hostileCount }, (_, i) =>
+      new Writer(client, tally, xoroshiro128plus(seed + i + 1)).run(until),
     ),
-  );
+    ...Array.from({ length: hostileCount }, (_, i) =>
+      new HostileWriter(hostileClient, hostile, (seed ^ (0x5eed * (i + 1))) | 0).run(until),
+    ),
+  ]);
   const targets = {
     processes: platform.members,
     brokers: kafka.nodes,
@@ -278,6 +293,7 @@ try {
     await checkInventory(client, tally),
     await checkReadModel(pool),
     checkWebhooks(receivers, events),
+    checkHostile(hostile),
   ];
 
   console.log('');

@@ -7,7 +7,7 @@ import { READ_SCHEMA } from '@ofp/models';
 import { replayReadModel } from '@ofp/projector';
 import type { Pool } from '@ofp/runtime';
 import type { WebhookReceiver } from '@ofp/testing';
-import { SKUS, WAREHOUSES, type ChaosClient, type WorkloadTally } from './workload.js';
+import { SKUS, WAREHOUSES, type ChaosClient, type HostileTally, type WorkloadTally } from './workload.js';
 
 export interface Check {
   readonly name: string;
@@ -82,6 +82,7 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       acknowledged: tally.acknowledged.length,
       events: events.length,
       retries: tally.retries,
+      internalErrors: tally.internalErrors,
       ...writeLatencies(tally),
       replays: tally.replays,
     },
@@ -264,5 +265,26 @@ export function checkWebhooks(receivers: readonly WebhookReceiver[], events: rea
     failures,
     figures: { receivers: receivers.length, events: events.length, received, duplicates },
     examples,
+  };
+}
+
+/**
+ * The hostile writer's writes were all answered (2xx or 4xx; a 5xx is sent again until it is not):
+ * an input the platform fails on each time is never answered. Its accepted writes are in the read
+ * model's check, its effect on the others in every other check.
+ */
+export function checkHostile(hostile: HostileTally): Check {
+  const count = (from: number, to: number) =>
+    [...hostile.statuses].filter(([status]) => status >= from && status < to).reduce((n, [, k]) => n + k, 0);
+  return {
+    name: 'hostile writes answered, never failed on',
+    failures: { unanswered: hostile.unanswered.length },
+    figures: {
+      accepted: count(200, 300),
+      refused: count(400, 500),
+      retries: hostile.tally.retries,
+      internalErrors: hostile.tally.internalErrors,
+    },
+    examples: hostile.unanswered.slice(0, EXAMPLES),
   };
 }

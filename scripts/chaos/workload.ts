@@ -7,7 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import fc from 'fast-check';
 import { clientCredentialsToken } from '@ofp/client';
+import { MODELS } from '@ofp/models';
+import { hostileBody, hostileWrite, junkBody, validBodies } from '@ofp/models/testing';
 
 export const SKUS = ['CHAOS-A', 'CHAOS-B', 'CHAOS-C'];
 export const WAREHOUSES = ['EAST', 'WEST'];
@@ -33,6 +36,8 @@ export interface WorkloadTally {
   unanswered: string[];
   /** Attempts sent again (timeouts, connection errors, 5xx, 429, a key still in progress). */
   retries: number;
+  /** Of those, attempts answered 500: a fault's when the same request is answered otherwise later. */
+  internalErrors: number;
   /** Answers that were replays of an earlier attempt (`Idempotent-Replayed: true`). */
   replays: number;
   /** Reads right after an acknowledged person write that did not show it (API.md §5, read-your-writes). */
@@ -50,6 +55,7 @@ export function emptyTally(): WorkloadTally {
     refused: [],
     unanswered: [],
     retries: 0,
+    internalErrors: 0,
     replays: 0,
     staleReads: [],
     onHand: new Map(),
@@ -69,6 +75,11 @@ export interface Answer {
 interface Written {
   readonly id: number;
   readonly version: number;
+}
+
+/** A request body sent as it is (JSON text of values no JavaScript value holds, or no JSON at all). */
+export class RawBody {
+  constructor(readonly bytes: string | Buffer) {}
 }
 
 /** An integrator's client: a token of the client-credentials grant, fetched again when refused. */
@@ -107,7 +118,9 @@ export class ChaosClient {
             ...(body === undefined ? {} : { 'content-type': 'application/json' }),
             ...(key === undefined ? {} : { 'idempotency-key': key }),
           },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          ...(body === undefined
+            ? {}
+            : { body: body instanceof RawBody ? body.bytes : JSON.stringify(body) }),
           signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
         });
         const text = await response.text();
@@ -116,6 +129,7 @@ export class ChaosClient {
           continue;
         }
         const parsed = JSON.parse(text) as Answer['body'];
+        if (response.status === 500) tally.internalErrors++;
         if (response.status >= 500 || response.status === 429) continue;
         if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) continue;
         return {
@@ -311,5 +325,80 @@ export class Writer {
     if (!cancelled) return;
     fo.cancelled = true;
     for (const line of fo.lines) add(this.tally.committed, `${line.sku}/${fo.warehouse}`, -line.quantity);
+  }
+}
+
+/** What the hostile writer sent, by the status that answered each write (retries aside). */
+export interface HostileTally {
+  readonly tally: WorkloadTally;
+  readonly statuses: Map<number, number>;
+  /** Writes never answered within GIVE_UP_MS: an input that fails the same way each time. */
+  readonly unanswered: string[];
+}
+
+/** The models the api writes: the hostile writer's targets (webhooks live on another service). */
+const API_WRITTEN = Object.values(MODELS).filter((model) => model.writes !== 'read-only');
+
+/**
+ * The hostile writer (issue 23): an organization of its own that sends, among the others' writes, a
+ * hostile value at a random column of a valid body of a random model, or a body that is no JSON object
+ * or no UTF-8 (`@ofp/models/testing`, as the hostile-input property test). Any answer but a 5xx will do:
+ * what it must not do shows in the other checks (every consumer goes on, the read model equals a
+ * rebuild, which includes whatever of its writes was accepted).
+ */
+export class HostileWriter {
+  private readonly writes = fc.oneof(
+    { weight: 9, arbitrary: hostileWrite(API_WRITTEN) },
+    { weight: 1, arbitrary: junkBody(API_WRITTEN) },
+  );
+  private sent = 0;
+
+  constructor(
+    private readonly client: ChaosClient,
+    private readonly hostile: HostileTally,
+    private readonly seed: number,
+  ) {}
+
+  /** Creates the records its bodies refer to (and its updates change), then writes until `until()`. */
+  async run(until: () => boolean): Promise<void> {
+    const create = async (model: string, body: Record<string, unknown>): Promise<number> => {
+      const answer = await this.client.send(this.hostile.tally, 'POST', `/v2/${model}`, body, randomUUID());
+      if (answer?.status !== 201) throw new Error(`hostile writer: creating ${model}: ${answer?.status}`);
+      return (answer.body.results as Written).id;
+    };
+    const person = await create('people', { last_name: 'Hostile' });
+    const order = await create('orders', { order_number: `HOSTILE-${randomUUID()}`, customer_id: person });
+    const line = { sku: 'SKU-1', quantity: 2 };
+    const fulfillmentOrder = await create('fulfillment_orders', {
+      order_id: order,
+      warehouse: 'W',
+      lines: [line],
+    });
+    const bodies = validBodies({ person, order, fulfillmentOrder });
+    const updatable = new Map([
+      ['people', person],
+      ['orders', order],
+      ['fulfillment_orders', fulfillmentOrder],
+    ]);
+    while (!until()) {
+      // One sample per write, from a seed of the run's: the same seed sends the same writes.
+      const [write] = fc.sample(this.writes, { seed: (this.seed + this.sent++) | 0, numRuns: 1 });
+      const id = write!.kind === 'update' ? updatable.get(write!.model) : undefined;
+      const method = id === undefined ? 'POST' : 'PUT';
+      const path = `/v2/${write!.model}${id === undefined ? '' : `/${id}`}`;
+      const body = hostileBody(write!, bodies);
+      const answer = await this.client.send(
+        this.hostile.tally,
+        method,
+        path,
+        new RawBody(body),
+        randomUUID(),
+      );
+      if (!answer) {
+        this.hostile.unanswered.push(`${method} ${path} ${String(body).slice(0, 200)}`);
+        continue;
+      }
+      this.hostile.statuses.set(answer.status, (this.hostile.statuses.get(answer.status) ?? 0) + 1);
+    }
   }
 }

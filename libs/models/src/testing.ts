@@ -7,3 +7,12 @@
  */
 export { oracleSearch, type OracleWorld } from './search-oracle.fixture.js';
 export { queryArbitrary, type QueryArbitraryOptions } from './query-arbitrary.fixture.js';
+export {
+  hostileBody,
+  hostileWrite,
+  junkBody,
+  validBodies,
+  type BodyReferences,
+  type HostileWrite,
+  type JunkBody,
+} from './hostile-write.fixture.js';
