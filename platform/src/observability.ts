@@ -13,15 +13,17 @@ import { sharedReading } from '@ofp/runtime';
  * gauges share one reading.
  */
 export function registerFlowMetrics(registry: Registry, bus: Bus): void {
-  const lag = sharedReading(() => bus.lag());
+  const lag = sharedReading(registry, 'bus_lag', () => bus.lag());
   new Gauge({
     name: 'bus_consumer_lag_events',
     help: 'Events of its stream types a consumer group has not handled yet',
     labelNames: ['group'],
     registers: [registry],
     async collect() {
+      const groups = await lag();
+      if (!groups) return;
       this.reset();
-      for (const { group, events } of await lag()) this.set({ group }, events);
+      for (const { group, events } of groups) this.set({ group }, events);
     },
   });
   new Gauge({
@@ -30,8 +32,10 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
     labelNames: ['group'],
     registers: [registry],
     async collect() {
+      const groups = await lag();
+      if (!groups) return;
       this.reset();
-      for (const { group, seconds } of await lag()) this.set({ group }, seconds);
+      for (const { group, seconds } of groups) this.set({ group }, seconds);
     },
   });
   for (const [name, field, help] of [
@@ -71,13 +75,14 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
 
 /** What waits in the outbox, where the relay runs (`outbox_events`, `outbox_oldest_event_age_seconds`). */
 export function registerOutboxMetrics(registry: Registry, outbox: EventStore): void {
-  const read = sharedReading(() => outbox.outboxBacklog());
+  const read = sharedReading(registry, 'outbox_backlog', () => outbox.outboxBacklog());
   new Gauge({
     name: 'outbox_events',
     help: 'Events in the outbox not yet published to Kafka',
     registers: [registry],
     async collect() {
-      this.set((await read()).events);
+      const backlog = await read();
+      if (backlog) this.set(backlog.events);
     },
   });
   new Gauge({
@@ -85,7 +90,8 @@ export function registerOutboxMetrics(registry: Registry, outbox: EventStore): v
     help: 'Age of the oldest event in the outbox not yet published to Kafka (0 when empty)',
     registers: [registry],
     async collect() {
-      this.set((await read()).oldestSeconds);
+      const backlog = await read();
+      if (backlog) this.set(backlog.oldestSeconds);
     },
   });
 }
@@ -95,13 +101,15 @@ export function registerOutboxMetrics(registry: Registry, outbox: EventStore): v
  * behind them; read from the table at each scrape, so every process reports the deployment's figure.
  */
 export function registerParkingMetrics(registry: Registry, parked: ParkedEvents): void {
+  const read = sharedReading(registry, 'parked_events', () => parked.counts());
   new Gauge({
     name: 'ofp_parked_events',
     help: 'Events a consumer group could not apply and parked (GET /admin/parked_events lists them)',
     labelNames: ['group'],
     registers: [registry],
     async collect() {
-      const counts = await parked.counts();
+      const counts = await read();
+      if (!counts) return;
       this.reset();
       for (const [group, parkedEvents] of counts) this.set({ group }, parkedEvents);
     },

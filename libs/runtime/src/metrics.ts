@@ -1,4 +1,4 @@
-import { Registry, collectDefaultMetrics, Histogram } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics, Histogram } from 'prom-client';
 
 /** A Prometheus registry with the process's default metrics, one per process. */
 export function createMetricsRegistry(service: string): Registry {
@@ -18,14 +18,59 @@ export function createHttpMetrics(registry: Registry): Histogram<'method' | 'rou
   });
 }
 
+/** How long a scrape waits for a reading (Prometheus gives a scrape 10 s by default). */
+const READING_TIMEOUT_MS = 2_000;
+
 /**
- * A reading that several gauges of one scrape share (each gauge's `collect` asks for it): the
- * first call reads, the calls within `maxAgeMs` after get the same promise.
+ * A reading that several gauges of one scrape share (each gauge's `collect` asks for it): the first
+ * call reads, the calls within `maxAgeMs` after get the same promise. A reading that fails or takes
+ * longer than `timeoutMs` (Postgres down or hung, a broker cut off) gives undefined, and the gauges it
+ * feeds keep what they last read, and is counted in `metrics_reading_failures_total{reading}` (alert
+ * OfpMetricsUnreadable): one source that cannot be read never fails the whole scrape (which Prometheus
+ * would take for the process being down), whose other metrics say what is wrong.
  */
-export function sharedReading<T>(read: () => Promise<T>, maxAgeMs = 1_000): () => Promise<T> {
-  let reading: { at: number; value: Promise<T> } | undefined;
+export function sharedReading<T>(
+  registry: Registry,
+  name: string,
+  read: () => Promise<T>,
+  options: { maxAgeMs?: number; timeoutMs?: number } = {},
+): () => Promise<T | undefined> {
+  const { maxAgeMs = 1_000, timeoutMs = READING_TIMEOUT_MS } = options;
+  const failures = readingFailures(registry);
+  failures.inc({ reading: name }, 0);
+  let reading: { at: number; value: Promise<T | undefined> } | undefined;
+  const attempt = async (): Promise<T | undefined> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        read(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no reading within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+    } catch {
+      failures.inc({ reading: name });
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return () => {
-    if (!reading || Date.now() - reading.at > maxAgeMs) reading = { at: Date.now(), value: read() };
+    if (!reading || Date.now() - reading.at > maxAgeMs) reading = { at: Date.now(), value: attempt() };
     return reading.value;
   };
+}
+
+/** `metrics_reading_failures_total`, one per registry, shared by its readings. */
+function readingFailures(registry: Registry): Counter<'reading'> {
+  const name = 'metrics_reading_failures_total';
+  return (
+    (registry.getSingleMetric(name) as Counter<'reading'> | undefined) ??
+    new Counter({
+      name,
+      help: 'Scrapes in which a reading of the metrics failed or timed out; the gauges it feeds kept their last value then',
+      labelNames: ['reading'],
+      registers: [registry],
+    })
+  );
 }

@@ -36,7 +36,7 @@ export class DeliveryMetrics {
 
   constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
     // One reading of the queue serves both gauges of a scrape.
-    const read = sharedReading(depth);
+    const read = sharedReading(registry, 'webhook_delivery_queue', depth);
     this.attempts = new Counter({
       name: 'webhook_delivery_attempts_total',
       help: 'Webhook delivery attempts by what became of the delivery (succeeded, retrying, failed = given up)',
@@ -56,9 +56,10 @@ export class DeliveryMetrics {
       labelNames: ['status'],
       registers: [registry],
       async collect() {
-        const { pending, sending } = await read();
-        this.set({ status: 'pending' }, pending);
-        this.set({ status: 'sending' }, sending);
+        const queue = await read();
+        if (!queue) return;
+        this.set({ status: 'pending' }, queue.pending);
+        this.set({ status: 'sending' }, queue.sending);
       },
     });
     new Gauge({
@@ -66,7 +67,8 @@ export class DeliveryMetrics {
       help: 'How long the oldest pending delivery that is due has waited past its due time (0 when none is due)',
       registers: [registry],
       async collect() {
-        this.set((await read()).oldestDueSeconds);
+        const queue = await read();
+        if (queue) this.set(queue.oldestDueSeconds);
       },
     });
     this.disables = new Counter({
