@@ -382,11 +382,11 @@ export class HostileWriter {
     ]);
     while (!until()) {
       // One sample per write, from a seed of the run's: the same seed sends the same writes.
-      const [write] = fc.sample(this.writes, { seed: (this.seed + this.sent++) | 0, numRuns: 1 });
-      const id = write!.kind === 'update' ? updatable.get(write!.model) : undefined;
+      const write = fc.sample(this.writes, { seed: (this.seed + this.sent++) | 0, numRuns: 1 })[0]!;
+      const id = write.kind === 'update' ? updatable.get(write.model) : undefined;
       const method = id === undefined ? 'POST' : 'PUT';
-      const path = `/v2/${write!.model}${id === undefined ? '' : `/${id}`}`;
-      const body = hostileBody(write!, bodies);
+      const path = `/v2/${write.model}${id === undefined ? '' : `/${id}`}`;
+      const body = hostileBody(write, bodies);
       const answer = await this.client.send(
         this.hostile.tally,
         method,

@@ -6,7 +6,7 @@ import {
   type ParkedEvents,
   type StoredEvent,
 } from '@ofp/event-store';
-import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { inTransaction, isDependencyDown, type Pool, type PoolClient } from '@ofp/runtime';
 import { MODELS, PROJECTION_CHANNEL, PROJECTION_LOCK, READ_SCHEMA, createReadSchema } from '@ofp/models';
 import { PROJECTOR_GROUP } from './module.js';
 import { PROJECTED_STREAM_TYPES, applyEvents } from './projection.js';
@@ -34,7 +34,7 @@ export interface ReplayParking {
 }
 
 /** A parking for a replay, holding the streams the projector holds now. */
-export async function replayParking(parked: ParkedEvents): Promise<ReplayParking> {
+async function replayParking(parked: ParkedEvents): Promise<ReplayParking> {
   const held = (await parked.heldStreams())
     .filter((stream) => stream.consumerGroup === PROJECTOR_GROUP)
     .map((stream) => stream.streamId);
@@ -44,7 +44,9 @@ export async function replayParking(parked: ParkedEvents): Promise<ReplayParking
 /**
  * Applies a batch in `client`'s transaction, skipping the held streams. When the batch fails and
  * `parking` is given, it is applied event by event (a savepoint each): an event that fails is parked
- * with its reason and its stream held from then on.
+ * with its reason and its stream held from then on. A database that is down, times out or aborts the
+ * transaction (`isDependencyDown`, the live parking's rule) is no reason to park: that error stops the
+ * rebuild, which can be run again.
  */
 async function applyOrPark(
   client: PoolClient,
@@ -67,7 +69,8 @@ async function applyOrPark(
     for (const event of events)
       if (parking.held.has(event.streamId)) await parking.parked.hold(PROJECTOR_GROUP, event);
     return;
-  } catch {
+  } catch (error) {
+    if (isDependencyDown(error)) throw error;
     await client.query('ROLLBACK TO SAVEPOINT batch');
   }
   for (const event of events) {
@@ -80,6 +83,7 @@ async function applyOrPark(
       await applyEvents(client, schema, [event]);
       await client.query('RELEASE SAVEPOINT event');
     } catch (error) {
+      if (isDependencyDown(error)) throw error;
       await client.query('ROLLBACK TO SAVEPOINT event');
       await parking.parked.park(PROJECTOR_GROUP, event, reasonOf(error), 1);
       parking.held.add(event.streamId);
