@@ -324,7 +324,7 @@ The event streams of the platform, each the topic `<kafka.topicPrefix><stream>`:
 platformStreamTypes() in platform/src/streams.ts (a unit test compares them).
 */}}
 {{- define "ofp.streamTypes" -}}
-phone_number_types people items orders fulfillment_orders shipments purchase_orders invoices inventory inventory_adjustments webhooks revocations
+phone_number_types people items orders fulfillment_orders shipments purchase_orders invoices returns inventory inventory_adjustments webhooks revocations
 {{- end -}}
 
 {{/*

@@ -73,6 +73,14 @@ export interface Models {
     update: S['InvoiceUpdate'];
     deletable: false;
   };
+  returns: {
+    query: S['ReturnsQuery'];
+    record: S['Return'];
+    create: S['ReturnCreate'];
+    created: S['Return'];
+    update: S['ReturnUpdate'];
+    deletable: true;
+  };
   inventory: {
     query: S['InventoryQuery'];
     record: S['Inventory'];
@@ -138,6 +146,10 @@ export interface Events {
   'invoice.created': S['InvoiceCreatedEvent'];
   'invoice.updated': S['InvoiceUpdatedEvent'];
   'invoice.paid': S['InvoicePaidEvent'];
+  'return.created': S['ReturnCreatedEvent'];
+  'return.updated': S['ReturnUpdatedEvent'];
+  'return.deleted': S['ReturnDeletedEvent'];
+  'return.received': S['ReturnReceivedEvent'];
   'inventory.created': S['InventoryCreatedEvent'];
   'inventory.updated': S['InventoryUpdatedEvent'];
   'inventory_adjustment.created': S['InventoryAdjustmentCreatedEvent'];

@@ -616,6 +616,66 @@ export interface paths {
         patch: operations["invoices.patch"];
         trace?: never;
     };
+    "/v2/returns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search returns
+         * @description Searches the organization's returns. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         */
+        get: operations["returns.search"];
+        put?: never;
+        /**
+         * Create a return
+         * @description Creates a return, its id chosen by the platform. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
+        post: operations["returns.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/returns/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one return
+         * @description Reads one return by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         */
+        get: operations["returns.get"];
+        /**
+         * Update a return
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
+        put: operations["returns.update"];
+        /**
+         * Create a return at a chosen id
+         * @description Creates a return at the id in the path, for records that keep the id another system gave them; 409 when that id is taken. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
+        post: operations["returns.createAt"];
+        /**
+         * Delete a return
+         * @description Deletes a return. A delete is a change too: it has a version and an event of its own. With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
+        delete: operations["returns.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a return (same as PUT)
+         * @description Changes the fields given; those left out keep their value, and a nested list given replaces the old one in full. A change that changes nothing answers the record as it is (same version, no event). With `If-Match: W/"<version>"` it applies to that version only, else 412. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once searches and reads show the change and everything it derives, or as soon as the change is durable with `Prefer: respond-async`. Needs the `write` scope or the `operations` scope.
+         */
+        patch: operations["returns.patch"];
+        trace?: never;
+    };
     "/v2/inventory": {
         parameters: {
             query?: never;
@@ -1626,6 +1686,86 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "return.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.created
+         * @description A return was created. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.
+         */
+        post: operations["webhook.return.created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.updated
+         * @description A return was changed. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.
+         */
+        post: operations["webhook.return.updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.deleted
+         * @description A return was deleted. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.
+         */
+        post: operations["webhook.return.deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.received
+         * @description A return was received in full (sent instead of return.updated). Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); a 2xx within 15 s acknowledges it.
+         */
+        post: operations["webhook.return.received"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "inventory.created": {
         parameters: {
             query?: never;
@@ -1840,7 +1980,7 @@ export interface components {
             /** @description Events in this page */
             count: number;
             /** @description The events, oldest first, each exactly as a webhook delivery of it carries it */
-            results: (components["schemas"]["PhoneNumberTypeCreatedEvent"] | components["schemas"]["PhoneNumberTypeUpdatedEvent"] | components["schemas"]["PhoneNumberTypeDeletedEvent"] | components["schemas"]["PersonCreatedEvent"] | components["schemas"]["PersonUpdatedEvent"] | components["schemas"]["PersonDeletedEvent"] | components["schemas"]["ItemCreatedEvent"] | components["schemas"]["ItemUpdatedEvent"] | components["schemas"]["ItemDeletedEvent"] | components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderDeletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["FulfillmentOrderCreatedEvent"] | components["schemas"]["FulfillmentOrderUpdatedEvent"] | components["schemas"]["FulfillmentOrderDeletedEvent"] | components["schemas"]["FulfillmentOrderShippedEvent"] | components["schemas"]["FulfillmentOrderCancelledEvent"] | components["schemas"]["ShipmentCreatedEvent"] | components["schemas"]["ShipmentUpdatedEvent"] | components["schemas"]["ShipmentTrackingUpdatedEvent"] | components["schemas"]["ShipmentDeliveredEvent"] | components["schemas"]["PurchaseOrderCreatedEvent"] | components["schemas"]["PurchaseOrderUpdatedEvent"] | components["schemas"]["PurchaseOrderDeletedEvent"] | components["schemas"]["PurchaseOrderReceivedEvent"] | components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InventoryCreatedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryAdjustmentCreatedEvent"] | components["schemas"]["WebhookCreatedEvent"] | components["schemas"]["WebhookUpdatedEvent"] | components["schemas"]["WebhookDeletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["WebhookDeliveryFailedEvent"])[];
+            results: (components["schemas"]["PhoneNumberTypeCreatedEvent"] | components["schemas"]["PhoneNumberTypeUpdatedEvent"] | components["schemas"]["PhoneNumberTypeDeletedEvent"] | components["schemas"]["PersonCreatedEvent"] | components["schemas"]["PersonUpdatedEvent"] | components["schemas"]["PersonDeletedEvent"] | components["schemas"]["ItemCreatedEvent"] | components["schemas"]["ItemUpdatedEvent"] | components["schemas"]["ItemDeletedEvent"] | components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderDeletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["FulfillmentOrderCreatedEvent"] | components["schemas"]["FulfillmentOrderUpdatedEvent"] | components["schemas"]["FulfillmentOrderDeletedEvent"] | components["schemas"]["FulfillmentOrderShippedEvent"] | components["schemas"]["FulfillmentOrderCancelledEvent"] | components["schemas"]["ShipmentCreatedEvent"] | components["schemas"]["ShipmentUpdatedEvent"] | components["schemas"]["ShipmentTrackingUpdatedEvent"] | components["schemas"]["ShipmentDeliveredEvent"] | components["schemas"]["PurchaseOrderCreatedEvent"] | components["schemas"]["PurchaseOrderUpdatedEvent"] | components["schemas"]["PurchaseOrderDeletedEvent"] | components["schemas"]["PurchaseOrderReceivedEvent"] | components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["ReturnCreatedEvent"] | components["schemas"]["ReturnUpdatedEvent"] | components["schemas"]["ReturnDeletedEvent"] | components["schemas"]["ReturnReceivedEvent"] | components["schemas"]["InventoryCreatedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryAdjustmentCreatedEvent"] | components["schemas"]["WebhookCreatedEvent"] | components["schemas"]["WebhookUpdatedEvent"] | components["schemas"]["WebhookDeletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["WebhookDeliveryFailedEvent"])[];
             /** @description null: errors come in the error envelope */
             errors: null;
             /** @description Whether more events may follow already: ask again at once with next_cursor; false: poll later */
@@ -4456,6 +4596,294 @@ export interface components {
                 recovered: number;
             };
             errors: null;
+        };
+        /** @description A return (API.md §6) */
+        Return: {
+            id: number;
+            rma_number: string;
+            order_id: number | null;
+            warehouse: string | null;
+            status: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            reason: string | null;
+            received_at: string | null;
+            lines: {
+                sku: string;
+                quantity: number;
+                quantity_received: number | null;
+                disposition: ("restock" | "dispose") | null;
+            }[];
+            external_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            version: number;
+        };
+        /** @description A new return: its fields at top level; read-only and unknown fields are ignored */
+        ReturnCreate: {
+            rma_number: string;
+            order_id?: number | null;
+            warehouse?: string | null;
+            status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            reason?: string | null;
+            received_at?: string | null;
+            /** @default [] */
+            lines?: {
+                sku: string;
+                quantity: number;
+                quantity_received?: number | null;
+                disposition?: ("restock" | "dispose") | null;
+            }[];
+            external_id?: string | null;
+        };
+        /** @description A return was created */
+        ReturnCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also the webhook-id header: stable across retries
+             */
+            id: string;
+            /** @constant */
+            type: "return.created";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The record's version after the change: drop events older than one seen */
+            sequence: number;
+            data: components["schemas"]["Return"];
+            /** @description The changed fields' values before the change */
+            previous_attributes: {
+                id?: number;
+                rma_number?: string;
+                order_id?: number | null;
+                warehouse?: string | null;
+                status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                reason?: string | null;
+                received_at?: string | null;
+                lines?: {
+                    sku: string;
+                    quantity: number;
+                    quantity_received: number | null;
+                    disposition: ("restock" | "dispose") | null;
+                }[];
+                external_id?: string | null;
+                /** Format: date-time */
+                created_at?: string;
+                /** Format: date-time */
+                updated_at?: string;
+                version?: number;
+            };
+        };
+        /** @description A return was deleted */
+        ReturnDeletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also the webhook-id header: stable across retries
+             */
+            id: string;
+            /** @constant */
+            type: "return.deleted";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The record's version after the change: drop events older than one seen */
+            sequence: number;
+            data: components["schemas"]["Return"];
+            /** @description The changed fields' values before the change */
+            previous_attributes: {
+                id?: number;
+                rma_number?: string;
+                order_id?: number | null;
+                warehouse?: string | null;
+                status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                reason?: string | null;
+                received_at?: string | null;
+                lines?: {
+                    sku: string;
+                    quantity: number;
+                    quantity_received: number | null;
+                    disposition: ("restock" | "dispose") | null;
+                }[];
+                external_id?: string | null;
+                /** Format: date-time */
+                created_at?: string;
+                /** Format: date-time */
+                updated_at?: string;
+                version?: number;
+            };
+        };
+        ReturnEnvelope: {
+            /** @constant */
+            count: 1;
+            results: components["schemas"]["Return"];
+            errors: null;
+        };
+        /** @description A return was received in full (sent instead of return.updated) */
+        ReturnReceivedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also the webhook-id header: stable across retries
+             */
+            id: string;
+            /** @constant */
+            type: "return.received";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The record's version after the change: drop events older than one seen */
+            sequence: number;
+            data: components["schemas"]["Return"];
+            /** @description The changed fields' values before the change */
+            previous_attributes: {
+                id?: number;
+                rma_number?: string;
+                order_id?: number | null;
+                warehouse?: string | null;
+                status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                reason?: string | null;
+                received_at?: string | null;
+                lines?: {
+                    sku: string;
+                    quantity: number;
+                    quantity_received: number | null;
+                    disposition: ("restock" | "dispose") | null;
+                }[];
+                external_id?: string | null;
+                /** Format: date-time */
+                created_at?: string;
+                /** Format: date-time */
+                updated_at?: string;
+                version?: number;
+            };
+        };
+        ReturnsPage: {
+            count: number;
+            total_results: number;
+            offset: number;
+            results: components["schemas"]["Return"][];
+            errors: null;
+        };
+        /** @description A search of returns: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
+        ReturnsQuery: {
+            /** @default 50 */
+            limit?: number;
+            /** @default 0 */
+            offset?: number;
+            order?: {
+                /** @enum {string} */
+                column: "id" | "rma_number" | "order_id" | "warehouse" | "status" | "reason" | "received_at" | "external_id" | "created_at" | "updated_at" | "version";
+                /**
+                 * @default asc
+                 * @enum {string}
+                 */
+                direction?: "asc" | "desc";
+            }[];
+            filters?: ({
+                /** @enum {string} */
+                operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
+                /** @enum {string} */
+                operator: "=" | "!=";
+                value: number | null;
+            } | {
+                /** @enum {string} */
+                operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
+                /** @enum {string} */
+                operator: ">" | "<" | ">=" | "<=";
+                value: number;
+            } | {
+                /** @enum {string} */
+                operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
+                /** @enum {string} */
+                operator: "in" | "not in";
+                value: number[];
+            } | {
+                /** @enum {string} */
+                operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
+                /** @enum {string} */
+                operator: "=" | "!=";
+                value: string | null;
+            } | {
+                /** @enum {string} */
+                operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
+                /** @enum {string} */
+                operator: ">" | "<" | ">=" | "<=";
+                value: string;
+            } | {
+                /** @enum {string} */
+                operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
+                /** @enum {string} */
+                operator: "in" | "not in";
+                value: string[];
+            } | {
+                /** @enum {string} */
+                operand: "received_at" | "created_at" | "updated_at";
+                /** @enum {string} */
+                operator: "=" | "!=";
+                value: string | null;
+            } | {
+                /** @enum {string} */
+                operand: "received_at" | "created_at" | "updated_at";
+                /** @enum {string} */
+                operator: ">" | "<" | ">=" | "<=";
+                /** Format: date-time */
+                value: string;
+            } | {
+                /** @enum {string} */
+                operand: "received_at" | "created_at" | "updated_at";
+                /** @enum {string} */
+                operator: "in" | "not in";
+                value: string[];
+            })[];
+        };
+        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        ReturnUpdate: {
+            rma_number?: string;
+            order_id?: number | null;
+            warehouse?: string | null;
+            status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            reason?: string | null;
+            received_at?: string | null;
+            lines?: {
+                sku: string;
+                quantity: number;
+                quantity_received?: number | null;
+                disposition?: ("restock" | "dispose") | null;
+            }[];
+            external_id?: string | null;
+        };
+        /** @description A return was changed */
+        ReturnUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also the webhook-id header: stable across retries
+             */
+            id: string;
+            /** @constant */
+            type: "return.updated";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The record's version after the change: drop events older than one seen */
+            sequence: number;
+            data: components["schemas"]["Return"];
+            /** @description The changed fields' values before the change */
+            previous_attributes: {
+                id?: number;
+                rma_number?: string;
+                order_id?: number | null;
+                warehouse?: string | null;
+                status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                reason?: string | null;
+                received_at?: string | null;
+                lines?: {
+                    sku: string;
+                    quantity: number;
+                    quantity_received: number | null;
+                    disposition: ("restock" | "dispose") | null;
+                }[];
+                external_id?: string | null;
+                /** Format: date-time */
+                created_at?: string;
+                /** Format: date-time */
+                updated_at?: string;
+                version?: number;
+            };
         };
         /** @description A shipment (API.md §6) */
         Shipment: {
@@ -14916,6 +15344,1187 @@ export interface operations {
             };
         };
     };
+    "returns.search": {
+        parameters: {
+            query?: {
+                /** @description The search, as a URI-escaped JSON object of at most 8192 bytes: filters (ANDed), order and page. See "Searching with q" above. */
+                q?: string;
+            };
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of records */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnsPage"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request line and headers exceed 64 KiB (a q far beyond its 8 KiB) */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.get": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description W/"<version>": 304 when the record is still at that version */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The record's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Not modified */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown record (another organization’s records are unknown too) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description W/"<version>": the change applies only to that version, else 412 */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The record's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnUpdate"];
+            };
+        };
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown record (another organization’s records are unknown too) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description If-Match does not match the current ETag */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.createAt": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The record's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown record (another organization’s records are unknown too) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description W/"<version>": the change applies only to that version, else 412 */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The record's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted record */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown record (another organization’s records are unknown too) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description If-Match does not match the current ETag */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "returns.patch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
+                Prefer?: components["parameters"]["Prefer"];
+                /** @description W/"<version>": the change applies only to that version, else 412 */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The record's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnUpdate"];
+            };
+        };
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown record (another organization’s records are unknown too) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description If-Match does not match the current ETag */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     "inventory.search": {
         parameters: {
             query?: {
@@ -15788,7 +17397,7 @@ export interface operations {
                 /** @description Only events of these types, comma-separated (at most 20; `GET /v2/webhook_event_types` lists them) */
                 type?: string;
                 /** @description Only events of records of this model (`orders`, `people`, ...) */
-                model?: "phone_number_types" | "people" | "items" | "orders" | "fulfillment_orders" | "shipments" | "purchase_orders" | "invoices" | "inventory" | "inventory_adjustments" | "webhooks";
+                model?: "phone_number_types" | "people" | "items" | "orders" | "fulfillment_orders" | "shipments" | "purchase_orders" | "invoices" | "returns" | "inventory" | "inventory_adjustments" | "webhooks";
                 /** @description With `model`: only the events of the record with this id, in its version order */
                 record_id?: number;
             };
@@ -19315,6 +20924,130 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["InvoicePaidEvent"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook.return.created": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds: refuse one too far from your clock */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated */
+                "webhook-signature": string;
+                /** @description The W3C Trace Context of the change, when it was made inside a trace */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook.return.updated": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds: refuse one too far from your clock */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated */
+                "webhook-signature": string;
+                /** @description The W3C Trace Context of the change, when it was made inside a trace */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook.return.deleted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds: refuse one too far from your clock */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated */
+                "webhook-signature": string;
+                /** @description The W3C Trace Context of the change, when it was made inside a trace */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnDeletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook.return.received": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds: refuse one too far from your clock */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}"> with the secret; during a rotation both signatures, space-separated */
+                "webhook-signature": string;
+                /** @description The W3C Trace Context of the change, when it was made inside a trace */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnReceivedEvent"];
             };
         };
         responses: {

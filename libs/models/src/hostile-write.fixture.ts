@@ -174,6 +174,13 @@ export function validBodies(references: BodyReferences): Record<string, () => Re
       order_id: references.order,
       lines: [{ quantity: 1, unit_price: '1.00' }],
     }),
+    returns: () => ({
+      rma_number: `RMA-${unique()}`,
+      order_id: references.order,
+      warehouse: 'W',
+      reason: 'damaged',
+      lines: [{ ...line, disposition: 'restock' }],
+    }),
     inventory_adjustments: () => ({ sku: 'SKU-1', warehouse: 'W', quantity_delta: 1 }),
   };
 }

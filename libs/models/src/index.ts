@@ -64,6 +64,7 @@ export {
   PHONE_NUMBER_TYPE_SEEDS,
   phoneNumberTypes,
   purchaseOrders,
+  returns,
   shipments,
 } from './registry.js';
 export {

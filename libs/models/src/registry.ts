@@ -290,6 +290,57 @@ export const invoices = defineModel({
   },
 });
 
+export const returns = defineModel({
+  name: 'returns',
+  singular: 'return',
+  writeScope: 'write',
+  // Authorizing, receiving, refunding and rejecting are the operator's changes (API.md §6).
+  operatorChanges: true,
+  events: {
+    'return.received': 'A return was received in full (sent instead of return.updated)',
+  },
+  fields: {
+    rma_number: column.string({ required: true, unique: true }),
+    order_id: column.integer({ references: () => orders }),
+    warehouse: column.string({ maxLength: 100 }),
+    status: column.string({
+      values: [
+        'requested',
+        'authorized',
+        'partially_received',
+        'received',
+        'refunded',
+        'closed',
+        'rejected',
+        'cancelled',
+      ],
+    }),
+    reason: column.string({ maxLength: 1000 }),
+    // Given by the receiving operator, or set when the return becomes received.
+    received_at: column.timestamp(),
+    lines: list({
+      sku: column.string({ required: true }),
+      quantity: column.integer({ required: true, min: 1 }),
+      // Left out of a line of a PUT, it keeps its value: receiving is a PUT of the grown quantities.
+      quantity_received: column.integer({ min: 0 }),
+      // Left out, `restock` on a new line and its value on a line a PUT gives again.
+      disposition: column.string({ values: ['restock', 'dispose'] }),
+    }),
+  },
+  stateMachine: {
+    column: 'status',
+    initial: 'requested',
+    transitions: {
+      requested: ['authorized', 'rejected', 'cancelled'],
+      authorized: ['partially_received', 'received', 'rejected', 'cancelled'],
+      partially_received: ['received'],
+      received: ['refunded'],
+      refunded: ['closed'],
+    },
+    derived: ['partially_received', 'received'],
+  },
+});
+
 /**
  * A stock total of an inventory record. A write that would take one beyond 32 bits, like a quantity,
  * is refused before it is appended (the api's stock check); the record itself holds up to
@@ -344,6 +395,7 @@ export const MODELS: Readonly<Record<string, ModelDefinition>> = {
   [shipments.name]: shipments,
   [purchaseOrders.name]: purchaseOrders,
   [invoices.name]: invoices,
+  [returns.name]: returns,
   [inventory.name]: inventory,
   [inventoryAdjustments.name]: inventoryAdjustments,
 };

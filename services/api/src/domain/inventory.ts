@@ -6,7 +6,8 @@ import { listOf, plainRules, type RecordRules } from './record-rules.js';
 // adjustments add `quantity_delta` to `on_hand`; a fulfillment order commits its open line
 // quantities until they ship or it is cancelled (or closed), and what it ships leaves `on_hand`;
 // a purchase order adds its unreceived quantities to `inbound` while open or partly received, and
-// what it receives joins `on_hand`. Shipments act through their fulfillment order's
+// what it receives joins `on_hand`; what a return receives joins `on_hand` on its `restock` lines
+// (the `dispose` ones never reach the shelf). Shipments act through their fulfillment order's
 // `quantity_shipped`, which changes in the same transaction as the shipment.
 
 /** Quantities of one (sku, warehouse), or changes to them. */
@@ -31,7 +32,12 @@ export const inventoryRules: RecordRules = {
 };
 
 /** The stream types whose events move stock. */
-export const STOCK_SOURCES = ['inventory_adjustments', 'fulfillment_orders', 'purchase_orders'] as const;
+export const STOCK_SOURCES = [
+  'inventory_adjustments',
+  'fulfillment_orders',
+  'purchase_orders',
+  'returns',
+] as const;
 
 /**
  * What one event changes in stock, by (sku, warehouse): the effect of the record after the change
@@ -90,6 +96,7 @@ interface Line {
   readonly quantity: number;
   readonly quantity_shipped?: number;
   readonly quantity_received?: number;
+  readonly disposition?: string;
 }
 
 /** A record's standing effect on stock. */
@@ -119,6 +126,11 @@ function effects(streamType: string, record: RecordJson, deleted: boolean): Map<
       }
       break;
     }
+    case 'returns':
+      for (const line of listOf<Line>(record, 'lines'))
+        if (line.disposition === 'restock')
+          put(line.sku, { on_hand: line.quantity_received ?? 0, committed: 0, inbound: 0 });
+      break;
     default:
       break;
   }

@@ -39,6 +39,17 @@ const CLIENT_MOVES: Record<string, { moves: string[]; hold?: { state: string; fr
   },
   purchase_orders: { moves: ['draft>open', 'draft>cancelled', 'open>cancelled', 'received>closed'] },
   invoices: { moves: ['open>void'] },
+  returns: {
+    moves: [
+      'requested>authorized',
+      'requested>rejected',
+      'requested>cancelled',
+      'authorized>rejected',
+      'authorized>cancelled',
+      'received>refunded',
+      'refunded>closed',
+    ],
+  },
 };
 
 function statusesOf(model: ModelDefinition): string[] {

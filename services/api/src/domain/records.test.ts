@@ -5,6 +5,7 @@ import {
   invoices,
   orders,
   purchaseOrders,
+  returns,
   type ModelDefinition,
 } from '@ofp/models';
 import { decide, type Actor } from '../domain/record-decider.js';
@@ -147,6 +148,122 @@ describe('purchase orders', () => {
   });
 });
 
+describe('returns', () => {
+  const restock = (quantity_received?: number) => ({
+    sku: 'A',
+    quantity: 3,
+    disposition: 'restock',
+    ...(quantity_received === undefined ? {} : { quantity_received }),
+  });
+  const dispose = { sku: 'B', quantity: 1, disposition: 'dispose' };
+  const requested = created(
+    returns,
+    { rma_number: 'RMA-1', warehouse: 'W', lines: [restock(), dispose] },
+    integrator,
+  );
+  const authorized = update(returns, requested, { status: 'authorized' })!.data.record;
+  const LATER = '2026-11-22T08:00:00.000Z';
+
+  it('starts requested and unreceived, a line without disposition restocked', () => {
+    expect(requested).toMatchObject({ status: 'requested', received_at: null });
+    expect(requested.lines).toEqual([
+      { ...restock(), quantity_received: 0 },
+      { ...dispose, quantity_received: 0 },
+    ]);
+    expect(created(returns, { rma_number: 'RMA-2', lines: [{ sku: 'A', quantity: 1 }] })).toMatchObject({
+      lines: [{ disposition: 'restock' }],
+    });
+  });
+
+  it('receives by growing quantity_received, keeping a disposition a PUT leaves out', () => {
+    const part = update(returns, authorized, { lines: [restock(2), { sku: 'B', quantity: 1 }] })!;
+    expect(part).toMatchObject({
+      type: 'return.updated',
+      data: { record: { status: 'partially_received', received_at: null } },
+    });
+    expect(part.data.record.lines).toMatchObject([{ quantity_received: 2 }, { disposition: 'dispose' }]);
+    const full = decide(
+      returns,
+      {
+        kind: 'update',
+        fields: { lines: [restock(3), { ...dispose, quantity_received: 1 }] },
+        at: LATER,
+        by: operator,
+      },
+      { status: 'live', record: part.data.record },
+    ).events[0]!;
+    expect(full).toMatchObject({
+      type: 'return.received',
+      data: { record: { status: 'received', received_at: LATER } },
+    });
+    const refunded = update(returns, full.data.record, { status: 'refunded' })!.data.record;
+    expect(update(returns, refunded, { status: 'closed' }, integrator)!.data.record.status).toBe('closed');
+  });
+
+  it('keeps a received_at the operator gives', () => {
+    const full = update(returns, authorized, {
+      received_at: '2026-11-20T10:00:00.000Z',
+      lines: [restock(3), { ...dispose, quantity_received: 1 }],
+    })!;
+    expect(full.data.record).toMatchObject({ status: 'received', received_at: '2026-11-20T10:00:00.000Z' });
+  });
+
+  it.each([
+    [4, 'lines[0].quantity_received', 'must be at most the quantity 3'],
+    [1, 'lines[0].quantity_received', 'cannot decrease: 2 received'],
+  ])('refuses receiving %s on the line path', (received, path, message) => {
+    const part = update(returns, authorized, { lines: [restock(2), dispose] })!.data.record;
+    expect(thrown(() => update(returns, part, { lines: [restock(received), dispose] }))).toMatchObject({
+      kind: 'Unprocessable',
+      errors: { [path]: [message] },
+    });
+  });
+
+  it('refuses changing the disposition of a received line', () => {
+    const part = update(returns, authorized, { lines: [restock(2), dispose] })!.data.record;
+    expect(
+      thrown(() => update(returns, part, { lines: [{ ...restock(2), disposition: 'dispose' }, dispose] })),
+    ).toMatchObject({
+      kind: 'Unprocessable',
+      errors: { 'lines[0].disposition': ['cannot change once received'] },
+    });
+  });
+
+  it('refuses receiving a return not yet authorized with a 409', () => {
+    expect(thrown(() => update(returns, requested, { lines: [restock(1), dispose] }))).toMatchObject({
+      kind: 'Conflict',
+      errors: { status: ['cannot receive while requested'] },
+    });
+  });
+
+  it('needs operations to authorize, reject, receive and refund; write to ask, edit, cancel and close', () => {
+    const receiver: Actor = { kind: 'client', scopes: ['operations'] };
+    expect(thrown(() => update(returns, requested, { status: 'authorized' }, integrator))).toMatchObject({
+      kind: 'Forbidden',
+    });
+    expect(thrown(() => update(returns, requested, { status: 'rejected' }, integrator))).toMatchObject({
+      kind: 'Forbidden',
+    });
+    expect(
+      thrown(() => update(returns, authorized, { lines: [restock(1), dispose] }, integrator)),
+    ).toMatchObject({
+      kind: 'Forbidden',
+    });
+    expect(update(returns, requested, { status: 'authorized' }, receiver)).toBeDefined();
+    expect(update(returns, authorized, { lines: [restock(1), dispose] }, receiver)).toBeDefined();
+    expect(update(returns, requested, { status: 'cancelled' }, integrator)).toBeDefined();
+    expect(thrown(() => update(returns, requested, { status: 'cancelled' }, receiver))).toMatchObject({
+      kind: 'Forbidden',
+    });
+    expect(thrown(() => update(returns, authorized, { reason: 'wrong size' }, receiver))).toMatchObject({
+      kind: 'Forbidden',
+    });
+    expect(thrown(() => created(returns, { rma_number: 'RMA-3', lines: [] }, receiver))).toMatchObject({
+      kind: 'Forbidden',
+    });
+  });
+});
+
 describe('event types of API.md §8', () => {
   it.each([
     [orders, 'open', 'cancelled', 'order.cancelled'],
@@ -233,6 +350,23 @@ describe('stockChanges', () => {
     expect(at(stockChanges('purchase_orders', received))).toEqual({
       '["A","W"]': { sku: 'A', warehouse: 'W', on_hand: 3, committed: 0, inbound: -3 },
     });
+  });
+
+  it('puts what a return receives on hand on its restock lines only', () => {
+    const lines = (restocked: number, disposed: number) => [
+      { sku: 'A', quantity: 5, quantity_received: restocked, disposition: 'restock' },
+      { sku: 'B', quantity: 5, quantity_received: disposed, disposition: 'dispose' },
+    ];
+    const received = change(
+      { warehouse: 'W', status: 'partially_received', lines: lines(3, 2) },
+      { status: 'authorized', lines: lines(1, 0) },
+    );
+    expect(at(stockChanges('returns', received))).toEqual({
+      '["A","W"]': { sku: 'A', warehouse: 'W', on_hand: 2, committed: 0, inbound: 0 },
+    });
+    expect(
+      stockChanges('returns', change({ warehouse: 'W', status: 'requested', lines: lines(0, 0) })).size,
+    ).toBe(0);
   });
 
   it('leaves out what does not move stock', () => {

@@ -5,6 +5,7 @@ import { invoiceRules } from './invoices.js';
 import { orderRules } from './orders.js';
 import { purchaseOrderRules } from './purchase-orders.js';
 import { plainRules, type RecordRules } from './record-rules.js';
+import { returnRules } from './returns.js';
 
 const RULES: Readonly<Record<string, RecordRules>> = {
   orders: orderRules,
@@ -12,6 +13,7 @@ const RULES: Readonly<Record<string, RecordRules>> = {
   shipments: shipmentRules,
   purchase_orders: purchaseOrderRules,
   invoices: invoiceRules,
+  returns: returnRules,
   inventory: inventoryRules,
 };
 

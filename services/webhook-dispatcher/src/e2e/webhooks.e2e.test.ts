@@ -145,6 +145,17 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
       body: { lines: [{ sku, quantity: 5, unit_cost: '2.50', quantity_received: 5 }] },
     });
 
+    const rma = (
+      await api.POST('/v2/returns', {
+        body: { rma_number: 'RMA-C1', warehouse, lines: [{ sku, quantity: 1, disposition: 'restock' }] },
+      })
+    ).data!.results;
+    await api.PUT('/v2/returns/{id}', { params: { path: { id: rma.id } }, body: { status: 'authorized' } });
+    await api.PUT('/v2/returns/{id}', {
+      params: { path: { id: rma.id } },
+      body: { lines: [{ sku, quantity: 1, quantity_received: 1 }] },
+    });
+
     const order = (
       await api.POST('/v2/orders', {
         body: {
@@ -200,6 +211,9 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
       'purchase_order.created',
       'purchase_order.updated',
       'purchase_order.received',
+      'return.created',
+      'return.updated',
+      'return.received',
       'order.created',
       'fulfillment_order.created',
       'fulfillment_order.shipped',
