@@ -41,6 +41,7 @@ import {
   createPool,
   listen,
   loadSecretsKeyring,
+  secretsKeyFileWatch,
   postgresCheck,
   standaloneSecretsKeyFile,
   PostgresSession,
@@ -356,11 +357,21 @@ const modules = {
   }),
 
   // After the database: a start that fails before it leaves DATA_DIR as it was (no key generated).
+  // The file is read again while the process runs: rotating the key needs no restart (docs/secrets.md).
   'secrets-keys': module({
-    deps: ['preflight', 'database'],
-    init: async ({ config }) => {
+    deps: ['preflight', 'database', 'pool'],
+    init: async ({ config, logger, pool }) => {
       const file = config.SECRETS_KEY_FILE ?? (await standaloneSecretsKeyFile(config.DATA_DIR));
-      return { value: await loadSecretsKeyring(file, 'SECRETS_KEY_FILE') };
+      const keyring = await loadSecretsKeyring(file, 'SECRETS_KEY_FILE');
+      const watch = secretsKeyFileWatch({
+        pool,
+        keyring,
+        file,
+        setting: 'SECRETS_KEY_FILE',
+        name: config.TARGET,
+        logger,
+      });
+      return { value: keyring, start: watch.start, stop: watch.stop };
     },
   }),
 

@@ -19,3 +19,4 @@ export * from './standalone-instance.js';
 export * from './tracing.js';
 export * from './module-graph.js';
 export * from './secrets-at-rest.js';
+export * from './secrets-rotation.js';

@@ -53,14 +53,15 @@ export function sealedKeyId(stored: string): string {
  * until nothing is sealed with it: `orderctl rotate-secrets-key`). Holds no state but the keys.
  */
 export class SecretsKeyring {
-  private readonly byId: ReadonlyMap<string, Buffer>;
+  private current: readonly [SecretsKey, ...SecretsKey[]];
+  private byId: ReadonlyMap<string, Buffer>;
 
   /**
    * `source`: where the keys come from, as a start-up error names it (`SECRETS_KEY_FILE=/etc/ofp/key`),
    * and `setting`, the setting to change.
    */
   constructor(
-    readonly keys: readonly [SecretsKey, ...SecretsKey[]],
+    keys: readonly [SecretsKey, ...SecretsKey[]],
     readonly source = 'SECRETS_KEY_FILE',
     readonly setting = 'SECRETS_KEY_FILE',
   ) {
@@ -68,12 +69,32 @@ export class SecretsKeyring {
       if (!KEY_ID.test(id)) throw new Error(`not a key id: ${JSON.stringify(id)}`);
       if (key.length !== KEY_BYTES) throw new Error(`key ${id} is not ${KEY_BYTES} bytes`);
     }
+    this.current = keys;
     this.byId = new Map(keys.map(({ id, key }) => [id, key]));
+  }
+
+  /** The keys, the one that seals first. */
+  get keys(): readonly [SecretsKey, ...SecretsKey[]] {
+    return this.current;
+  }
+
+  /** The ids of the keys, the one that seals first. */
+  get ids(): string[] {
+    return this.current.map(({ id }) => id);
   }
 
   /** The id of the key that seals. */
   get currentId(): string {
-    return this.keys[0].id;
+    return this.current[0].id;
+  }
+
+  /**
+   * Takes the keys of `next` (the key file read again while the process runs: {@link watchSecretsKeyFile}),
+   * so that everything holding this keyring seals and opens with them from now on.
+   */
+  adopt(next: SecretsKeyring): void {
+    this.current = next.current;
+    this.byId = next.byId;
   }
 
   /** Encrypts `secret` for the row that `context` names (`table:id:column`). */
@@ -247,49 +268,127 @@ export function sealedContext(table: string, key: readonly (string | number)[]):
 /** Rows read and re-sealed per statement by {@link resealColumn}. */
 const RESEAL_BATCH = 500;
 
+/** A stored value that no key of the keyring opens, named by where it is (never by what it holds). */
+export interface UnopenedSecret {
+  /** `webhooks.endpoints.secret` */
+  readonly column: string;
+  /** The row's key: `webhook_id=7`. */
+  readonly row: string;
+  /** Why it does not open: its key id is not among the keys, or the value was altered. */
+  readonly reason: string;
+}
+
+/** What {@link resealColumn} did. */
+export interface Resealed {
+  /** Rows it changed. */
+  readonly resealed: number;
+  /** Values it left as they are because no key opens them. */
+  readonly unopened: readonly UnopenedSecret[];
+}
+
+function checkedNames(column: SealedColumn): void {
+  for (const name of [column.table, ...column.key, column.column])
+    if (!/^[a-z_]+(\.[a-z_]+)?$/.test(name)) throw new Error(`not an SQL name: ${name}`);
+}
+
+/** `table.column` */
+export function columnName(column: SealedColumn): string {
+  return `${column.table}.${column.column}`;
+}
+
+/** The condition on `column` of the values {@link resealColumn} changes, `$1` the current key's prefix. */
+function notUnderCurrentKey(column: SealedColumn): string {
+  return `${column.column} IS NOT NULL AND ${column.column} <> '' AND ${column.column} NOT LIKE $1`;
+}
+
 /**
  * Seals every clear value of a column and re-wraps every value sealed under another key than the
  * keyring's current one, in batches of {@link RESEAL_BATCH} rows, while the platform runs: each row is
  * written only if it still holds the value read (a concurrent change, sealed under the current key
- * anyway, wins). `onProgress` hears after each batch. Returns how many rows it changed. Empty values
- * (an idempotency key held by a running request) are left alone.
+ * anyway, wins). A value no key opens is left as it is and named in the result. `onProgress` hears
+ * after each batch how many rows it has looked at. Empty values (an idempotency key held by a running
+ * request) are left alone.
  */
 export async function resealColumn(
   pool: Pool,
   keyring: SecretsKeyring,
   column: SealedColumn,
-  onProgress?: (progress: { resealed: number }) => void,
-): Promise<number> {
-  for (const name of [column.table, ...column.key, column.column])
-    if (!/^[a-z_]+(\.[a-z_]+)?$/.test(name)) throw new Error(`not an SQL name: ${name}`);
+  onProgress?: (examined: number) => void,
+): Promise<Resealed> {
+  checkedNames(column);
   const keys = column.key.join(', ');
   const current = `${PREFIX}${keyring.currentId}:%`;
   let after: string[] | undefined;
   let resealed = 0;
+  let examined = 0;
+  const unopened: UnopenedSecret[] = [];
   for (;;) {
     const from =
       after === undefined ? '' : `AND (${keys}) > (${column.key.map((_, i) => `$${i + 2}`).join(', ')})`;
     const { rows } = await pool.query<Record<string, string>>(
       `SELECT ${keys}, ${column.column} AS value FROM ${column.table}
-        WHERE ${column.column} IS NOT NULL AND ${column.column} <> '' AND ${column.column} NOT LIKE $1 ${from}
+        WHERE ${notUnderCurrentKey(column)} ${from}
         ORDER BY ${keys} LIMIT ${RESEAL_BATCH}`,
       [current, ...(after ?? [])],
     );
     for (const row of rows) {
       const key = column.key.map((k) => String(row[k]));
       const value = row.value!;
+      let next: string;
+      try {
+        next = keyring.rewrap(value, sealedContext(column.table, key));
+      } catch (error) {
+        if (!(error instanceof SecretsKeyError)) throw error;
+        unopened.push({
+          column: columnName(column),
+          row: column.key.map((k, i) => `${k}=${key[i]}`).join(' '),
+          reason: error.message,
+        });
+        continue;
+      }
       const updated = await pool.query(
         `UPDATE ${column.table} SET ${column.column} = $1
           WHERE ${column.key.map((k, i) => `${k} = $${i + 3}`).join(' AND ')} AND ${column.column} = $2`,
-        [keyring.rewrap(value, sealedContext(column.table, key)), value, ...key],
+        [next, value, ...key],
       );
       resealed += updated.rowCount ?? 0;
     }
-    onProgress?.({ resealed });
+    examined += rows.length;
+    onProgress?.(examined);
     const last = rows.at(-1);
-    if (last === undefined || rows.length < RESEAL_BATCH) return resealed;
+    if (last === undefined || rows.length < RESEAL_BATCH) return { resealed, unopened };
     after = column.key.map((k) => String(last[k]));
   }
+}
+
+/** How many values of a column are sealed under each key id (`null`: stored in clear). */
+export async function sealedKeyCounts(
+  pool: Pool,
+  column: SealedColumn,
+): Promise<{ keyId: string | null; count: number }[]> {
+  checkedNames(column);
+  const { rows } = await pool.query<{ key_id: string | null; count: number }>(
+    `SELECT CASE WHEN ${column.column} LIKE $1 THEN split_part(${column.column}, ':', 3) END AS key_id,
+            count(*)::int AS count
+       FROM ${column.table} WHERE ${column.column} IS NOT NULL AND ${column.column} <> ''
+      GROUP BY 1 ORDER BY 1`,
+    [`${PREFIX}%`],
+  );
+  return rows.map((row) => ({ keyId: row.key_id, count: row.count }));
+}
+
+/** How many values of a column {@link resealColumn} would look at. */
+export async function countNotUnderCurrentKey(
+  pool: Pool,
+  keyring: SecretsKeyring,
+  column: SealedColumn,
+): Promise<number> {
+  checkedNames(column);
+  const { rows } = await pool.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM ${column.table} WHERE ${notUnderCurrentKey(column)}`,
+    [`${PREFIX}${keyring.currentId}:%`],
+  );
+  return rows[0]!.count;
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   PUBLIC,
   bindRoutes,
   checkSealedColumn,
+  declareSealedColumns,
   migrate,
   resealColumn,
   type Logger,
@@ -149,13 +150,16 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
       async start() {
         // A wrong key stops the start with one line; signing keys stored in clear (before secrets were
         // sealed) or under a key being rotated out are sealed under the current key.
+        await declareSealedColumns(deps.pool, [SIGNING_KEYS_SEALED]);
         await checkSealedColumn(deps.pool, deps.secrets, SIGNING_KEYS_SEALED);
-        const resealed = await resealColumn(deps.pool, deps.secrets, SIGNING_KEYS_SEALED);
+        const { resealed, unopened } = await resealColumn(deps.pool, deps.secrets, SIGNING_KEYS_SEALED);
         if (resealed > 0)
           deps.logger.info(
             { resealed },
             `sealed ${resealed} signing keys under key ${deps.secrets.currentId}`,
           );
+        for (const secret of unopened)
+          deps.logger.error(secret, `a stored signing key does not open: ${secret.row}: ${secret.reason}`);
         if (await keys.ensureSigningKey()) deps.logger.info('created the first signing key');
         started = true;
       },

@@ -7,6 +7,7 @@ import {
   IdempotencyStore,
   bindRoutes,
   checkSealedColumn,
+  declareSealedColumns,
   migrate,
   resealColumn,
   schemaTransaction,
@@ -187,13 +188,19 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     async start() {
       // A wrong key stops the start with one line; secrets stored in clear (before they were sealed)
       // or under a key being rotated out are sealed under the current key.
+      await declareSealedColumns(deps.pool, sealed);
       for (const column of sealed) await checkSealedColumn(deps.pool, deps.secrets, column);
       for (const column of sealed) {
-        const resealed = await resealColumn(deps.pool, deps.secrets, column);
+        const { resealed, unopened } = await resealColumn(deps.pool, deps.secrets, column);
         if (resealed > 0)
           logger.info(
             { resealed, column: `${column.table}.${column.column}` },
             `sealed ${resealed} stored secrets`,
+          );
+        for (const secret of unopened)
+          logger.error(
+            secret,
+            `a stored secret does not open: ${secret.column} ${secret.row}: ${secret.reason}`,
           );
       }
       await workers.start();

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { describeError, instanceSettings } from '@ofp/runtime';
+import { rotateSecretsKeyCommand } from './rotate-secrets-key.js';
 
 export interface OrderctlIo {
   env: Readonly<Record<string, string | undefined>>;
@@ -28,6 +29,11 @@ Commands:
   list-parked-events [--group GROUP] [--limit N] [--offset N]
                 (events a consumer group could not apply, with the reason; API.md §12)
   retry-parked-event --id ID             (applies it, then the events of its stream behind it, in order)
+  rotate-secrets-key [--wait SECONDS]
+                (re-seals every stored secret under the first key of SECRETS_KEY_FILE, else
+                DATA_DIR/secrets-key, in the database of DATABASE_URL, else of the instance on DATA_DIR;
+                waits up to --wait seconds, default 120, until every running process seals with that key;
+                docs/secrets.md)
 
 --url: the admin API, else $ORDERCTL_URL, http://localhost:$ADMIN_PORT (in the auth service's
   container), $PUBLIC_URL, http://localhost:$PORT, or the standalone instance running on $DATA_DIR
@@ -52,6 +58,7 @@ const OPTIONS = {
   offset: { type: 'string' },
   group: { type: 'string' },
   id: { type: 'string' },
+  wait: { type: 'string' },
 } as const;
 
 class UsageError extends Error {}
@@ -339,7 +346,8 @@ function errorsOf(envelope: Envelope): string | undefined {
 
 /** Runs one orderctl command line (API.md §10) and returns the exit code. */
 export async function runOrderctl(argv: readonly string[], io: OrderctlIo): Promise<number> {
-  let call: Call;
+  // rotate-secrets-key talks to the database, not the admin API.
+  let command: Call | { rotateWaitSeconds: number };
   let json: boolean;
   let values: Record<string, unknown>;
   try {
@@ -354,7 +362,12 @@ export async function runOrderctl(argv: readonly string[], io: OrderctlIo): Prom
       return 0;
     }
     if (parsed.positionals.length > 1) throw new UsageError(`unexpected argument ${parsed.positionals[1]}`);
-    call = callOf(parsed.positionals[0], values);
+    if (parsed.positionals[0] === 'rotate-secrets-key') {
+      const rotateWaitSeconds = Number(values.wait ?? 120);
+      if (!Number.isInteger(rotateWaitSeconds) || rotateWaitSeconds < 0)
+        throw new UsageError('--wait: a whole number of seconds');
+      command = { rotateWaitSeconds };
+    } else command = callOf(parsed.positionals[0], values);
     json = values.json === true;
   } catch (error) {
     const code = (error as { code?: unknown }).code;
@@ -364,6 +377,8 @@ export async function runOrderctl(argv: readonly string[], io: OrderctlIo): Prom
     io.stderr(`orderctl: ${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
+  if ('rotateWaitSeconds' in command) return rotateSecretsKeyCommand(command.rotateWaitSeconds, io);
+  const call = command;
 
   const settings = await instanceSettings(io.env);
   const url =
