@@ -3,6 +3,7 @@ export * from './issuer.js';
 export * from './scopes.js';
 export * from './jwks.js';
 export * from './verifier.js';
+export * from './dpop.js';
 export * from './revocations.js';
 export * from './token-bucket.js';
 export * from './rate-limit.js';

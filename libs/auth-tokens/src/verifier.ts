@@ -26,6 +26,11 @@ export interface AuthContext {
   issuedAt: Date;
   /** `exp`. */
   expiresAt: Date;
+  /**
+   * `cnf.jkt` (RFC 9449 §6.1): the thumbprint of the DPoP key the token is bound to; such a token is only
+   * accepted with a proof signed by that key. Absent for a bearer token.
+   */
+  jkt?: string;
 }
 
 /** Why a token was refused, for metrics: a small fixed set (never the token or its client). */
@@ -42,6 +47,7 @@ export const REJECTION_REASONS = [
   'claims',
   'revoked',
   'invalid',
+  'dpop',
 ] as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
@@ -103,6 +109,7 @@ const claimsSchema = z.object({
   jti: z.string().min(1),
   iat: z.number(),
   exp: z.number(),
+  cnf: z.looseObject({ jkt: z.string().min(1) }).optional(),
 });
 
 /**
@@ -152,7 +159,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     }
     const claims = claimsSchema.safeParse(payload);
     if (!claims.success) throw new TokenRejectedError('The access token lacks required claims', 'claims');
-    const { client_id, org, scope, gid, jti, iat, exp } = claims.data;
+    const { client_id, org, scope, gid, jti, iat, exp, cnf } = claims.data;
     const context: AuthContext = {
       clientId: client_id,
       orgId: org,
@@ -161,6 +168,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       tokenId: jti,
       issuedAt: new Date(iat * 1000),
       expiresAt: new Date(exp * 1000),
+      ...(cnf === undefined ? {} : { jkt: cnf.jkt }),
     };
     if (options.denyList.isDenied(context))
       throw new TokenRejectedError('The access token was revoked', 'revoked');

@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Token request (RFC 6749 §3.2)
-         * @description Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`). The client authenticates with HTTP Basic (`client_id:client_secret`), or `client_id` and `client_secret` in the form; repeated failures are slowed down (429 `slow_down` with `Retry-After`). Errors follow RFC 6749 §5.2 (`{error, error_description}`).
+         * @description Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`). With a `DPoP` proof header (RFC 9449 §4), the access token is bound to the proof's key (`token_type: DPoP`, `cnf.jkt`) and is presented with the `DPoP` scheme and a proof per request; so are the refresh tokens of a grant begun with one. A client registered with `dpop_bound_access_tokens` must send a proof (else `invalid_dpop_proof`). The client authenticates with HTTP Basic (`client_id:client_secret`), or `client_id` and `client_secret` in the form; repeated failures are slowed down (429 `slow_down` with `Retry-After`). Errors follow RFC 6749 §5.2 (`{error, error_description}`).
          */
         post: operations["oauth.token"];
         delete?: never;
@@ -2447,9 +2447,13 @@ export interface components {
             aud?: string;
             exp?: number;
             iat?: number;
-            /** @constant */
-            token_type?: "bearer";
+            /** @enum {string} */
+            token_type?: "bearer" | "DPoP";
             jti?: string;
+            /** @description The DPoP key a DPoP-bound token is bound to, by its RFC 7638 thumbprint (RFC 9449 §6.2) */
+            cnf?: {
+                jkt: string;
+            };
         };
         /** @description A inventory (API.md §6) */
         Inventory: {
@@ -3398,7 +3402,7 @@ export interface components {
         };
         OAuthError: {
             /** @enum {string} */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "unsupported_response_type" | "invalid_scope" | "unsupported_token_type" | "slow_down";
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "unsupported_response_type" | "invalid_scope" | "unsupported_token_type" | "invalid_dpop_proof" | "slow_down";
             error_description: string;
         };
         /** @description A order (API.md §6) */
@@ -5248,8 +5252,11 @@ export interface components {
         };
         TokenResponse: {
             access_token: string;
-            /** @constant */
-            token_type: "bearer";
+            /**
+             * @description `DPoP` for a token bound to the key of the request’s DPoP proof (RFC 9449 §5)
+             * @enum {string}
+             */
+            token_type: "bearer" | "DPoP";
             /** @constant */
             expires_in: 10800;
             /** @description The authorization code and refresh token grants; none for client credentials */

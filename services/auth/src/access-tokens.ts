@@ -11,6 +11,8 @@ export interface AccessTokenSubject {
   scopes: readonly Scope[];
   /** The grant the token is issued under; none for client credentials, which store nothing. */
   grantId?: string;
+  /** The thumbprint of the DPoP key the token is bound to (RFC 9449 §6.1: `cnf.jkt`); none for a bearer token. */
+  jkt?: string | undefined;
 }
 
 export interface IssuedAccessToken {
@@ -23,7 +25,8 @@ export interface IssuedAccessToken {
  * Signs an access token in the RFC 9068 profile (API.md §7): header `typ: at+jwt`, RS256 with the
  * current signing key named in `kid`; `iss` the public base URL, `sub` and `client_id` the client, `aud`
  * the deployment's API resource (the public base URL as well: one audience for every service), `org`
- * its organization, `scope`, `jti`, `gid` the grant (when there is one), `iat`, and `exp` = `iat` + 10800.
+ * its organization, `scope`, `jti`, `gid` the grant (when there is one), `iat`, `exp` = `iat` + 10800,
+ * and for a DPoP-bound token `cnf: {jkt}` (RFC 9449 §6.1).
  */
 export async function signAccessToken(
   keys: SigningKeys,
@@ -44,6 +47,7 @@ export async function signAccessToken(
       org: subject.organizationId,
       scope: scopeString(subject.scopes),
       ...(subject.grantId === undefined ? {} : { gid: subject.grantId }),
+      ...(subject.jkt === undefined ? {} : { cnf: { jkt: subject.jkt } }),
       jti: tokenId,
       iat,
       exp,

@@ -64,6 +64,7 @@ export async function ensureDemoTenant(
       name: 'Demo client',
       redirectUri,
       scopes: SCOPES,
+      dpopBoundAccessTokens: false,
     });
     await tx.query('INSERT INTO auth.demo_tenant (client_id, client_secret) VALUES ($1, $2)', [
       client.client_id,

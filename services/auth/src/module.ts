@@ -7,6 +7,7 @@ import {
   announcementOf,
   BearerGate,
   createTokenVerifier,
+  DpopProofVerifier,
   issuerFromPublicUrl,
   TokenBucketLimiter,
   type AuthMetrics,
@@ -124,6 +125,8 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     clock: deps.clock,
   });
   const limiter = new TokenBucketLimiter(deps.settings.rateLimit, deps.clock);
+  // One memory of DPoP proofs seen, for the token endpoint and /v2/authenticate alike.
+  const dpop = new DpopProofVerifier(deps.clock);
   const janitor = new Janitor({
     pool: deps.pool,
     clock: deps.clock,
@@ -177,6 +180,7 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
         issuer,
         keys,
         grants,
+        dpop,
         verifier,
         ...(deps.metrics ? { metrics: deps.metrics } : {}),
       }),

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { baseError, singleEnvelope } from '@ofp/contracts';
-import type { AuthContext, AuthMetrics, Clock, TokenVerifier } from '@ofp/auth-tokens';
+import type { AuthContext, AuthMetrics, Clock, DpopProofVerifier, TokenVerifier } from '@ofp/auth-tokens';
 import {
   bearerChallenge,
   jsonReply,
@@ -36,6 +36,8 @@ export interface AuthRoutesDeps {
   issuer: string;
   keys: SigningKeys;
   grants: Grants;
+  /** Verifies the DPoP proofs of token requests (RFC 9449 §5). */
+  dpop: DpopProofVerifier;
   /** Verifies this service's own access tokens for revocation and introspection. */
   verifier: TokenVerifier;
   metrics?: AuthMetrics;
@@ -123,7 +125,7 @@ export function authRouteSpecs(issuer: string): RouteSpec[] {
       'oauth.token',
       [
         'Token request (RFC 6749 §3.2)',
-        "Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`).",
+        "Issues an access token (an RS256 JWT, RFC 9068, valid 10,800 s) for the `client_credentials`, `authorization_code` (with PKCE) or `refresh_token` grant; a refresh token is rotated: each use answers a new one, to keep in its place. `scope` narrows the client's scopes (`read`, `write`, `operations`). With a `DPoP` proof header (RFC 9449 §4), the access token is bound to the proof's key (`token_type: DPoP`, `cnf.jkt`) and is presented with the `DPoP` scheme and a proof per request; so are the refresh tokens of a grant begun with one. A client registered with `dpop_bound_access_tokens` must send a proof (else `invalid_dpop_proof`).",
       ],
       { request: tokenRequestSchema, response: tokenResponseSchema },
     ),

@@ -18,6 +18,7 @@ export const oauthErrorSchema = z
       'unsupported_response_type',
       'invalid_scope',
       'unsupported_token_type',
+      'invalid_dpop_proof',
       'slow_down',
     ]),
     error_description: z.string(),
@@ -49,7 +50,9 @@ export const tokenRequestSchema = z
 export const tokenResponseSchema = z
   .strictObject({
     access_token: z.string(),
-    token_type: z.literal('bearer'),
+    token_type: z
+      .enum(['bearer', 'DPoP'])
+      .describe('`DPoP` for a token bound to the key of the request’s DPoP proof (RFC 9449 §5)'),
     expires_in: z.literal(ACCESS_TOKEN_TTL_SECONDS),
     refresh_token: z
       .string()
@@ -81,8 +84,12 @@ export const introspectionSchema = z
     aud: z.string().optional(),
     exp: z.int().optional(),
     iat: z.int().optional(),
-    token_type: z.literal('bearer').optional(),
+    token_type: z.enum(['bearer', 'DPoP']).optional(),
     jti: z.string().optional(),
+    cnf: z
+      .strictObject({ jkt: z.string() })
+      .optional()
+      .describe('The DPoP key a DPoP-bound token is bound to, by its RFC 7638 thumbprint (RFC 9449 §6.2)'),
   })
   .meta({ id: 'Introspection' });
 
@@ -140,6 +147,11 @@ export const registeredClientSchema = singleEnvelopeOf(
         .looseObject({ keys: z.array(z.looseObject({ kty: z.string() })) })
         .nullable()
         .describe('The public keys of a private_key_jwt client (RFC 7523); null for a client with a secret'),
+      dpop_bound_access_tokens: z
+        .boolean()
+        .describe(
+          'RFC 9449 §5.2: the client gets tokens only with a DPoP proof, bound to its key (cnf.jkt), and presents them with the DPoP scheme',
+        ),
     })
     .meta({ id: 'RegisteredClient' }),
   'RegisteredClientEnvelope',

@@ -28,6 +28,11 @@ export interface ClientRecord {
    * secret; null for a client with a secret.
    */
   jwks: JSONWebKeySet | null;
+  /**
+   * RFC 9449 §5.2: the client gets access tokens only with a DPoP proof, each bound to the proof's key
+   * (and the refresh tokens of its grants as well).
+   */
+  dpop_bound_access_tokens: boolean;
 }
 
 /** A client with its secret: registration and rotation answer it, the only times it is shown. */
@@ -52,7 +57,8 @@ export async function listOrganizations(
 }
 
 const CLIENT_COLUMNS =
-  'id AS client_id, organization_id, name, redirect_uri, scopes, created_at, disabled_at, jwks';
+  'id AS client_id, organization_id, name, redirect_uri, scopes, created_at, disabled_at, jwks, ' +
+  'dpop_bound_access_tokens';
 
 /** An organization's clients by creation, a page of them and how many there are. */
 export async function listClients(
@@ -122,6 +128,7 @@ interface NewClient {
   name: string;
   redirectUri: string | null;
   scopes: readonly Scope[];
+  dpopBoundAccessTokens: boolean;
 }
 
 /** Registers a client with a new id and secret; only the secret's digest is stored. */
@@ -153,8 +160,9 @@ async function insertClient(
   const createdAt = clock();
   const jwks = 'jwks' in credential ? credential.jwks : null;
   await db.query(
-    `INSERT INTO auth.clients (id, organization_id, name, redirect_uri, scopes, secret_hash, jwks, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO auth.clients (id, organization_id, name, redirect_uri, scopes, secret_hash, jwks, created_at,
+                               dpop_bound_access_tokens)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       clientId,
       client.organizationId,
@@ -164,6 +172,7 @@ async function insertClient(
       'secretHash' in credential ? credential.secretHash : null,
       jwks,
       createdAt,
+      client.dpopBoundAccessTokens,
     ],
   );
   return {
@@ -175,6 +184,7 @@ async function insertClient(
     created_at: createdAt,
     disabled_at: null,
     jwks,
+    dpop_bound_access_tokens: client.dpopBoundAccessTokens,
   };
 }
 

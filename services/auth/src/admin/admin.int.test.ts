@@ -182,6 +182,7 @@ describe('administration API (API.md §10)', () => {
           created_at: anyString,
           disabled_at: null,
           jwks: null,
+          dpop_bound_access_tokens: false,
         },
         expect.objectContaining({ client_id: second.client_id, redirect_uri: 'https://b.example/cb' }),
       ]);

@@ -107,6 +107,8 @@ const clientInput = z.object({
   name,
   // A client that authenticates with private_key_jwt (RFC 7523) instead of a secret.
   jwks: jwksInput.optional(),
+  // RFC 9449 §5.2: a client that gets tokens only with a DPoP proof, bound to its key.
+  dpop_bound_access_tokens: z.boolean({ error: 'must be true or false' }).optional(),
   // Optional: a client of the client_credentials grant alone never redirects.
   redirect_uri: z
     .string({ error: 'must be a string' })
@@ -214,7 +216,7 @@ export function adminRouteSpecs(): RouteSpec[] {
       operationId: 'admin.createClient',
       summary: 'Register a client of an organization (its secret is shown this once)',
       description:
-        'Registers an OAuth client of the organization with the scopes it may ask for and, for the authorization-code grant, its `redirect_uri`. The answer holds `client_secret`, shown this once (the platform keeps only its hash). With `jwks`, the public keys it signs client assertions with, the client authenticates with `private_key_jwt` (RFC 7523) instead and has no secret. Needs the admin token.',
+        'Registers an OAuth client of the organization with the scopes it may ask for and, for the authorization-code grant, its `redirect_uri`. The answer holds `client_secret`, shown this once (the platform keeps only its hash). With `jwks`, the public keys it signs client assertions with, the client authenticates with `private_key_jwt` (RFC 7523) instead and has no secret. With `dpop_bound_access_tokens: true` (RFC 9449 §5.2), the client gets tokens only with a DPoP proof, each bound to the proof’s key. Needs the admin token.',
       body: 'json',
       request: clientInput,
       responses: { 201: { description: 'The client with its secret', schema: registeredClientSchema } },
@@ -325,6 +327,7 @@ export function adminOperations(deps: AdminRoutesDeps): Operations {
           name: input.name,
           redirectUri: input.redirect_uri ?? null,
           scopes: input.scopes,
+          dpopBoundAccessTokens: input.dpop_bound_access_tokens ?? false,
         };
         if (input.jwks !== undefined) {
           const keyed = await createKeyedClient(deps.pool, deps.clock, {

@@ -68,7 +68,7 @@ describe('orderctl (API.md §10)', () => {
     expect(clients.out).not.toContain(created.results.client_secret);
   });
 
-  it('registers a private_key_jwt client from a JWKS file and replaces its keys', async () => {
+  it('registers a private_key_jwt client from a JWKS file, bound to DPoP, and replaces its keys', async () => {
     const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig', alg: 'ES256' };
     const directory = await mkdtemp(join(tmpdir(), 'orderctl-jwks-'));
@@ -88,9 +88,11 @@ describe('orderctl (API.md §10)', () => {
         'read',
         '--jwks',
         file,
+        '--dpop',
       ]);
       expect(created).toMatchObject({ code: 0, err: '' });
       expect(created.out).toContain('auth method:   private_key_jwt (1 public keys, no secret)');
+      expect(created.out).toContain('tokens:        DPoP-bound');
       expect(created.out).not.toContain('client_secret');
       const clientId = /client_id: +(\S+)/.exec(created.out)?.[1];
       await writeFile(file, JSON.stringify({ keys: [jwk, { ...jwk, kid: 'k2' }] }));

@@ -18,9 +18,10 @@ Commands:
   create-organization --name NAME
   list-clients --organization ID [--limit N] [--offset N]
   create-client --organization ID --name NAME --scopes read,write,operations [--redirect-uri URI]
-                [--jwks FILE]
+                [--jwks FILE] [--dpop]
                 (without --redirect-uri: a client of the client_credentials grant alone; with --jwks,
-                a JWKS file of its public keys: it authenticates with private_key_jwt and has no secret)
+                a JWKS file of its public keys: it authenticates with private_key_jwt and has no secret;
+                with --dpop, it gets tokens only with a DPoP proof, bound to its key: RFC 9449)
   set-client-keys --client CLIENT_ID --jwks FILE
                 (a private_key_jwt client's public keys, replaced: rotate by listing the new with the old)
   rotate-client-secret --client CLIENT_ID
@@ -53,6 +54,7 @@ const OPTIONS = {
   client: { type: 'string' },
   'redirect-uri': { type: 'string' },
   jwks: { type: 'string' },
+  dpop: { type: 'boolean' },
   scopes: { type: 'string' },
   limit: { type: 'string' },
   offset: { type: 'string' },
@@ -106,6 +108,7 @@ interface ClientJson {
   created_at: string;
   disabled_at: string | null;
   jwks?: { keys: unknown[] } | null;
+  dpop_bound_access_tokens?: boolean;
   revoked_grants?: number;
 }
 
@@ -175,6 +178,9 @@ function clientLines(client: ClientJson): string[] {
     ...(client.jwks == null
       ? []
       : [`auth method:   private_key_jwt (${client.jwks.keys.length} public keys, no secret)`]),
+    ...(client.dpop_bound_access_tokens === true
+      ? ['tokens:        DPoP-bound (a proof with every token request and API call: RFC 9449)']
+      : []),
   ];
 }
 
@@ -244,6 +250,7 @@ function callOf(command: string | undefined, values: Record<string, unknown>): C
           name: option(values, 'name'),
           ...(typeof redirectUri === 'string' ? { redirect_uri: redirectUri } : {}),
           ...(values.jwks === undefined ? {} : { jwks: jwksFile(values) }),
+          ...(values.dpop === true ? { dpop_bound_access_tokens: true } : {}),
           scopes: option(values, 'scopes')
             .split(',')
             .map((s) => s.trim())

@@ -20,6 +20,8 @@ export interface Client {
   /** Null for a client of the client-credentials grant alone. */
   redirectUri: string | null;
   scopes: Scope[];
+  /** RFC 9449 §5.2: it gets tokens only with a DPoP proof. */
+  dpopBoundAccessTokens: boolean;
 }
 
 /** Credentials a client presented, and how (RFC 6749 §2.3.1, RFC 7523 §2.2). */
@@ -165,10 +167,12 @@ export async function verifyClient(
     scopes: Scope[];
     secret_hash: Buffer | null;
     jwks: JSONWebKeySet | null;
+    dpop_bound_access_tokens: boolean;
     disabled: boolean;
   }>(
     prepared(
-      `SELECT id, organization_id, redirect_uri, scopes, secret_hash, jwks, disabled_at IS NOT NULL AS disabled
+      `SELECT id, organization_id, redirect_uri, scopes, secret_hash, jwks, dpop_bound_access_tokens,
+              disabled_at IS NOT NULL AS disabled
        FROM auth.clients WHERE id = $1`,
       [credentials.clientId],
     ),
@@ -188,6 +192,7 @@ export async function verifyClient(
     organizationId: row.organization_id,
     redirectUri: row.redirect_uri,
     scopes: row.scopes,
+    dpopBoundAccessTokens: row.dpop_bound_access_tokens,
   };
 }
 
@@ -249,10 +254,12 @@ function assertionProblem(error: unknown): string {
   return 'malformed';
 }
 
-/** A client-authenticated OAuth request: its client and its form's parameters. */
+/** A client-authenticated OAuth request: its client, its form's parameters and its DPoP proof header. */
 export interface ClientRequest {
   readonly client: Client;
   readonly form: OAuthParams;
+  /** The `DPoP` header's values (RFC 9449 §4.1), as received. */
+  readonly dpop: string | string[] | undefined;
 }
 
 /**
@@ -292,7 +299,7 @@ export function clientAccess(
       }
       failures.succeeded(client.id, address);
       return {
-        principal: { client, form },
+        principal: { client, form, dpop: request.headers.dpop },
         scopes: client.scopes,
         headers: admitRequest(limiter, `client:${client.id}`, metrics),
         organization: client.organizationId,

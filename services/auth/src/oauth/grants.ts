@@ -15,11 +15,17 @@ const REFRESH_TOKEN_COLUMNS =
 /** A successful token response (RFC 6749 §5.1, API.md §7). */
 export interface TokenResponse {
   access_token: string;
-  token_type: 'bearer';
+  /** `DPoP` for a token bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'bearer' | 'DPoP';
   expires_in: number;
   /** None for client credentials (RFC 6749 §4.4.3). */
   refresh_token?: string;
   scope: string;
+}
+
+/** RFC 9449 §5: a token bound to a DPoP key is of type `DPoP`, and presented with that scheme. */
+function tokenType(jkt: string | undefined): TokenResponse['token_type'] {
+  return jkt === undefined ? 'bearer' : 'DPoP';
 }
 
 export interface Grant {
@@ -28,6 +34,8 @@ export interface Grant {
   organizationId: number;
   scopes: Scope[];
   revokedAt: Date | null;
+  /** The DPoP key its refresh tokens are bound to (RFC 9449 §5), by thumbprint; null if none. */
+  dpopJkt: string | null;
 }
 
 export interface RefreshTokenRow {
@@ -66,12 +74,13 @@ export class Grants {
       organizationId: number;
       scopes: readonly Scope[];
       authorizationCodeId?: string;
+      dpopJkt: string | null;
     },
   ): Promise<Grant> {
     const id = randomUUID();
     await tx.query(
-      `INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6)`,
+      `INSERT INTO auth.grants (id, client_id, organization_id, scopes, authorization_code_id, created_at, dpop_jkt)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [
         id,
         grant.clientId,
@@ -79,6 +88,7 @@ export class Grants {
         grant.scopes,
         grant.authorizationCodeId ?? null,
         this.options.clock(),
+        grant.dpopJkt,
       ],
     );
     return {
@@ -87,6 +97,7 @@ export class Grants {
       organizationId: grant.organizationId,
       scopes: [...grant.scopes],
       revokedAt: null,
+      dpopJkt: grant.dpopJkt,
     };
   }
 
@@ -98,8 +109,9 @@ export class Grants {
       organization_id: number;
       scopes: Scope[];
       revoked_at: Date | null;
+      dpop_jkt: string | null;
     }>(
-      'SELECT id, client_id, organization_id, scopes, revoked_at FROM auth.grants WHERE id = $1 FOR UPDATE',
+      'SELECT id, client_id, organization_id, scopes, revoked_at, dpop_jkt FROM auth.grants WHERE id = $1 FOR UPDATE',
       [grantId],
     );
     const row = rows[0];
@@ -111,16 +123,21 @@ export class Grants {
           organizationId: row.organization_id,
           scopes: row.scopes,
           revokedAt: row.revoked_at,
+          dpopJkt: row.dpop_jkt,
         };
   }
 
-  /** Issues an access token and a refresh token under `grant`, the refresh token as the grant's current one. */
+  /**
+   * Issues an access token and a refresh token under `grant`, the refresh token as the grant's current
+   * one; the access token bound to the DPoP key `jkt` names, if any.
+   */
   async issuePair(
     tx: PoolClient,
     grant: Grant,
     scopes: readonly Scope[],
+    jkt: string | undefined,
   ): Promise<{ response: TokenResponse; refreshTokenId: string }> {
-    const pair = await this.newPair(grant, scopes);
+    const pair = await this.newPair(grant, scopes, jkt);
     await tx.query(
       `INSERT INTO auth.refresh_tokens (${REFRESH_TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active')`,
       pair.row,
@@ -131,21 +148,23 @@ export class Grants {
   /**
    * The client-credentials grant (RFC 6749 §4.4): an access token and nothing else, stored nowhere (API.md
    * §7). Such a token belongs to no grant row: revoking it denies its `jti`, and disabling its client
-   * denies every token of the client ({@link revokeToken}, {@link revokeClient}).
+   * denies every token of the client ({@link revokeToken}, {@link revokeClient}). With `jkt`, the token
+   * is bound to that DPoP key.
    */
   async issueToClient(
     client: { id: string; organizationId: number },
     scopes: readonly Scope[],
+    jkt: string | undefined,
   ): Promise<TokenResponse> {
     const access = await signAccessToken(
       this.options.keys,
       this.options.issuer,
-      { clientId: client.id, organizationId: client.organizationId, scopes },
+      { clientId: client.id, organizationId: client.organizationId, scopes, jkt },
       this.options.clock(),
     );
     return {
       access_token: access.token,
-      token_type: 'bearer',
+      token_type: tokenType(jkt),
       expires_in: ACCESS_TOKEN_TTL_SECONDS,
       scope: scopeString(scopes),
     };
@@ -155,6 +174,7 @@ export class Grants {
   private async newPair(
     grant: Pick<Grant, 'id' | 'clientId' | 'organizationId'>,
     scopes: readonly Scope[],
+    jkt: string | undefined,
   ): Promise<{
     response: TokenResponse & { refresh_token: string };
     refreshTokenId: string;
@@ -164,7 +184,7 @@ export class Grants {
     const access = await signAccessToken(
       this.options.keys,
       this.options.issuer,
-      { clientId: grant.clientId, organizationId: grant.organizationId, scopes, grantId: grant.id },
+      { clientId: grant.clientId, organizationId: grant.organizationId, scopes, grantId: grant.id, jkt },
       now,
     );
     const refreshToken = newSecret();
@@ -184,7 +204,7 @@ export class Grants {
       ],
       response: {
         access_token: access.token,
-        token_type: 'bearer',
+        token_type: tokenType(jkt),
         expires_in: ACCESS_TOKEN_TTL_SECONDS,
         refresh_token: refreshToken,
         scope: scopeString(scopes),

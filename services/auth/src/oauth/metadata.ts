@@ -1,4 +1,4 @@
-import { SCOPES } from '@ofp/auth-tokens';
+import { DPOP_ALGORITHMS, SCOPES } from '@ofp/auth-tokens';
 import { ASSERTION_ALGORITHMS } from './client-auth.js';
 
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
@@ -32,6 +32,8 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
+    // RFC 9449 §5.1: DPoP proofs are accepted, signed with one of these.
+    dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
     // RFC 9207: authorization responses carry `iss`, against mix-up attacks.
     authorization_response_iss_parameter_supported: true,
   };

@@ -37,6 +37,8 @@ type Resolved =
       scopes: readonly string[];
       issuedAt: Date;
       expiresAt: Date;
+      /** The DPoP key it is bound to (`cnf.jkt`), if any. */
+      jkt: string | undefined;
     }
   | { kind: 'unknown' };
 
@@ -84,6 +86,7 @@ async function resolve(deps: TokenStatusDeps, tx: PoolClient, token: string): Pr
       scopes: access.scopes,
       issuedAt: access.issuedAt,
       expiresAt: access.expiresAt,
+      jkt: access.jkt,
     };
   } catch {
     return { kind: 'unknown' };
@@ -153,8 +156,11 @@ export function introspectEndpoint(deps: TokenStatusDeps): (request: ClientReque
             ...common,
             aud: deps.issuer,
             iat: epochSeconds(resolved.issuedAt),
-            token_type: 'bearer',
             jti: resolved.tokenId,
+            // RFC 9449 §6.2: a bound token's key, for a resource server that introspects.
+            ...(resolved.jkt === undefined
+              ? { token_type: 'bearer' }
+              : { token_type: 'DPoP', cnf: { jkt: resolved.jkt } }),
           }
         : { active: false };
     });

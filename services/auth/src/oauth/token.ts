@@ -1,4 +1,11 @@
-import type { AuthMetrics, Clock, Scope } from '@ofp/auth-tokens';
+import {
+  DpopProofError,
+  type AuthMetrics,
+  type Clock,
+  type DpopProof,
+  type DpopProofVerifier,
+  type Scope,
+} from '@ofp/auth-tokens';
 import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
 import { digestSecret } from '../secrets.js';
 import { lockClient } from '../tenants.js';
@@ -6,6 +13,7 @@ import type { Client, ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';
 import type { OAuthParams } from './form.js';
 import type { Grants, TokenResponse } from './grants.js';
+import { tokenEndpoint as tokenEndpointUrl } from './metadata.js';
 import { verifierMatches } from './pkce.js';
 import { decideRefresh } from './refresh-decision.js';
 import { narrowScopes } from './scopes.js';
@@ -14,6 +22,9 @@ export interface TokenEndpointDeps {
   pool: Pool;
   grants: Grants;
   clock: Clock;
+  issuer: string;
+  /** Verifies DPoP proofs (RFC 9449 §4.3) and remembers them against replay. */
+  dpop: DpopProofVerifier;
   metrics?: AuthMetrics;
 }
 
@@ -26,23 +37,26 @@ type Outcome = TokenResponse | OAuthError;
 /**
  * `POST /oauth/token` (RFC 6749 §3.2) after form parsing, client authentication and rate limiting:
  * the `authorization_code` (§4.1.3, RFC 7636 §4.6), `refresh_token` (§6) and `client_credentials`
- * (§4.4) grants. Every client may use all three (API.md §7).
+ * (§4.4) grants. Every client may use all three (API.md §7). With a DPoP proof (RFC 9449 §5) the
+ * access token is bound to the proof's key, and so are the refresh tokens of a grant issued with one.
  */
 export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest) => Promise<Reply> {
-  return async ({ form, client }) => {
+  const url = tokenEndpointUrl(deps.issuer);
+  return async ({ form, client, dpop }) => {
     const grantType = form.get('grant_type');
+    const proof = await dpopProof(deps.dpop, url, client, dpop);
     let outcome: Outcome;
     switch (grantType) {
       case 'authorization_code':
-        outcome = await whileActive(deps, client, (tx) => exchangeCode(deps, tx, client, form));
+        outcome = await whileActive(deps, client, (tx) => exchangeCode(deps, tx, client, form, proof));
         break;
       case 'refresh_token':
-        outcome = await whileActive(deps, client, (tx) => refresh(deps, tx, client, form));
+        outcome = await whileActive(deps, client, (tx) => refresh(deps, tx, client, form, proof));
         break;
       case 'client_credentials':
         // No refresh token (RFC 6749 §4.4.3) and nothing stored (API.md §7): the client authenticated
         // as enabled a moment ago, and a disable that commits meanwhile denies its tokens everywhere.
-        outcome = await deps.grants.issueToClient(client, narrowed(form, client.scopes));
+        outcome = await deps.grants.issueToClient(client, narrowed(form, client.scopes), proof?.jkt);
         break;
       case undefined:
         throw new OAuthError('invalid_request', 'The grant_type parameter is required');
@@ -57,6 +71,32 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
     // RFC 6749 §5.1: responses with tokens must not be cached.
     return jsonReply(200, outcome, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
   };
+}
+
+/**
+ * The DPoP proof of a token request (RFC 9449 §5), for a POST to the token endpoint's URL: verified
+ * whenever one is sent (any client may bind its tokens, §5), and required of a client registered with
+ * `dpop_bound_access_tokens` (§5.2). Any fault is `invalid_dpop_proof`.
+ */
+async function dpopProof(
+  verifier: DpopProofVerifier,
+  url: string,
+  client: Client,
+  header: string | string[] | undefined,
+): Promise<DpopProof | undefined> {
+  if (header === undefined) {
+    if (!client.dpopBoundAccessTokens) return undefined;
+    throw new OAuthError(
+      'invalid_dpop_proof',
+      'This client must send a DPoP proof (RFC 9449) with its token requests',
+    );
+  }
+  try {
+    return await verifier.verify(header, { method: 'POST', url });
+  } catch (error) {
+    if (error instanceof DpopProofError) throw new OAuthError('invalid_dpop_proof', error.description);
+    throw error;
+  }
 }
 
 /**
@@ -109,6 +149,7 @@ async function exchangeCode(
   tx: PoolClient,
   client: Client,
   form: OAuthParams,
+  proof: DpopProof | undefined,
 ): Promise<Outcome> {
   const code = required(form, 'code');
   const { rows } = await tx.query<CodeRow>(
@@ -156,8 +197,11 @@ async function exchangeCode(
     organizationId: client.organizationId,
     scopes: row.scopes,
     authorizationCodeId: row.id,
+    // RFC 9449 §5: the grant's refresh tokens are bound to the proof's key, for confidential clients
+    // too (docs/auth.md): a stolen refresh token is of no use without the key.
+    dpopJkt: proof?.jkt ?? null,
   });
-  return (await deps.grants.issuePair(tx, grant, scopes)).response;
+  return (await deps.grants.issuePair(tx, grant, scopes, proof?.jkt)).response;
 }
 
 async function refresh(
@@ -165,6 +209,7 @@ async function refresh(
   tx: PoolClient,
   client: Client,
   form: OAuthParams,
+  proof: DpopProof | undefined,
 ): Promise<Outcome> {
   const value = required(form, 'refresh_token');
   const invalid = new OAuthError('invalid_grant', 'The refresh token is invalid');
@@ -176,6 +221,16 @@ async function refresh(
   // RFC 6749 §6: the refresh token must have been issued to the authenticated client.
   if (grant === undefined || presented === undefined || grant.clientId !== client.id) return invalid;
   if (grant.revokedAt !== null) return new OAuthError('invalid_grant', 'The grant was revoked');
+  // RFC 9449 §5: a bound refresh token is used with a proof of its key. Refused before any decision,
+  // so that whoever holds the token without the key changes nothing.
+  if (grant.dpopJkt !== null && proof?.jkt !== grant.dpopJkt) {
+    return new OAuthError(
+      'invalid_dpop_proof',
+      proof === undefined
+        ? 'The refresh token is bound to a DPoP key: send a proof signed by it'
+        : 'The DPoP proof is signed by another key than the refresh token is bound to',
+    );
+  }
 
   const successor =
     presented.replacedBy === null
@@ -190,13 +245,13 @@ async function refresh(
       return new OAuthError('invalid_grant', 'The refresh token was already used; the grant is revoked');
     case 'rotate': {
       // RFC 6749 §6: the scope may narrow what was originally granted, never widen it.
-      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes));
+      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes), proof?.jkt);
       await deps.grants.markRotated(tx, presented, issued.refreshTokenId);
       return issued.response;
     }
     case 'retry': {
       if (successor === undefined) throw new Error('a retry needs the pair it supersedes');
-      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes));
+      const issued = await deps.grants.issuePair(tx, grant, narrowed(form, grant.scopes), proof?.jkt);
       await deps.grants.markRetried(tx, presented, successor, issued.refreshTokenId);
       return issued.response;
     }

@@ -44,7 +44,12 @@ export interface AuthTestServer {
   secrets: SecretsKeyring;
   auth: AuthService;
   /** Registers an organization and a client through the admin API. */
-  registerClient(client?: { scopes?: string[]; redirectUri?: string }): Promise<RegisteredClient>;
+  registerClient(client?: {
+    scopes?: string[];
+    redirectUri?: string;
+    /** RFC 9449 §5.2: tokens only with a DPoP proof. */
+    dpopBoundAccessTokens?: boolean;
+  }): Promise<RegisteredClient>;
   /**
    * Runs the authorization code flow for a client registered with {@link TEST_REDIRECT_URI}: resolves
    * with the token response (a grant, its refresh token) and the code.
@@ -133,6 +138,7 @@ export async function startAuthTestServer(
           name: 'Acme integration',
           redirect_uri: client.redirectUri ?? TEST_REDIRECT_URI,
           scopes: client.scopes ?? ['read', 'write', 'operations'],
+          dpop_bound_access_tokens: client.dpopBoundAccessTokens ?? false,
         }),
       });
       if (response.status !== 201) throw new Error(`client registration failed: ${await response.text()}`);

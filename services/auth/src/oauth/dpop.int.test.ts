@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import { calculateJwkThumbprint, decodeJwt, exportJWK, SignJWT } from 'jose';
+import * as oidc from 'openid-client';
+import type { RegisteredClient } from '../tenants.js';
+import { startAuthTestServer, TEST_REDIRECT_URI, type AuthTestServer } from '../testing/auth-test-server.js';
+
+/**
+ * DPoP (RFC 9449, API.md §7) at the token endpoint: a client registered to require it, openid-client's
+ * DPoP support end to end (client credentials, the code flow, refresh), the tokens bound to the proof's
+ * key, and the proofs the endpoint refuses.
+ */
+describe('DPoP at the token endpoint', () => {
+  let server: AuthTestServer;
+  let registered: RegisteredClient;
+  let config: oidc.Configuration;
+  let keys: oidc.CryptoKeyPair;
+  let dpop: oidc.DPoPHandle;
+  let jkt: string;
+
+  beforeAll(async () => {
+    server = await startAuthTestServer();
+    registered = await server.registerClient({ dpopBoundAccessTokens: true });
+    expect(registered).toMatchObject({ dpop_bound_access_tokens: true });
+    config = await oidc.discovery(
+      new URL(server.issuer),
+      registered.client_id,
+      registered.client_secret,
+      undefined,
+      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
+    );
+    keys = await oidc.randomDPoPKeyPair('ES256');
+    dpop = oidc.getDPoPHandle(config, keys);
+    jkt = await calculateJwkThumbprint(await exportJWK(keys.publicKey), 'sha256');
+  });
+  afterAll(() => server.close());
+
+  const tokenUrl = () => `${server.issuer}/oauth/token`;
+
+  /** A proof made by hand for the token endpoint, each claim and header overridable. */
+  async function proof(claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}) {
+    return new SignJWT({
+      jti: randomUUID(),
+      htm: 'POST',
+      htu: tokenUrl(),
+      iat: Math.floor(server.clock().getTime() / 1000),
+      ...claims,
+    })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keys.publicKey), ...header })
+      .sign(keys.privateKey);
+  }
+
+  const clientCredentials = (headers: Record<string, string> = {}) =>
+    server.postForm(
+      '/oauth/token',
+      {
+        grant_type: 'client_credentials',
+        client_id: registered.client_id,
+        client_secret: registered.client_secret,
+      },
+      headers,
+    );
+
+  async function refusal(response: Response): Promise<string> {
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: string; error_description: string };
+    expect(body.error).toBe('invalid_dpop_proof');
+    return body.error_description;
+  }
+
+  it('advertises the proof algorithms in the metadata (RFC 9449 §5.1)', async () => {
+    const metadata = (await (
+      await fetch(`${server.url}/.well-known/oauth-authorization-server`)
+    ).json()) as Record<string, string[]>;
+    expect(metadata.dpop_signing_alg_values_supported).toEqual(['ES256', 'RS256', 'PS256', 'EdDSA']);
+  });
+
+  it('issues openid-client a DPoP token bound to its key (cnf.jkt), and introspection says so', async () => {
+    const tokens = await oidc.clientCredentialsGrant(config, { scope: 'read' }, { DPoP: dpop });
+    expect(tokens.token_type).toBe('dpop');
+    expect(decodeJwt(tokens.access_token).cnf).toEqual({ jkt });
+    const introspection = await oidc.tokenIntrospection(config, tokens.access_token);
+    expect(introspection).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt } });
+  });
+
+  it('binds the code flow’s access and refresh tokens; a refresh needs a proof of the same key', async () => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const authorization = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: TEST_REDIRECT_URI,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    const redirect = await fetch(authorization, { redirect: 'manual' });
+    const first = await oidc.authorizationCodeGrant(
+      config,
+      new URL(redirect.headers.get('location')!),
+      { pkceCodeVerifier: verifier },
+      undefined,
+      { DPoP: dpop },
+    );
+    expect(first.token_type).toBe('dpop');
+    expect(decodeJwt(first.access_token).cnf).toEqual({ jkt });
+
+    // Whoever holds the refresh token without the key gets nothing, and changes nothing.
+    const stranger = oidc.getDPoPHandle(config, await oidc.randomDPoPKeyPair('ES256'));
+    await expect(
+      oidc.refreshTokenGrant(config, first.refresh_token!, undefined, { DPoP: stranger }),
+    ).rejects.toMatchObject({
+      error: 'invalid_dpop_proof',
+      error_description: 'The DPoP proof is signed by another key than the refresh token is bound to',
+    });
+    const withoutProof = await server.postForm('/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: first.refresh_token!,
+      client_id: registered.client_id,
+      client_secret: registered.client_secret,
+    });
+    expect(await refusal(withoutProof)).toBe(
+      'This client must send a DPoP proof (RFC 9449) with its token requests',
+    );
+
+    const second = await oidc.refreshTokenGrant(config, first.refresh_token!, undefined, { DPoP: dpop });
+    expect(second.token_type).toBe('dpop');
+    expect(decodeJwt(second.access_token).cnf).toEqual({ jkt });
+  });
+
+  it('refuses a token request without a proof from a client registered to require one', async () => {
+    expect(await refusal(await clientCredentials())).toBe(
+      'This client must send a DPoP proof (RFC 9449) with its token requests',
+    );
+  });
+
+  it('refuses proofs replayed, for another method or URL, stale, or not DPoP proofs', async () => {
+    const once = await proof();
+    expect((await clientCredentials({ DPoP: once })).status).toBe(200);
+    expect(await refusal(await clientCredentials({ DPoP: once }))).toBe(
+      'The DPoP proof was used before (jti)',
+    );
+    expect(await refusal(await clientCredentials({ DPoP: await proof({ htm: 'GET' }) }))).toBe(
+      'The DPoP proof is not for this method (htm)',
+    );
+    expect(
+      await refusal(await clientCredentials({ DPoP: await proof({ htu: `${server.issuer}/oauth/revoke` }) })),
+    ).toBe('The DPoP proof is not for this URL (htu)');
+    const stale = Math.floor(server.clock().getTime() / 1000) - 120;
+    expect(await refusal(await clientCredentials({ DPoP: await proof({ iat: stale }) }))).toBe(
+      'The DPoP proof iat is more than 60 s from the server time',
+    );
+    expect(await refusal(await clientCredentials({ DPoP: await proof({}, { typ: 'JWT' }) }))).toBe(
+      'The DPoP proof is invalid: typ must be dpop+jwt',
+    );
+  });
+
+  it('binds the token of a client that does not require DPoP when it sends a proof, and not otherwise', async () => {
+    const plain = await server.registerClient();
+    const plainConfig = await oidc.discovery(
+      new URL(server.issuer),
+      plain.client_id,
+      plain.client_secret,
+      undefined,
+      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
+    );
+    const bound = await oidc.clientCredentialsGrant(plainConfig, undefined, {
+      DPoP: oidc.getDPoPHandle(plainConfig, keys),
+    });
+    expect(bound.token_type).toBe('dpop');
+    expect(decodeJwt(bound.access_token).cnf).toEqual({ jkt });
+    const bearer = await oidc.clientCredentialsGrant(plainConfig);
+    expect(bearer.token_type).toBe('bearer');
+    expect(decodeJwt(bearer.access_token)).not.toHaveProperty('cnf');
+  });
+});
