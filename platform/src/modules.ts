@@ -14,6 +14,7 @@ import {
   TokenBucketLimiter,
   createJwksKeySource,
   createTokenVerifier,
+  DpopProofVerifier,
   issuerFromPublicUrl,
   revocationsModule,
 } from '@ofp/auth-tokens';
@@ -343,6 +344,8 @@ const modules = {
           verifier,
           new TokenBucketLimiter(rateLimitOf(config), clock),
           authMetrics(metrics),
+          // Each process remembers the DPoP proofs it accepted (docs/auth.md).
+          { publicUrl: publicUrlOf(config), proofs: new DpopProofVerifier(clock) },
         ),
         ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
       };

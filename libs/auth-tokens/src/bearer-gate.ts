@@ -2,6 +2,7 @@ import { baseError } from '@ofp/contracts';
 import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/runtime';
 import { KeySourceUnavailableError } from './jwks.js';
 import type { AuthMetrics } from './auth-metrics.js';
+import { DPOP_ALGORITHMS, DpopProofError, type DpopProofVerifier } from './dpop.js';
 import { admitRequest, clientBucket } from './rate-limit.js';
 import { isScope } from './scopes.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
@@ -9,6 +10,16 @@ import { TokenRejectedError, type AuthContext, type TokenVerifier } from './veri
 
 /** What the access step may do with an admitted token before the scope check: seed its organization. */
 export type AdmittedHook = (auth: AuthContext) => Promise<void>;
+
+/** What a service needs to accept DPoP-bound tokens (RFC 9449 §7). */
+export interface DpopResource {
+  /**
+   * The deployment's public base URL (`PUBLIC_URL`): a proof's `htu` is its origin and the request's
+   * path, the URL as the client sent it, in front of any ingress.
+   */
+  publicUrl: string;
+  proofs: DpopProofVerifier;
+}
 
 /**
  * What every bearer-token request passes (API.md §3, §7): its token verified, then a token taken
@@ -20,6 +31,7 @@ export class BearerGate {
     private readonly verifier: TokenVerifier,
     private readonly limiter: TokenBucketLimiter,
     private readonly metrics?: AuthMetrics,
+    private readonly dpop?: DpopResource,
   ) {}
 
   /**
@@ -38,7 +50,17 @@ export class BearerGate {
   }
 
   private async admit(request: IncomingRequest, admitted?: AdmittedHook): Promise<Admission<AuthContext>> {
-    const auth = await verifyBearer(this.verifier, headerValue(request.headers.authorization), this.metrics);
+    const auth = await verifyBearer(
+      this.verifier,
+      headerValue(request.headers.authorization),
+      this.metrics,
+      this.dpop && {
+        proofs: this.dpop.proofs,
+        method: request.method,
+        url: `${new URL(this.dpop.publicUrl).origin}${request.url.split('?')[0]}`,
+        proof: request.headers.dpop,
+      },
+    );
     const headers = admitRequest(this.limiter, clientBucket(auth), this.metrics);
     await admitted?.(auth);
     return { principal: auth, scopes: auth.scopes, headers, organization: auth.orgId, client: auth.clientId };
@@ -49,29 +71,50 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-// RFC 6750 §2.1: `Bearer` (any case), one or more spaces, a token68.
-const AUTHORIZATION = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
-const SCHEME = /^Bearer(?: |$)/i;
+// RFC 6750 §2.1 and RFC 9449 §7.1: `Bearer` or `DPoP` (any case), one or more spaces, a token68.
+const AUTHORIZATION = /^(?:Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*)$/i;
+const SCHEME = /^(Bearer|DPoP)(?: |$)/i;
+
+/** The request a DPoP proof must be for, and what checks it. */
+export interface DpopCheck {
+  proofs: DpopProofVerifier;
+  method: string;
+  /** The request's URL as the client sees it, without its query. */
+  url: string;
+  /** The `DPoP` header's values. */
+  proof: string | string[] | undefined;
+}
+
+/** RFC 9449 §7.1: a `DPoP` challenge, with the proof algorithms accepted. */
+function dpopChallenge(code: string, description: string): string {
+  return `DPoP error="${code}", error_description="${description}", algs="${DPOP_ALGORITHMS.join(' ')}"`;
+}
 
 /**
- * Verifies the bearer token of an `Authorization` header. Failures throw 401 errors with the RFC 6750
- * §3 challenge (API.md §3); an unreachable issuer is a 503.
+ * Verifies the access token of an `Authorization` header: a bearer token with the `Bearer` scheme
+ * (RFC 6750), a DPoP-bound one with the `DPoP` scheme and a proof of its key for this request (RFC 9449
+ * §7: `ath` its hash, the key its `cnf.jkt`), which `dpop` checks; without `dpop` the DPoP scheme is
+ * refused. Failures throw 401 errors with the scheme's challenge (API.md §3); an unreachable issuer is
+ * a 503.
  */
 export async function verifyBearer(
   verifier: TokenVerifier,
   header: string | undefined,
   metrics?: AuthMetrics,
+  dpop?: DpopCheck,
 ): Promise<AuthContext> {
-  if (header === undefined || !SCHEME.test(header)) {
+  const scheme = header === undefined ? undefined : SCHEME.exec(header)?.[1]?.toLowerCase();
+  if (scheme === undefined) {
     metrics?.rejected('missing');
     throw baseError('Unauthenticated', 'An access token is required', {
       'WWW-Authenticate': bearerChallenge(),
     });
   }
-  const token = AUTHORIZATION.exec(header)?.[1];
+  const token = AUTHORIZATION.exec(header!)?.[1];
+  let auth: AuthContext;
   try {
     if (token === undefined) throw new TokenRejectedError('The access token is malformed', 'malformed');
-    return await verifier.verify(token);
+    auth = await verifier.verify(token);
   } catch (error) {
     if (error instanceof KeySourceUnavailableError) {
       metrics?.rejected('unavailable');
@@ -80,7 +123,41 @@ export async function verifyBearer(
     if (!(error instanceof TokenRejectedError)) throw error;
     metrics?.rejected(error.reason);
     throw baseError('Unauthenticated', error.description, {
-      'WWW-Authenticate': bearerChallenge({ code: 'invalid_token', description: error.description }),
+      'WWW-Authenticate':
+        scheme === 'dpop'
+          ? dpopChallenge('invalid_token', error.description)
+          : bearerChallenge({ code: 'invalid_token', description: error.description }),
     });
   }
+  if (scheme === 'bearer' && auth.jkt === undefined) return auth;
+  const refuse = (code: 'invalid_token' | 'invalid_dpop_proof', description: string): never => {
+    metrics?.rejected('dpop');
+    throw baseError('Unauthenticated', description, { 'WWW-Authenticate': dpopChallenge(code, description) });
+  };
+  // RFC 9449 §7.2: a bound token presented as a bearer token is refused, or its binding would be for nothing.
+  if (scheme === 'bearer')
+    return refuse(
+      'invalid_token',
+      'The access token is DPoP-bound: present it with the DPoP scheme and a proof',
+    );
+  if (dpop === undefined) return refuse('invalid_token', 'This service does not accept DPoP-bound tokens');
+  if (auth.jkt === undefined)
+    return refuse('invalid_token', 'The access token is not DPoP-bound: present it with the Bearer scheme');
+  let jkt: string;
+  try {
+    ({ jkt } = await dpop.proofs.verify(dpop.proof, {
+      method: dpop.method,
+      url: dpop.url,
+      accessToken: token,
+    }));
+  } catch (error) {
+    if (!(error instanceof DpopProofError)) throw error;
+    return refuse('invalid_dpop_proof', error.description);
+  }
+  if (jkt !== auth.jkt)
+    return refuse(
+      'invalid_dpop_proof',
+      'The DPoP proof is signed by another key than the access token is bound to',
+    );
+  return auth;
 }

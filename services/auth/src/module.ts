@@ -142,7 +142,10 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
     { audiences: [issuer, tokenEndpoint(issuer)], clock: deps.clock },
     deps.metrics,
   );
-  const gate = new BearerGate(verifier, limiter, deps.metrics);
+  const gate = new BearerGate(verifier, limiter, deps.metrics, {
+    publicUrl: deps.settings.publicUrl,
+    proofs: dpop,
+  });
   let started = false;
 
   return {

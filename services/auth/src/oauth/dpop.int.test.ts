@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import type { RegisteredClient } from '../tenants.js';
@@ -167,5 +167,121 @@ describe('DPoP at the token endpoint', () => {
     const bearer = await oidc.clientCredentialsGrant(plainConfig);
     expect(bearer.token_type).toBe('bearer');
     expect(decodeJwt(bearer.access_token)).not.toHaveProperty('cnf');
+  });
+
+  describe('at a service (the bearer gate every service uses: RFC 9449 §7)', () => {
+    const authenticateUrl = () => `${server.issuer}/v2/authenticate`;
+    const algs = 'algs="ES256 RS256 PS256 EdDSA"';
+    let token: string;
+
+    beforeAll(async () => {
+      token = (await oidc.clientCredentialsGrant(config, { scope: 'read' }, { DPoP: dpop })).access_token;
+    });
+
+    /** A proof for `GET /v2/authenticate` with the token, each claim overridable, signed by `signer`. */
+    async function resourceProof(claims: Record<string, unknown> = {}, signer: oidc.CryptoKeyPair = keys) {
+      return new SignJWT({
+        jti: randomUUID(),
+        htm: 'GET',
+        htu: authenticateUrl(),
+        iat: Math.floor(server.clock().getTime() / 1000),
+        ath: createHash('sha256').update(token).digest('base64url'),
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(signer.publicKey) })
+        .sign(signer.privateKey);
+    }
+
+    const call = (authorization: string, proof?: string) =>
+      fetch(authenticateUrl(), {
+        headers: { authorization, ...(proof === undefined ? {} : { dpop: proof }) },
+      });
+
+    /** A 401 in the platform's envelope with the DPoP challenge (RFC 9449 §7.1). */
+    async function refused(response: Response, code: string): Promise<string> {
+      expect(response.status).toBe(401);
+      const body = (await response.json()) as { errors: { base: string[] } };
+      const description = body.errors.base[0]!;
+      expect(response.headers.get('www-authenticate')).toBe(
+        `DPoP error="${code}", error_description="${description}", ${algs}`,
+      );
+      return description;
+    }
+
+    it('accepts openid-client’s requests with the DPoP scheme and a proof', async () => {
+      const response = await oidc.fetchProtectedResource(
+        config,
+        token,
+        new URL(authenticateUrl()),
+        'GET',
+        undefined,
+        undefined,
+        { DPoP: dpop },
+      );
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ results: { organization: { name: 'Acme' } } });
+    });
+
+    it('refuses a DPoP-bound token presented as a bearer token, and a bearer token as DPoP', async () => {
+      expect(await refused(await call(`Bearer ${token}`), 'invalid_token')).toBe(
+        'The access token is DPoP-bound: present it with the DPoP scheme and a proof',
+      );
+      const plain = await server.registerClient();
+      const form = {
+        grant_type: 'client_credentials',
+        client_id: plain.client_id,
+        client_secret: plain.client_secret,
+      };
+      const bearer = (
+        (await (await server.postForm('/oauth/token', form)).json()) as { access_token: string }
+      ).access_token;
+      expect((await call(`Bearer ${bearer}`)).status).toBe(200);
+      expect(await refused(await call(`DPoP ${bearer}`, await resourceProof()), 'invalid_token')).toBe(
+        'The access token is not DPoP-bound: present it with the Bearer scheme',
+      );
+    });
+
+    it('refuses a proof signed by another key than the token is bound to (cnf.jkt)', async () => {
+      const stranger = await oidc.randomDPoPKeyPair('ES256');
+      expect(
+        await refused(await call(`DPoP ${token}`, await resourceProof({}, stranger)), 'invalid_dpop_proof'),
+      ).toBe('The DPoP proof is signed by another key than the access token is bound to');
+    });
+
+    it('refuses no proof, a replayed proof, and proofs for another method or URL, stale, or without the token’s hash', async () => {
+      const dpopCall = (proof?: string) => call(`DPoP ${token}`, proof);
+      expect(await refused(await dpopCall(), 'invalid_dpop_proof')).toBe(
+        'Exactly one DPoP proof header is required',
+      );
+      const once = await resourceProof();
+      expect((await dpopCall(once)).status).toBe(200);
+      expect(await refused(await dpopCall(once), 'invalid_dpop_proof')).toBe(
+        'The DPoP proof was used before (jti)',
+      );
+      expect(await refused(await dpopCall(await resourceProof({ htm: 'POST' })), 'invalid_dpop_proof')).toBe(
+        'The DPoP proof is not for this method (htm)',
+      );
+      expect(
+        await refused(
+          await dpopCall(await resourceProof({ htu: `${server.issuer}/api/v2/authenticate` })),
+          'invalid_dpop_proof',
+        ),
+      ).toBe('The DPoP proof is not for this URL (htu)');
+      const stale = Math.floor(server.clock().getTime() / 1000) - 120;
+      expect(await refused(await dpopCall(await resourceProof({ iat: stale })), 'invalid_dpop_proof')).toBe(
+        'The DPoP proof iat is more than 60 s from the server time',
+      );
+      expect(
+        await refused(await dpopCall(await resourceProof({ ath: undefined })), 'invalid_dpop_proof'),
+      ).toBe('The DPoP proof has no ath (the access token hash)');
+      expect(
+        await refused(
+          await dpopCall(
+            await resourceProof({ ath: createHash('sha256').update('another').digest('base64url') }),
+          ),
+          'invalid_dpop_proof',
+        ),
+      ).toBe('The DPoP proof ath is not the hash of this access token');
+    });
   });
 });
