@@ -180,7 +180,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
       z.strictObject({
         record,
         previous: record.partial().describe("The changed fields' values before the change"),
-        deleted: z.boolean(),
+        deleted: z.boolean().describe('True when the change deleted the record'),
         heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
       }),
     );

@@ -1950,27 +1950,42 @@ export interface webhooks {
 export interface components {
     schemas: {
         AuthenticatedEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: {
+                /** @description A greeting that confirms the token works */
                 message: string;
+                /** @description The token's organization */
                 organization: {
+                    /** @description The organization's id */
                     id: number;
+                    /** @description The organization's name */
                     name: string;
                 };
             };
+            /** @description null: no error */
             errors: null;
         };
         AuthorizationServerMetadata: {
+            /** @description The issuer identifier (PUBLIC_URL) */
             issuer: string;
         } & {
             [key: string]: unknown;
         };
         /** @description errors by column path (`lines[2].quantity`, `q.filters[1].operator`) or `base`, each a list of messages */
         ErrorEnvelope: {
-            /** @constant */
+            /**
+             * @description 0 on errors
+             * @constant
+             */
             count: 0;
+            /** @description null on errors */
             results: null;
+            /** @description Messages by column path (`lines[2].quantity`, `q.filters[1].operator`), or under `base` */
             errors: {
                 [key: string]: string[];
             };
@@ -1990,36 +2005,66 @@ export interface components {
         };
         /** @description A fulfillment order (API.md §6) */
         FulfillmentOrder: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The order it fulfills (an orders id) */
             order_id: number | null;
+            /** @description The warehouse that ships it, and whose inventory it commits */
             warehouse: string | null;
+            /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
             status: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to: {
+                /** @description Recipient */
                 name: string | null;
+                /** @description Recipient's company */
                 company: string | null;
+                /** @description Street address */
                 address1: string | null;
+                /** @description Apartment, suite, floor */
                 address2: string | null;
+                /** @description City */
                 city: string | null;
+                /** @description State, province or region */
                 state: string | null;
+                /** @description Postal or ZIP code */
                 postal_code: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email: string | null;
             } | null;
+            /** @description What to ship; a list given replaces the old one */
             lines: {
+                /** @description The sku to ship */
                 sku: string;
+                /** @description Units to ship, committed in inventory until shipped */
                 quantity: number;
-                quantity_shipped: number;
+                /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                readonly quantity_shipped: number;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A fulfillment order moved to cancelled (sent instead of fulfillment_order.updated) */
         FulfillmentOrderCancelledEvent: {
@@ -2028,72 +2073,131 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "fulfillment_order.cancelled";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["FulfillmentOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order it fulfills (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that ships it, and whose inventory it commits */
                 warehouse?: string | null;
+                /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
                 status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What to ship; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku to ship */
                     sku: string;
+                    /** @description Units to ship, committed in inventory until shipped */
                     quantity: number;
-                    quantity_shipped: number;
+                    /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                    readonly quantity_shipped: number;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A new fulfillment order: its fields at top level; read-only and unknown fields are ignored */
         FulfillmentOrderCreate: {
+            /** @description The order it fulfills (an orders id) */
             order_id?: number | null;
+            /** @description The warehouse that ships it, and whose inventory it commits */
             warehouse?: string | null;
+            /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
             status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date?: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method?: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to?: {
+                /** @description Recipient */
                 name?: string | null;
+                /** @description Recipient's company */
                 company?: string | null;
+                /** @description Street address */
                 address1?: string | null;
+                /** @description Apartment, suite, floor */
                 address2?: string | null;
+                /** @description City */
                 city?: string | null;
+                /** @description State, province or region */
                 state?: string | null;
+                /** @description Postal or ZIP code */
                 postal_code?: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country?: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone?: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email?: string | null;
             } | null;
-            /** @default [] */
+            /**
+             * @description What to ship; a list given replaces the old one
+             * @default []
+             */
             lines?: {
+                /** @description The sku to ship */
                 sku: string;
+                /** @description Units to ship, committed in inventory until shipped */
                 quantity: number;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A fulfillment order was created */
@@ -2103,45 +2207,81 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "fulfillment_order.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["FulfillmentOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order it fulfills (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that ships it, and whose inventory it commits */
                 warehouse?: string | null;
+                /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
                 status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What to ship; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku to ship */
                     sku: string;
+                    /** @description Units to ship, committed in inventory until shipped */
                     quantity: number;
-                    quantity_shipped: number;
+                    /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                    readonly quantity_shipped: number;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A fulfillment order was deleted */
@@ -2151,51 +2291,92 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "fulfillment_order.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["FulfillmentOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order it fulfills (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that ships it, and whose inventory it commits */
                 warehouse?: string | null;
+                /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
                 status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What to ship; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku to ship */
                     sku: string;
+                    /** @description Units to ship, committed in inventory until shipped */
                     quantity: number;
-                    quantity_shipped: number;
+                    /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                    readonly quantity_shipped: number;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         FulfillmentOrderEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["FulfillmentOrder"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A fulfillment order shipped in full (sent instead of fulfillment_order.updated) */
@@ -2205,187 +2386,370 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "fulfillment_order.shipped";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["FulfillmentOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order it fulfills (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that ships it, and whose inventory it commits */
                 warehouse?: string | null;
+                /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
                 status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What to ship; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku to ship */
                     sku: string;
+                    /** @description Units to ship, committed in inventory until shipped */
                     quantity: number;
-                    quantity_shipped: number;
+                    /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                    readonly quantity_shipped: number;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         FulfillmentOrdersPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["FulfillmentOrder"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of fulfillment_orders: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         FulfillmentOrdersQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "order_id" | "warehouse" | "status" | "requested_ship_date" | "anticipated_ship_date" | "shipping_method" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_shipped" | "shipments.id" | "shipments.fulfillment_order_id" | "shipments.packages.lines.quantity" | "shipments.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_shipped" | "shipments.id" | "shipments.fulfillment_order_id" | "shipments.packages.lines.quantity" | "shipments.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_shipped" | "shipments.id" | "shipments.fulfillment_order_id" | "shipments.packages.lines.quantity" | "shipments.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "warehouse" | "status" | "shipping_method" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "shipments.status" | "shipments.carrier" | "shipments.service" | "shipments.packages.tracking_number" | "shipments.packages.tracking_url" | "shipments.packages.lines.sku" | "shipments.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "warehouse" | "status" | "shipping_method" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "shipments.status" | "shipments.carrier" | "shipments.service" | "shipments.packages.tracking_number" | "shipments.packages.tracking_url" | "shipments.packages.lines.sku" | "shipments.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "warehouse" | "status" | "shipping_method" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "shipments.status" | "shipments.carrier" | "shipments.service" | "shipments.packages.tracking_number" | "shipments.packages.tracking_url" | "shipments.packages.lines.sku" | "shipments.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A date (YYYY-MM-DD), or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description A date (YYYY-MM-DD)
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of date (YYYY-MM-DD) values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.shipped_at" | "shipments.estimated_delivery_at" | "shipments.delivered_at" | "shipments.created_at" | "shipments.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.shipped_at" | "shipments.estimated_delivery_at" | "shipments.delivered_at" | "shipments.created_at" | "shipments.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.shipped_at" | "shipments.estimated_delivery_at" | "shipments.delivered_at" | "shipments.created_at" | "shipments.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipments.packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         FulfillmentOrderUpdate: {
+            /** @description The order it fulfills (an orders id) */
             order_id?: number | null;
+            /** @description The warehouse that ships it, and whose inventory it commits */
             warehouse?: string | null;
+            /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
             status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date?: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method?: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to?: {
+                /** @description Recipient */
                 name?: string | null;
+                /** @description Recipient's company */
                 company?: string | null;
+                /** @description Street address */
                 address1?: string | null;
+                /** @description Apartment, suite, floor */
                 address2?: string | null;
+                /** @description City */
                 city?: string | null;
+                /** @description State, province or region */
                 state?: string | null;
+                /** @description Postal or ZIP code */
                 postal_code?: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country?: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone?: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email?: string | null;
             } | null;
+            /** @description What to ship; a list given replaces the old one */
             lines?: {
+                /** @description The sku to ship */
                 sku: string;
+                /** @description Units to ship, committed in inventory until shipped */
                 quantity: number;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A fulfillment order was changed */
@@ -2395,103 +2759,186 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "fulfillment_order.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["FulfillmentOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order it fulfills (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that ships it, and whose inventory it commits */
                 warehouse?: string | null;
+                /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
                 status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What to ship; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku to ship */
                     sku: string;
+                    /** @description Units to ship, committed in inventory until shipped */
                     quantity: number;
-                    quantity_shipped: number;
+                    /** @description Derived: units of this sku in the fulfillment order's shipments that are not cancelled */
+                    readonly quantity_shipped: number;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         Introspection: {
+            /** @description Whether the token is valid now; false says nothing more */
             active: boolean;
             /** @description Space-separated scopes: read, write, operations */
             scope?: string;
+            /** @description The client the token was issued to */
             client_id?: string;
+            /** @description The subject: the user, or the client for client credentials */
             sub?: string;
+            /** @description The organization's id */
             org?: number;
+            /** @description The issuer (PUBLIC_URL) */
             iss?: string;
+            /** @description The audience */
             aud?: string;
+            /** @description When it expires, in Unix seconds */
             exp?: number;
+            /** @description When it was issued, in Unix seconds */
             iat?: number;
-            /** @enum {string} */
+            /**
+             * @description `DPoP` for a DPoP-bound token
+             * @enum {string}
+             */
             token_type?: "bearer" | "DPoP";
+            /** @description The token's id */
             jti?: string;
             /** @description The DPoP key a DPoP-bound token is bound to, by its RFC 7638 thumbprint (RFC 9449 §6.2) */
             cnf?: {
+                /** @description The JWK SHA-256 thumbprint (RFC 7638), base64url */
                 jkt: string;
             };
         };
         /** @description A inventory (API.md §6) */
         Inventory: {
-            id: number;
-            item_id: number | null;
-            sku: string;
-            warehouse: string | null;
-            on_hand: number;
-            committed: number;
-            available: number;
-            inbound: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The item of this sku (an items id); null while no item has it */
+            readonly item_id: number | null;
+            /** @description The sku counted */
+            readonly sku: string;
+            /** @description The warehouse it is counted in */
+            readonly warehouse: string | null;
+            /** @description Units in the warehouse: adjustments and receipts add, shipments take */
+            readonly on_hand: number;
+            /** @description Units promised to open fulfillment orders and not yet shipped */
+            readonly committed: number;
+            /** @description Derived: on_hand - committed */
+            readonly available: number;
+            /** @description Units on open purchase orders not yet received */
+            readonly inbound: number;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A inventory adjustment (API.md §6) */
         InventoryAdjustment: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The sku adjusted */
             sku: string;
+            /** @description The warehouse whose stock it adjusts */
             warehouse: string | null;
+            /** @description Units added to `on_hand` (negative: taken away), a 32-bit integer */
             quantity_delta: number;
+            /** @description Why (`cycle count`, `damaged`) */
             reason: string | null;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new inventory adjustment: its fields at top level; read-only and unknown fields are ignored */
         InventoryAdjustmentCreate: {
+            /** @description The sku adjusted */
             sku: string;
+            /** @description The warehouse whose stock it adjusts */
             warehouse?: string | null;
+            /** @description Units added to `on_hand` (negative: taken away), a 32-bit integer */
             quantity_delta: number;
+            /** @description Why (`cycle count`, `damaged`) */
             reason?: string | null;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A inventory adjustment was created */
@@ -2501,110 +2948,216 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "inventory_adjustment.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["InventoryAdjustment"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The sku adjusted */
                 sku?: string;
+                /** @description The warehouse whose stock it adjusts */
                 warehouse?: string | null;
+                /** @description Units added to `on_hand` (negative: taken away), a 32-bit integer */
                 quantity_delta?: number;
+                /** @description Why (`cycle count`, `damaged`) */
                 reason?: string | null;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         InventoryAdjustmentEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["InventoryAdjustment"];
+            /** @description null: no error */
             errors: null;
         };
         InventoryAdjustmentsPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["InventoryAdjustment"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of inventory_adjustments: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         InventoryAdjustmentsQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "sku" | "warehouse" | "quantity_delta" | "reason" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "quantity_delta" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "quantity_delta" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "quantity_delta" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "reason" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "reason" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "reason" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
@@ -2615,149 +3168,300 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "inventory.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Inventory"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
-                item_id?: number | null;
-                sku?: string;
-                warehouse?: string | null;
-                on_hand?: number;
-                committed?: number;
-                available?: number;
-                inbound?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The item of this sku (an items id); null while no item has it */
+                readonly item_id?: number | null;
+                /** @description The sku counted */
+                readonly sku?: string;
+                /** @description The warehouse it is counted in */
+                readonly warehouse?: string | null;
+                /** @description Units in the warehouse: adjustments and receipts add, shipments take */
+                readonly on_hand?: number;
+                /** @description Units promised to open fulfillment orders and not yet shipped */
+                readonly committed?: number;
+                /** @description Derived: on_hand - committed */
+                readonly available?: number;
+                /** @description Units on open purchase orders not yet received */
+                readonly inbound?: number;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         InventoryEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Inventory"];
+            /** @description null: no error */
             errors: null;
         };
         InventoryPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Inventory"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of inventory: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         InventoryQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "item_id" | "sku" | "warehouse" | "on_hand" | "committed" | "available" | "inbound" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "item_id" | "on_hand" | "committed" | "available" | "inbound" | "item.id" | "item.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "item_id" | "on_hand" | "committed" | "available" | "inbound" | "item.id" | "item.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "item_id" | "on_hand" | "committed" | "available" | "inbound" | "item.id" | "item.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "item.sku" | "item.name" | "item.description" | "item.barcode" | "item.unit_of_measure" | "item.weight_unit" | "item.currency" | "item.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "item.sku" | "item.name" | "item.description" | "item.barcode" | "item.unit_of_measure" | "item.weight_unit" | "item.currency" | "item.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "warehouse" | "item.sku" | "item.name" | "item.description" | "item.barcode" | "item.unit_of_measure" | "item.weight_unit" | "item.currency" | "item.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.weight" | "item.price";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.weight" | "item.price";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.weight" | "item.price";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.active";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A boolean, or null */
                 value: boolean | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.active";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A boolean */
                 value: boolean;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.active";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of boolean values (`in []` matches nothing, `not in []` everything) */
                 value: boolean[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.created_at" | "item.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.created_at" | "item.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "item.created_at" | "item.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
@@ -2768,76 +3472,135 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "inventory.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Inventory"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
-                item_id?: number | null;
-                sku?: string;
-                warehouse?: string | null;
-                on_hand?: number;
-                committed?: number;
-                available?: number;
-                inbound?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The item of this sku (an items id); null while no item has it */
+                readonly item_id?: number | null;
+                /** @description The sku counted */
+                readonly sku?: string;
+                /** @description The warehouse it is counted in */
+                readonly warehouse?: string | null;
+                /** @description Units in the warehouse: adjustments and receipts add, shipments take */
+                readonly on_hand?: number;
+                /** @description Units promised to open fulfillment orders and not yet shipped */
+                readonly committed?: number;
+                /** @description Derived: on_hand - committed */
+                readonly available?: number;
+                /** @description Units on open purchase orders not yet received */
+                readonly inbound?: number;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A invoice (API.md §6) */
         Invoice: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The invoice number, unique per organization */
             invoice_number: string;
+            /** @description The order it bills (an orders id) */
             order_id: number | null;
+            /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
             purchase_order_id: number | null;
+            /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
             status: ("open" | "partially_paid" | "paid" | "void") | null;
+            /** @description ISO 4217 code of the amounts */
             currency: string | null;
+            /** @description The date it was issued (YYYY-MM-DD) */
             issue_date: string | null;
+            /** @description The date payment is due (YYYY-MM-DD) */
             due_date: string | null;
-            total: string | null;
-            /** @description A decimal string */
+            /** @description Derived: the sum of the lines' amounts, a decimal string in `currency` */
+            readonly total: string | null;
+            /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
             amount_paid: string;
-            amount_due: string | null;
+            /** @description Derived: total - amount_paid, a decimal string */
+            readonly amount_due: string | null;
+            /** @description What is billed; a list given replaces the old one */
             lines: {
+                /** @description What the line bills */
                 description: string | null;
+                /** @description The sku billed, if any */
                 sku: string | null;
+                /** @description Units billed */
                 quantity: number;
-                /** @description A decimal string */
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price: string;
-                amount: string | null;
+                /** @description Derived: quantity × unit_price, a decimal string */
+                readonly amount: string | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new invoice: its fields at top level; read-only and unknown fields are ignored */
         InvoiceCreate: {
+            /** @description The invoice number, unique per organization */
             invoice_number: string;
+            /** @description The order it bills (an orders id) */
             order_id?: number | null;
+            /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
             purchase_order_id?: number | null;
+            /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
             status?: ("open" | "partially_paid" | "paid" | "void") | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description The date it was issued (YYYY-MM-DD) */
             issue_date?: string | null;
+            /** @description The date payment is due (YYYY-MM-DD) */
             due_date?: string | null;
+            /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
             amount_paid?: string | number;
+            /** @description What is billed; a list given replaces the old one */
             lines?: {
+                /** @description What the line bills */
                 description?: string | null;
+                /** @description The sku billed, if any */
                 sku?: string | null;
+                /** @description Units billed */
                 quantity: number;
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price: string | number;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A invoice was created */
@@ -2847,47 +3610,81 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "invoice.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Invoice"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The invoice number, unique per organization */
                 invoice_number?: string;
+                /** @description The order it bills (an orders id) */
                 order_id?: number | null;
+                /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
                 purchase_order_id?: number | null;
+                /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
                 status?: ("open" | "partially_paid" | "paid" | "void") | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
+                /** @description The date it was issued (YYYY-MM-DD) */
                 issue_date?: string | null;
+                /** @description The date payment is due (YYYY-MM-DD) */
                 due_date?: string | null;
-                total?: string | null;
-                /** @description A decimal string */
+                /** @description Derived: the sum of the lines' amounts, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
                 amount_paid?: string;
-                amount_due?: string | null;
+                /** @description Derived: total - amount_paid, a decimal string */
+                readonly amount_due?: string | null;
+                /** @description What is billed; a list given replaces the old one */
                 lines?: {
+                    /** @description What the line bills */
                     description: string | null;
+                    /** @description The sku billed, if any */
                     sku: string | null;
+                    /** @description Units billed */
                     quantity: number;
-                    /** @description A decimal string */
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string;
-                    amount: string | null;
+                    /** @description Derived: quantity × unit_price, a decimal string */
+                    readonly amount: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         InvoiceEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Invoice"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description An invoice was paid in full (sent instead of invoice.updated) */
@@ -2897,175 +3694,344 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "invoice.paid";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Invoice"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The invoice number, unique per organization */
                 invoice_number?: string;
+                /** @description The order it bills (an orders id) */
                 order_id?: number | null;
+                /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
                 purchase_order_id?: number | null;
+                /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
                 status?: ("open" | "partially_paid" | "paid" | "void") | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
+                /** @description The date it was issued (YYYY-MM-DD) */
                 issue_date?: string | null;
+                /** @description The date payment is due (YYYY-MM-DD) */
                 due_date?: string | null;
-                total?: string | null;
-                /** @description A decimal string */
+                /** @description Derived: the sum of the lines' amounts, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
                 amount_paid?: string;
-                amount_due?: string | null;
+                /** @description Derived: total - amount_paid, a decimal string */
+                readonly amount_due?: string | null;
+                /** @description What is billed; a list given replaces the old one */
                 lines?: {
+                    /** @description What the line bills */
                     description: string | null;
+                    /** @description The sku billed, if any */
                     sku: string | null;
+                    /** @description Units billed */
                     quantity: number;
-                    /** @description A decimal string */
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string;
-                    amount: string | null;
+                    /** @description Derived: quantity × unit_price, a decimal string */
+                    readonly amount: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         InvoicesPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Invoice"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of invoices: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         InvoicesQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "invoice_number" | "order_id" | "purchase_order_id" | "status" | "currency" | "issue_date" | "due_date" | "total" | "amount_paid" | "amount_due" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "purchase_order_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "purchase_order_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "purchase_order_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "invoice_number" | "status" | "currency" | "lines.description" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "invoice_number" | "status" | "currency" | "lines.description" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "invoice_number" | "status" | "currency" | "lines.description" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "issue_date" | "due_date";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A date (YYYY-MM-DD), or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "issue_date" | "due_date";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description A date (YYYY-MM-DD)
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "issue_date" | "due_date";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of date (YYYY-MM-DD) values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "amount_paid" | "amount_due" | "lines.unit_price" | "lines.amount";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "amount_paid" | "amount_due" | "lines.unit_price" | "lines.amount";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "amount_paid" | "amount_due" | "lines.unit_price" | "lines.amount";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         InvoiceUpdate: {
+            /** @description The invoice number, unique per organization */
             invoice_number?: string;
+            /** @description The order it bills (an orders id) */
             order_id?: number | null;
+            /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
             purchase_order_id?: number | null;
+            /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
             status?: ("open" | "partially_paid" | "paid" | "void") | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description The date it was issued (YYYY-MM-DD) */
             issue_date?: string | null;
+            /** @description The date payment is due (YYYY-MM-DD) */
             due_date?: string | null;
+            /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
             amount_paid?: string | number;
+            /** @description What is billed; a list given replaces the old one */
             lines?: {
+                /** @description What the line bills */
                 description?: string | null;
+                /** @description The sku billed, if any */
                 sku?: string | null;
+                /** @description Units billed */
                 quantity: number;
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price: string | number;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A invoice was changed */
@@ -3075,76 +4041,137 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "invoice.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Invoice"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The invoice number, unique per organization */
                 invoice_number?: string;
+                /** @description The order it bills (an orders id) */
                 order_id?: number | null;
+                /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
                 purchase_order_id?: number | null;
+                /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
                 status?: ("open" | "partially_paid" | "paid" | "void") | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
+                /** @description The date it was issued (YYYY-MM-DD) */
                 issue_date?: string | null;
+                /** @description The date payment is due (YYYY-MM-DD) */
                 due_date?: string | null;
-                total?: string | null;
-                /** @description A decimal string */
+                /** @description Derived: the sum of the lines' amounts, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description Paid so far: paying is a PUT that grows it (never shrinks, at most `total`), a decimal string */
                 amount_paid?: string;
-                amount_due?: string | null;
+                /** @description Derived: total - amount_paid, a decimal string */
+                readonly amount_due?: string | null;
+                /** @description What is billed; a list given replaces the old one */
                 lines?: {
+                    /** @description What the line bills */
                     description: string | null;
+                    /** @description The sku billed, if any */
                     sku: string | null;
+                    /** @description Units billed */
                     quantity: number;
-                    /** @description A decimal string */
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string;
-                    amount: string | null;
+                    /** @description Derived: quantity × unit_price, a decimal string */
+                    readonly amount: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A item (API.md §6) */
         Item: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
             sku: string;
+            /** @description Display name */
             name: string | null;
+            /** @description Free text */
             description: string | null;
+            /** @description Barcode (GTIN, UPC, EAN) as printed */
             barcode: string | null;
+            /** @description The unit one quantity counts (`each`, `case`) */
             unit_of_measure: string | null;
+            /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
             weight: string | null;
+            /** @description The unit of `weight` */
             weight_unit: ("g" | "kg" | "oz" | "lb") | null;
+            /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
             price: string | null;
+            /** @description ISO 4217 code of `price` */
             currency: string | null;
+            /** @description False for an item no longer sold */
             active: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new item: its fields at top level; read-only and unknown fields are ignored */
         ItemCreate: {
+            /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
             sku: string;
+            /** @description Display name */
             name?: string | null;
+            /** @description Free text */
             description?: string | null;
+            /** @description Barcode (GTIN, UPC, EAN) as printed */
             barcode?: string | null;
+            /** @description The unit one quantity counts (`each`, `case`) */
             unit_of_measure?: string | null;
+            /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
             weight?: (string | number) | null;
+            /** @description The unit of `weight` */
             weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
+            /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
             price?: (string | number) | null;
+            /** @description ISO 4217 code of `price` */
             currency?: string | null;
-            /** @default true */
+            /**
+             * @description False for an item no longer sold
+             * @default true
+             */
             active?: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A item was created */
@@ -3154,32 +4181,57 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "item.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Item"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
                 sku?: string;
+                /** @description Display name */
                 name?: string | null;
+                /** @description Free text */
                 description?: string | null;
+                /** @description Barcode (GTIN, UPC, EAN) as printed */
                 barcode?: string | null;
+                /** @description The unit one quantity counts (`each`, `case`) */
                 unit_of_measure?: string | null;
+                /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
                 weight?: string | null;
+                /** @description The unit of `weight` */
                 weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
+                /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
                 price?: string | null;
+                /** @description ISO 4217 code of `price` */
                 currency?: string | null;
+                /** @description False for an item no longer sold */
                 active?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A item was deleted */
@@ -3189,167 +4241,332 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "item.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Item"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
                 sku?: string;
+                /** @description Display name */
                 name?: string | null;
+                /** @description Free text */
                 description?: string | null;
+                /** @description Barcode (GTIN, UPC, EAN) as printed */
                 barcode?: string | null;
+                /** @description The unit one quantity counts (`each`, `case`) */
                 unit_of_measure?: string | null;
+                /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
                 weight?: string | null;
+                /** @description The unit of `weight` */
                 weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
+                /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
                 price?: string | null;
+                /** @description ISO 4217 code of `price` */
                 currency?: string | null;
+                /** @description False for an item no longer sold */
                 active?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         ItemEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Item"];
+            /** @description null: no error */
             errors: null;
         };
         ItemsPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Item"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of items: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         ItemsQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "sku" | "name" | "description" | "barcode" | "unit_of_measure" | "weight" | "weight_unit" | "price" | "currency" | "active" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "name" | "description" | "barcode" | "unit_of_measure" | "weight_unit" | "currency" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "name" | "description" | "barcode" | "unit_of_measure" | "weight_unit" | "currency" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "sku" | "name" | "description" | "barcode" | "unit_of_measure" | "weight_unit" | "currency" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "weight" | "price";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "weight" | "price";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "weight" | "price";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "active";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A boolean, or null */
                 value: boolean | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "active";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A boolean */
                 value: boolean;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "active";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of boolean values (`in []` matches nothing, `not in []` everything) */
                 value: boolean[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         ItemUpdate: {
+            /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
             sku?: string;
+            /** @description Display name */
             name?: string | null;
+            /** @description Free text */
             description?: string | null;
+            /** @description Barcode (GTIN, UPC, EAN) as printed */
             barcode?: string | null;
+            /** @description The unit one quantity counts (`each`, `case`) */
             unit_of_measure?: string | null;
+            /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
             weight?: (string | number) | null;
+            /** @description The unit of `weight` */
             weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
+            /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
             price?: (string | number) | null;
+            /** @description ISO 4217 code of `price` */
             currency?: string | null;
+            /** @description False for an item no longer sold */
             active?: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A item was changed */
@@ -3359,88 +4576,164 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "item.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Item"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
                 sku?: string;
+                /** @description Display name */
                 name?: string | null;
+                /** @description Free text */
                 description?: string | null;
+                /** @description Barcode (GTIN, UPC, EAN) as printed */
                 barcode?: string | null;
+                /** @description The unit one quantity counts (`each`, `case`) */
                 unit_of_measure?: string | null;
+                /** @description Weight of one unit in `weight_unit`, a decimal string (`"1.250"`) */
                 weight?: string | null;
+                /** @description The unit of `weight` */
                 weight_unit?: ("g" | "kg" | "oz" | "lb") | null;
+                /** @description Unit price in `currency`, a decimal string (`"12.50"`) */
                 price?: string | null;
+                /** @description ISO 4217 code of `price` */
                 currency?: string | null;
+                /** @description False for an item no longer sold */
                 active?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         JsonWebKeySet: {
+            /** @description The keys access tokens are signed with, including any whose tokens may still be valid */
             keys: {
-                /** @constant */
+                /**
+                 * @description Key type
+                 * @constant
+                 */
                 kty: "RSA";
+                /** @description Key id, named by the `kid` header of the tokens it signs */
                 kid: string;
-                /** @constant */
+                /**
+                 * @description Used for signatures
+                 * @constant
+                 */
                 use: "sig";
-                /** @constant */
+                /**
+                 * @description Signature algorithm
+                 * @constant
+                 */
                 alg: "RS256";
+                /** @description RSA modulus, base64url */
                 n: string;
+                /** @description RSA public exponent, base64url */
                 e: string;
             }[];
         };
         OAuthError: {
-            /** @enum {string} */
+            /**
+             * @description The RFC 6749 §5.2 error code
+             * @enum {string}
+             */
             error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "unsupported_response_type" | "invalid_scope" | "unsupported_token_type" | "invalid_dpop_proof" | "slow_down";
+            /** @description What was wrong, in words */
             error_description: string;
         };
         /** @description A order (API.md §6) */
         Order: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The order number, unique per organization */
             order_number: string;
+            /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
             status: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+            /** @description The person who ordered (a people id) */
             customer_id: number | null;
+            /** @description ISO 4217 code of the amounts */
             currency: string | null;
-            total: string | null;
+            /** @description Derived: the sum of the lines' quantity × unit_price, a decimal string in `currency` */
+            readonly total: string | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method: string | null;
+            /** @description Free text */
             notes: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to: {
+                /** @description Recipient */
                 name: string | null;
+                /** @description Recipient's company */
                 company: string | null;
+                /** @description Street address */
                 address1: string | null;
+                /** @description Apartment, suite, floor */
                 address2: string | null;
+                /** @description City */
                 city: string | null;
+                /** @description State, province or region */
                 state: string | null;
+                /** @description Postal or ZIP code */
                 postal_code: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email: string | null;
             } | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines: {
+                /** @description The item ordered (an items id) */
                 item_id: number | null;
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price: string | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description An order moved to cancelled (sent instead of order.updated) */
         OrderCancelledEvent: {
@@ -3449,79 +4742,144 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "order.cancelled";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Order"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order number, unique per organization */
                 order_number?: string;
+                /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
                 status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+                /** @description The person who ordered (a people id) */
                 customer_id?: number | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_price, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Free text */
                 notes?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The item ordered (an items id) */
                     item_id: number | null;
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A new order: its fields at top level; read-only and unknown fields are ignored */
         OrderCreate: {
+            /** @description The order number, unique per organization */
             order_number: string;
+            /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
             status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+            /** @description The person who ordered (a people id) */
             customer_id?: number | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date?: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method?: string | null;
+            /** @description Free text */
             notes?: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to?: {
+                /** @description Recipient */
                 name?: string | null;
+                /** @description Recipient's company */
                 company?: string | null;
+                /** @description Street address */
                 address1?: string | null;
+                /** @description Apartment, suite, floor */
                 address2?: string | null;
+                /** @description City */
                 city?: string | null;
+                /** @description State, province or region */
                 state?: string | null;
+                /** @description Postal or ZIP code */
                 postal_code?: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country?: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone?: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email?: string | null;
             } | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines?: {
+                /** @description The item ordered (an items id) */
                 item_id?: number | null;
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price?: (string | number) | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A order was created */
@@ -3531,49 +4889,89 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "order.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Order"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order number, unique per organization */
                 order_number?: string;
+                /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
                 status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+                /** @description The person who ordered (a people id) */
                 customer_id?: number | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_price, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Free text */
                 notes?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The item ordered (an items id) */
                     item_id: number | null;
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A order was deleted */
@@ -3583,201 +4981,397 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "order.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Order"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order number, unique per organization */
                 order_number?: string;
+                /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
                 status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+                /** @description The person who ordered (a people id) */
                 customer_id?: number | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_price, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Free text */
                 notes?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The item ordered (an items id) */
                     item_id: number | null;
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         OrderEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Order"];
+            /** @description null: no error */
             errors: null;
         };
         OrdersPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Order"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of orders: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         OrdersQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "order_number" | "status" | "customer_id" | "currency" | "total" | "requested_ship_date" | "anticipated_ship_date" | "shipping_method" | "notes" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "customer_id" | "lines.item_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "customer_id" | "lines.item_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "customer_id" | "lines.item_id" | "lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "order_number" | "status" | "currency" | "shipping_method" | "notes" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "order_number" | "status" | "currency" | "shipping_method" | "notes" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "order_number" | "status" | "currency" | "shipping_method" | "notes" | "ship_to.name" | "ship_to.company" | "ship_to.address1" | "ship_to.address2" | "ship_to.city" | "ship_to.state" | "ship_to.postal_code" | "ship_to.country" | "ship_to.phone" | "ship_to.email" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_price";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_price";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_price";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A date (YYYY-MM-DD), or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description A date (YYYY-MM-DD)
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "requested_ship_date" | "anticipated_ship_date";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of date (YYYY-MM-DD) values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         OrderUpdate: {
+            /** @description The order number, unique per organization */
             order_number?: string;
+            /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
             status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+            /** @description The person who ordered (a people id) */
             customer_id?: number | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
+            /** @description The date it is expected to ship (YYYY-MM-DD) */
             anticipated_ship_date?: string | null;
+            /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
             shipping_method?: string | null;
+            /** @description Free text */
             notes?: string | null;
+            /** @description Where it ships: an address object, or null while unknown */
             ship_to?: {
+                /** @description Recipient */
                 name?: string | null;
+                /** @description Recipient's company */
                 company?: string | null;
+                /** @description Street address */
                 address1?: string | null;
+                /** @description Apartment, suite, floor */
                 address2?: string | null;
+                /** @description City */
                 city?: string | null;
+                /** @description State, province or region */
                 state?: string | null;
+                /** @description Postal or ZIP code */
                 postal_code?: string | null;
+                /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                 country?: string | null;
+                /** @description Recipient's phone, for the carrier */
                 phone?: string | null;
+                /** @description Recipient's email, for the carrier's notices */
                 email?: string | null;
             } | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines?: {
+                /** @description The item ordered (an items id) */
                 item_id?: number | null;
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Price of one unit, a decimal string in `currency` */
                 unit_price?: (string | number) | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A order was changed */
@@ -3787,165 +5381,317 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "order.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Order"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The order number, unique per organization */
                 order_number?: string;
+                /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
                 status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
+                /** @description The person who ordered (a people id) */
                 customer_id?: number | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_price, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
                 requested_ship_date?: string | null;
+                /** @description The date it is expected to ship (YYYY-MM-DD) */
                 anticipated_ship_date?: string | null;
+                /** @description How it ships, as the integrator names it (`ground`, `UPS 2nd Day Air`) */
                 shipping_method?: string | null;
+                /** @description Free text */
                 notes?: string | null;
+                /** @description Where it ships: an address object, or null while unknown */
                 ship_to?: {
+                    /** @description Recipient */
                     name: string | null;
+                    /** @description Recipient's company */
                     company: string | null;
+                    /** @description Street address */
                     address1: string | null;
+                    /** @description Apartment, suite, floor */
                     address2: string | null;
+                    /** @description City */
                     city: string | null;
+                    /** @description State, province or region */
                     state: string | null;
+                    /** @description Postal or ZIP code */
                     postal_code: string | null;
+                    /** @description ISO 3166-1 alpha-2 country code (`US`, `DE`) */
                     country: string | null;
+                    /** @description Recipient's phone, for the carrier */
                     phone: string | null;
+                    /** @description Recipient's email, for the carrier's notices */
                     email: string | null;
                 } | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The item ordered (an items id) */
                     item_id: number | null;
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Price of one unit, a decimal string in `currency` */
                     unit_price: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         PeoplePage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Person"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of people: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         PeopleQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "first_name" | "last_name" | "email" | "company" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "phone_numbers.phone_number_type.id" | "phone_numbers.phone_number_type.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "phone_numbers.phone_number_type.id" | "phone_numbers.phone_number_type.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "phone_numbers.phone_number_type.id" | "phone_numbers.phone_number_type.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "first_name" | "last_name" | "email" | "company" | "phone_numbers.number" | "phone_numbers.phone_number_type.name" | "phone_numbers.phone_number_type.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "first_name" | "last_name" | "email" | "company" | "phone_numbers.number" | "phone_numbers.phone_number_type.name" | "phone_numbers.phone_number_type.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "first_name" | "last_name" | "email" | "company" | "phone_numbers.number" | "phone_numbers.phone_number_type.name" | "phone_numbers.phone_number_type.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "phone_numbers.phone_number_type.created_at" | "phone_numbers.phone_number_type.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "phone_numbers.phone_number_type.created_at" | "phone_numbers.phone_number_type.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "phone_numbers.phone_number_type.created_at" | "phone_numbers.phone_number_type.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description A person (API.md §6) */
         Person: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description Given name */
             first_name: string | null;
+            /** @description Family name, the one name a person needs */
             last_name: string;
+            /** @description Email address */
             email: string | null;
+            /** @description The company the person works for */
             company: string | null;
+            /** @description Phone numbers; a list given replaces the old one */
             phone_numbers: {
+                /** @description The number, digits only (3 to 20) */
                 number: string;
+                /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                 phone_number_type: {
+                    /** @description The phone number type's id */
                     id: number;
+                    /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                     name: string;
                 } | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new person: its fields at top level; read-only and unknown fields are ignored */
         PersonCreate: {
+            /** @description Given name */
             first_name?: string | null;
+            /** @description Family name, the one name a person needs */
             last_name: string;
+            /** @description Email address */
             email?: string | null;
+            /** @description The company the person works for */
             company?: string | null;
-            /** @default [] */
+            /**
+             * @description Phone numbers; a list given replaces the old one
+             * @default []
+             */
             phone_numbers?: {
+                /** @description The number, digits only (3 to 20) */
                 number: string;
+                /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                 phone_number_type?: {
+                    /** @description Names the phone number type by its id */
                     id?: number;
+                    /** @description Names the phone number type by its name */
                     name?: string;
                 } | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A person was created */
@@ -3955,33 +5701,57 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "person.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Person"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Given name */
                 first_name?: string | null;
+                /** @description Family name, the one name a person needs */
                 last_name?: string;
+                /** @description Email address */
                 email?: string | null;
+                /** @description The company the person works for */
                 company?: string | null;
+                /** @description Phone numbers; a list given replaces the old one */
                 phone_numbers?: {
+                    /** @description The number, digits only (3 to 20) */
                     number: string;
+                    /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                     phone_number_type: {
+                        /** @description The phone number type's id */
                         id: number;
+                        /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                         name: string;
                     } | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A person was deleted */
@@ -3991,54 +5761,93 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "person.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Person"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Given name */
                 first_name?: string | null;
+                /** @description Family name, the one name a person needs */
                 last_name?: string;
+                /** @description Email address */
                 email?: string | null;
+                /** @description The company the person works for */
                 company?: string | null;
+                /** @description Phone numbers; a list given replaces the old one */
                 phone_numbers?: {
+                    /** @description The number, digits only (3 to 20) */
                     number: string;
+                    /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                     phone_number_type: {
+                        /** @description The phone number type's id */
                         id: number;
+                        /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                         name: string;
                     } | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         PersonEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Person"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         PersonUpdate: {
+            /** @description Given name */
             first_name?: string | null;
+            /** @description Family name, the one name a person needs */
             last_name?: string;
+            /** @description Email address */
             email?: string | null;
+            /** @description The company the person works for */
             company?: string | null;
+            /** @description Phone numbers; a list given replaces the old one */
             phone_numbers?: {
+                /** @description The number, digits only (3 to 20) */
                 number: string;
+                /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                 phone_number_type?: {
+                    /** @description Names the phone number type by its id */
                     id?: number;
+                    /** @description Names the phone number type by its name */
                     name?: string;
                 } | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A person was changed */
@@ -4048,49 +5857,85 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "person.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Person"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description Given name */
                 first_name?: string | null;
+                /** @description Family name, the one name a person needs */
                 last_name?: string;
+                /** @description Email address */
                 email?: string | null;
+                /** @description The company the person works for */
                 company?: string | null;
+                /** @description Phone numbers; a list given replaces the old one */
                 phone_numbers?: {
+                    /** @description The number, digits only (3 to 20) */
                     number: string;
+                    /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
                     phone_number_type: {
+                        /** @description The phone number type's id */
                         id: number;
+                        /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                         name: string;
                     } | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A phone number type (API.md §6) */
         PhoneNumberType: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
             name: string;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new phone number type: its fields at top level; read-only and unknown fields are ignored */
         PhoneNumberTypeCreate: {
+            /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
             name: string;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A phone number type was created */
@@ -4100,23 +5945,39 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "phone_number_type.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PhoneNumberType"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                 name?: string;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A phone number type was deleted */
@@ -4126,113 +5987,218 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "phone_number_type.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PhoneNumberType"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                 name?: string;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         PhoneNumberTypeEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["PhoneNumberType"];
+            /** @description null: no error */
             errors: null;
         };
         PhoneNumberTypesPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["PhoneNumberType"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of phone_number_types: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         PhoneNumberTypesQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "name" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "name" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "name" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "name" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         PhoneNumberTypeUpdate: {
+            /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
             name?: string;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A phone number type was changed */
@@ -4242,62 +6208,111 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "phone_number_type.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PhoneNumberType"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
                 name?: string;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A purchase order (API.md §6) */
         PurchaseOrder: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The purchase order number, unique per organization */
             po_number: string;
+            /** @description The vendor it is ordered from */
             vendor_name: string | null;
+            /** @description The warehouse that receives it, whose `inbound` it adds to */
             warehouse: string | null;
+            /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
             status: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+            /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
             expected_arrival_date: string | null;
+            /** @description ISO 4217 code of the amounts */
             currency: string | null;
-            total: string | null;
+            /** @description Derived: the sum of the lines' quantity × unit_cost, a decimal string in `currency` */
+            readonly total: string | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines: {
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received: number | null;
+                /** @description Cost of one unit, a decimal string in `currency` */
                 unit_cost: string | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new purchase order: its fields at top level; read-only and unknown fields are ignored */
         PurchaseOrderCreate: {
+            /** @description The purchase order number, unique per organization */
             po_number: string;
+            /** @description The vendor it is ordered from */
             vendor_name?: string | null;
+            /** @description The warehouse that receives it, whose `inbound` it adds to */
             warehouse?: string | null;
+            /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
             status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+            /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
             expected_arrival_date?: string | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines?: {
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received?: number | null;
+                /** @description Cost of one unit, a decimal string in `currency` */
                 unit_cost?: (string | number) | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A purchase order was created */
@@ -4307,35 +6322,62 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "purchase_order.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PurchaseOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The purchase order number, unique per organization */
                 po_number?: string;
+                /** @description The vendor it is ordered from */
                 vendor_name?: string | null;
+                /** @description The warehouse that receives it, whose `inbound` it adds to */
                 warehouse?: string | null;
+                /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
                 status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+                /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
                 expected_arrival_date?: string | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_cost, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description Cost of one unit, a decimal string in `currency` */
                     unit_cost: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A purchase order was deleted */
@@ -4345,41 +6387,73 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "purchase_order.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PurchaseOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The purchase order number, unique per organization */
                 po_number?: string;
+                /** @description The vendor it is ordered from */
                 vendor_name?: string | null;
+                /** @description The warehouse that receives it, whose `inbound` it adds to */
                 warehouse?: string | null;
+                /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
                 status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+                /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
                 expected_arrival_date?: string | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_cost, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description Cost of one unit, a decimal string in `currency` */
                     unit_cost: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         PurchaseOrderEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["PurchaseOrder"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A purchase order was received in full (sent instead of purchase_order.updated) */
@@ -4389,167 +6463,332 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "purchase_order.received";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PurchaseOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The purchase order number, unique per organization */
                 po_number?: string;
+                /** @description The vendor it is ordered from */
                 vendor_name?: string | null;
+                /** @description The warehouse that receives it, whose `inbound` it adds to */
                 warehouse?: string | null;
+                /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
                 status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+                /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
                 expected_arrival_date?: string | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_cost, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description Cost of one unit, a decimal string in `currency` */
                     unit_cost: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         PurchaseOrdersPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["PurchaseOrder"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of purchase_orders: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         PurchaseOrdersQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "po_number" | "vendor_name" | "warehouse" | "status" | "expected_arrival_date" | "currency" | "total" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "po_number" | "vendor_name" | "warehouse" | "status" | "currency" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "po_number" | "vendor_name" | "warehouse" | "status" | "currency" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "po_number" | "vendor_name" | "warehouse" | "status" | "currency" | "lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "expected_arrival_date";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A date (YYYY-MM-DD), or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "expected_arrival_date";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description A date (YYYY-MM-DD)
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A date column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "expected_arrival_date";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of date (YYYY-MM-DD) values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_cost";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_cost";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "total" | "lines.unit_cost";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         PurchaseOrderUpdate: {
+            /** @description The purchase order number, unique per organization */
             po_number?: string;
+            /** @description The vendor it is ordered from */
             vendor_name?: string | null;
+            /** @description The warehouse that receives it, whose `inbound` it adds to */
             warehouse?: string | null;
+            /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
             status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+            /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
             expected_arrival_date?: string | null;
+            /** @description ISO 4217 code of the amounts */
             currency?: string | null;
+            /** @description What is ordered; a list given replaces the old one */
             lines?: {
+                /** @description The sku ordered */
                 sku: string;
+                /** @description Units ordered */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received?: number | null;
+                /** @description Cost of one unit, a decimal string in `currency` */
                 unit_cost?: (string | number) | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A purchase order was changed */
@@ -4559,85 +6798,156 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "purchase_order.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["PurchaseOrder"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The purchase order number, unique per organization */
                 po_number?: string;
+                /** @description The vendor it is ordered from */
                 vendor_name?: string | null;
+                /** @description The warehouse that receives it, whose `inbound` it adds to */
                 warehouse?: string | null;
+                /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
                 status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+                /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
                 expected_arrival_date?: string | null;
+                /** @description ISO 4217 code of the amounts */
                 currency?: string | null;
-                total?: string | null;
+                /** @description Derived: the sum of the lines' quantity × unit_cost, a decimal string in `currency` */
+                readonly total?: string | null;
+                /** @description What is ordered; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku ordered */
                     sku: string;
+                    /** @description Units ordered */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description Cost of one unit, a decimal string in `currency` */
                     unit_cost: string | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         RecoveryEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: {
+                /** @description The webhook recovered */
                 webhook_id: number;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description The moment given (RFC 3339, UTC)
+                 */
                 since: string;
+                /** @description Deliveries queued again */
                 recovered: number;
             };
+            /** @description null: no error */
             errors: null;
         };
         /** @description A return (API.md §6) */
         Return: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The return merchandise authorization number, unique per organization */
             rma_number: string;
+            /** @description The order returned from (an orders id) */
             order_id: number | null;
+            /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
             warehouse: string | null;
+            /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
             status: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            /** @description Why it is returned, in the customer's or the integrator's words */
             reason: string | null;
+            /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
             received_at: string | null;
+            /** @description What is returned; a list given replaces the old one */
             lines: {
+                /** @description The sku returned */
                 sku: string;
+                /** @description Units to be returned */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received: number | null;
+                /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                 disposition: ("restock" | "dispose") | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new return: its fields at top level; read-only and unknown fields are ignored */
         ReturnCreate: {
+            /** @description The return merchandise authorization number, unique per organization */
             rma_number: string;
+            /** @description The order returned from (an orders id) */
             order_id?: number | null;
+            /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
             warehouse?: string | null;
+            /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
             status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            /** @description Why it is returned, in the customer's or the integrator's words */
             reason?: string | null;
+            /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
             received_at?: string | null;
-            /** @default [] */
+            /**
+             * @description What is returned; a list given replaces the old one
+             * @default []
+             */
             lines?: {
+                /** @description The sku returned */
                 sku: string;
+                /** @description Units to be returned */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received?: number | null;
+                /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                 disposition?: ("restock" | "dispose") | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A return was created */
@@ -4647,34 +6957,60 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "return.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Return"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The return merchandise authorization number, unique per organization */
                 rma_number?: string;
+                /** @description The order returned from (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
                 warehouse?: string | null;
+                /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
                 status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                /** @description Why it is returned, in the customer's or the integrator's words */
                 reason?: string | null;
+                /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
                 received_at?: string | null;
+                /** @description What is returned; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku returned */
                     sku: string;
+                    /** @description Units to be returned */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                     disposition: ("restock" | "dispose") | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A return was deleted */
@@ -4684,40 +7020,71 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "return.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Return"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The return merchandise authorization number, unique per organization */
                 rma_number?: string;
+                /** @description The order returned from (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
                 warehouse?: string | null;
+                /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
                 status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                /** @description Why it is returned, in the customer's or the integrator's words */
                 reason?: string | null;
+                /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
                 received_at?: string | null;
+                /** @description What is returned; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku returned */
                     sku: string;
+                    /** @description Units to be returned */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                     disposition: ("restock" | "dispose") | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         ReturnEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Return"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A return was received in full (sent instead of return.updated) */
@@ -4727,129 +7094,249 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "return.received";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Return"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The return merchandise authorization number, unique per organization */
                 rma_number?: string;
+                /** @description The order returned from (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
                 warehouse?: string | null;
+                /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
                 status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                /** @description Why it is returned, in the customer's or the integrator's words */
                 reason?: string | null;
+                /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
                 received_at?: string | null;
+                /** @description What is returned; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku returned */
                     sku: string;
+                    /** @description Units to be returned */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                     disposition: ("restock" | "dispose") | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         ReturnsPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Return"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of returns: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         ReturnsQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "rma_number" | "order_id" | "warehouse" | "status" | "reason" | "received_at" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "order_id" | "lines.quantity" | "lines.quantity_received" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "rma_number" | "warehouse" | "status" | "reason" | "lines.sku" | "lines.disposition" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "received_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "received_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "received_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         ReturnUpdate: {
+            /** @description The return merchandise authorization number, unique per organization */
             rma_number?: string;
+            /** @description The order returned from (an orders id) */
             order_id?: number | null;
+            /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
             warehouse?: string | null;
+            /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
             status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            /** @description Why it is returned, in the customer's or the integrator's words */
             reason?: string | null;
+            /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
             received_at?: string | null;
+            /** @description What is returned; a list given replaces the old one */
             lines?: {
+                /** @description The sku returned */
                 sku: string;
+                /** @description Units to be returned */
                 quantity: number;
+                /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                 quantity_received?: number | null;
+                /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                 disposition?: ("restock" | "dispose") | null;
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A return was changed */
@@ -4859,81 +7346,147 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "return.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Return"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The return merchandise authorization number, unique per organization */
                 rma_number?: string;
+                /** @description The order returned from (an orders id) */
                 order_id?: number | null;
+                /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
                 warehouse?: string | null;
+                /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
                 status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+                /** @description Why it is returned, in the customer's or the integrator's words */
                 reason?: string | null;
+                /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
                 received_at?: string | null;
+                /** @description What is returned; a list given replaces the old one */
                 lines?: {
+                    /** @description The sku returned */
                     sku: string;
+                    /** @description Units to be returned */
                     quantity: number;
+                    /** @description Units received so far: receiving is a PUT that grows it (never shrinks, at most `quantity`) */
                     quantity_received: number | null;
+                    /** @description restock: received units join the warehouse's on_hand; dispose: they do not. restock unless given; fixed once the line received anything */
                     disposition: ("restock" | "dispose") | null;
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A shipment (API.md §6) */
         Shipment: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The fulfillment order it ships (a fulfillment_orders id) */
             fulfillment_order_id: number;
+            /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
             status: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+            /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
             carrier: string | null;
+            /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
             service: string | null;
+            /** @description When it left the warehouse (RFC 3339, UTC) */
             shipped_at: string | null;
+            /** @description The carrier's delivery estimate (RFC 3339, UTC) */
             estimated_delivery_at: string | null;
+            /** @description When it was delivered (RFC 3339, UTC) */
             delivered_at: string | null;
+            /** @description The packages, each with its tracking and contents; a list given replaces the old one */
             packages: {
+                /** @description The carrier's tracking number */
                 tracking_number: string | null;
+                /** @description Where the recipient tracks it */
                 tracking_url: string | null;
+                /** @description Package weight, a decimal string (`"2.500"`) */
                 weight: string | null;
+                /** @description What the package holds: these quantities count as shipped */
                 lines: {
+                    /** @description The sku packed */
                     sku: string;
+                    /** @description Units packed */
                     quantity: number;
                 }[];
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         /** @description A new shipment: its fields at top level; read-only and unknown fields are ignored */
         ShipmentCreate: {
+            /** @description The fulfillment order it ships (a fulfillment_orders id) */
             fulfillment_order_id: number;
+            /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
             status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+            /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
             carrier?: string | null;
+            /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
             service?: string | null;
+            /** @description When it left the warehouse (RFC 3339, UTC) */
             shipped_at?: string | null;
+            /** @description The carrier's delivery estimate (RFC 3339, UTC) */
             estimated_delivery_at?: string | null;
+            /** @description When it was delivered (RFC 3339, UTC) */
             delivered_at?: string | null;
+            /** @description The packages, each with its tracking and contents; a list given replaces the old one */
             packages?: {
+                /** @description The carrier's tracking number */
                 tracking_number?: string | null;
+                /** @description Where the recipient tracks it */
                 tracking_url?: string | null;
+                /** @description Package weight, a decimal string (`"2.500"`) */
                 weight?: (string | number) | null;
-                /** @default [] */
+                /**
+                 * @description What the package holds: these quantities count as shipped
+                 * @default []
+                 */
                 lines?: {
+                    /** @description The sku packed */
                     sku: string;
+                    /** @description Units packed */
                     quantity: number;
                 }[];
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A shipment was created */
@@ -4943,38 +7496,67 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "shipment.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Shipment"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The fulfillment order it ships (a fulfillment_orders id) */
                 fulfillment_order_id?: number;
+                /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
                 status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+                /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
                 carrier?: string | null;
+                /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
                 service?: string | null;
+                /** @description When it left the warehouse (RFC 3339, UTC) */
                 shipped_at?: string | null;
+                /** @description The carrier's delivery estimate (RFC 3339, UTC) */
                 estimated_delivery_at?: string | null;
+                /** @description When it was delivered (RFC 3339, UTC) */
                 delivered_at?: string | null;
+                /** @description The packages, each with its tracking and contents; a list given replaces the old one */
                 packages?: {
+                    /** @description The carrier's tracking number */
                     tracking_number: string | null;
+                    /** @description Where the recipient tracks it */
                     tracking_url: string | null;
+                    /** @description Package weight, a decimal string (`"2.500"`) */
                     weight: string | null;
+                    /** @description What the package holds: these quantities count as shipped */
                     lines: {
+                        /** @description The sku packed */
                         sku: string;
+                        /** @description Units packed */
                         quantity: number;
                     }[];
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A shipment was delivered (sent instead of shipment.updated) */
@@ -4984,140 +7566,277 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "shipment.delivered";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Shipment"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The fulfillment order it ships (a fulfillment_orders id) */
                 fulfillment_order_id?: number;
+                /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
                 status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+                /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
                 carrier?: string | null;
+                /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
                 service?: string | null;
+                /** @description When it left the warehouse (RFC 3339, UTC) */
                 shipped_at?: string | null;
+                /** @description The carrier's delivery estimate (RFC 3339, UTC) */
                 estimated_delivery_at?: string | null;
+                /** @description When it was delivered (RFC 3339, UTC) */
                 delivered_at?: string | null;
+                /** @description The packages, each with its tracking and contents; a list given replaces the old one */
                 packages?: {
+                    /** @description The carrier's tracking number */
                     tracking_number: string | null;
+                    /** @description Where the recipient tracks it */
                     tracking_url: string | null;
+                    /** @description Package weight, a decimal string (`"2.500"`) */
                     weight: string | null;
+                    /** @description What the package holds: these quantities count as shipped */
                     lines: {
+                        /** @description The sku packed */
                         sku: string;
+                        /** @description Units packed */
                         quantity: number;
                     }[];
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         ShipmentEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Shipment"];
+            /** @description null: no error */
             errors: null;
         };
         ShipmentsPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Shipment"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of shipments: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         ShipmentsQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "fulfillment_order_id" | "status" | "carrier" | "service" | "shipped_at" | "estimated_delivery_at" | "delivered_at" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "fulfillment_order_id" | "packages.lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "fulfillment_order_id" | "packages.lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "fulfillment_order_id" | "packages.lines.quantity" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "status" | "carrier" | "service" | "packages.tracking_number" | "packages.tracking_url" | "packages.lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "status" | "carrier" | "service" | "packages.tracking_number" | "packages.tracking_url" | "packages.lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "status" | "carrier" | "service" | "packages.tracking_number" | "packages.tracking_url" | "packages.lines.sku" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipped_at" | "estimated_delivery_at" | "delivered_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipped_at" | "estimated_delivery_at" | "delivered_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "shipped_at" | "estimated_delivery_at" | "delivered_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A number, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A number */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A decimal column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "packages.weight";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of number values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             })[];
         };
@@ -5128,59 +7847,105 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "shipment.tracking_updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Shipment"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The fulfillment order it ships (a fulfillment_orders id) */
                 fulfillment_order_id?: number;
+                /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
                 status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+                /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
                 carrier?: string | null;
+                /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
                 service?: string | null;
+                /** @description When it left the warehouse (RFC 3339, UTC) */
                 shipped_at?: string | null;
+                /** @description The carrier's delivery estimate (RFC 3339, UTC) */
                 estimated_delivery_at?: string | null;
+                /** @description When it was delivered (RFC 3339, UTC) */
                 delivered_at?: string | null;
+                /** @description The packages, each with its tracking and contents; a list given replaces the old one */
                 packages?: {
+                    /** @description The carrier's tracking number */
                     tracking_number: string | null;
+                    /** @description Where the recipient tracks it */
                     tracking_url: string | null;
+                    /** @description Package weight, a decimal string (`"2.500"`) */
                     weight: string | null;
+                    /** @description What the package holds: these quantities count as shipped */
                     lines: {
+                        /** @description The sku packed */
                         sku: string;
+                        /** @description Units packed */
                         quantity: number;
                     }[];
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
         ShipmentUpdate: {
+            /** @description The fulfillment order it ships (a fulfillment_orders id) */
             fulfillment_order_id?: number;
+            /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
             status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+            /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
             carrier?: string | null;
+            /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
             service?: string | null;
+            /** @description When it left the warehouse (RFC 3339, UTC) */
             shipped_at?: string | null;
+            /** @description The carrier's delivery estimate (RFC 3339, UTC) */
             estimated_delivery_at?: string | null;
+            /** @description When it was delivered (RFC 3339, UTC) */
             delivered_at?: string | null;
+            /** @description The packages, each with its tracking and contents; a list given replaces the old one */
             packages?: {
+                /** @description The carrier's tracking number */
                 tracking_number?: string | null;
+                /** @description Where the recipient tracks it */
                 tracking_url?: string | null;
+                /** @description Package weight, a decimal string (`"2.500"`) */
                 weight?: (string | number) | null;
-                /** @default [] */
+                /**
+                 * @description What the package holds: these quantities count as shipped
+                 * @default []
+                 */
                 lines?: {
+                    /** @description The sku packed */
                     sku: string;
+                    /** @description Units packed */
                     quantity: number;
                 }[];
             }[];
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A shipment was changed */
@@ -5190,57 +7955,101 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "shipment.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Shipment"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The fulfillment order it ships (a fulfillment_orders id) */
                 fulfillment_order_id?: number;
+                /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
                 status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
+                /** @description The carrier (`UPS`, `FedEx`, `DHL`) */
                 carrier?: string | null;
+                /** @description The carrier's service level (`Ground`, `2nd Day Air`) */
                 service?: string | null;
+                /** @description When it left the warehouse (RFC 3339, UTC) */
                 shipped_at?: string | null;
+                /** @description The carrier's delivery estimate (RFC 3339, UTC) */
                 estimated_delivery_at?: string | null;
+                /** @description When it was delivered (RFC 3339, UTC) */
                 delivered_at?: string | null;
+                /** @description The packages, each with its tracking and contents; a list given replaces the old one */
                 packages?: {
+                    /** @description The carrier's tracking number */
                     tracking_number: string | null;
+                    /** @description Where the recipient tracks it */
                     tracking_url: string | null;
+                    /** @description Package weight, a decimal string (`"2.500"`) */
                     weight: string | null;
+                    /** @description What the package holds: these quantities count as shipped */
                     lines: {
+                        /** @description The sku packed */
                         sku: string;
+                        /** @description Units packed */
                         quantity: number;
                     }[];
                 }[];
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         TokenParameter: {
+            /** @description The access or refresh token */
             token: string;
-            /** @enum {string} */
+            /**
+             * @description Which kind `token` is, to look it up first
+             * @enum {string}
+             */
             token_type_hint?: "access_token" | "refresh_token";
+            /** @description The client, when not authenticated with HTTP Basic */
             client_id?: string;
+            /** @description The client's secret, when not authenticated with HTTP Basic */
             client_secret?: string;
         };
         TokenRequest: {
-            /** @enum {string} */
+            /**
+             * @description The grant: a code from /oauth/authorize, a refresh token, or the client itself
+             * @enum {string}
+             */
             grant_type: "authorization_code" | "refresh_token" | "client_credentials";
+            /** @description authorization_code: the code the redirect carried (valid once) */
             code?: string;
+            /** @description authorization_code: the redirect_uri the code was asked with */
             redirect_uri?: string;
+            /** @description authorization_code: the PKCE verifier of the code_challenge (RFC 7636) */
             code_verifier?: string;
+            /** @description refresh_token: the refresh token to exchange */
             refresh_token?: string;
             /** @description Space-separated scopes: read, write, operations */
             scope?: string;
+            /** @description The client, when not authenticated with HTTP Basic */
             client_id?: string;
+            /** @description The client's secret, when not authenticated with HTTP Basic */
             client_secret?: string;
             /**
              * @description private_key_jwt (RFC 7523 §2.2), with client_assertion
@@ -5251,13 +8060,17 @@ export interface components {
             client_assertion?: string;
         };
         TokenResponse: {
+            /** @description An RS256 JWT (RFC 9068), sent as `Authorization: Bearer <token>` (or `DPoP <token>`) */
             access_token: string;
             /**
              * @description `DPoP` for a token bound to the key of the request’s DPoP proof (RFC 9449 §5)
              * @enum {string}
              */
             token_type: "bearer" | "DPoP";
-            /** @constant */
+            /**
+             * @description Seconds the access token is valid
+             * @constant
+             */
             expires_in: 10800;
             /** @description The authorization code and refresh token grants; none for client credentials */
             refresh_token?: string;
@@ -5266,26 +8079,44 @@ export interface components {
         };
         /** @description A webhook subscription (API.md §8) */
         Webhook: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url: string;
             /** @description Event types, or ["*"] for all */
             events: string[];
+            /** @description Free text */
             description: string | null;
+            /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         WebhookCreate: {
+            /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url: string;
             /** @description Event types, or ["*"] for all */
             events: string[];
+            /** @description Free text */
             description?: string | null;
-            /** @default true */
+            /**
+             * @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures)
+             * @default true
+             */
             enabled?: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A webhook was created */
@@ -5295,27 +8126,45 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.created";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Webhook"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
                 url?: string;
                 /** @description Event types, or ["*"] for all */
                 events?: string[];
+                /** @description Free text */
                 description?: string | null;
+                /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description A webhook was deleted */
@@ -5325,141 +8174,275 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.deleted";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Webhook"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
                 url?: string;
                 /** @description Event types, or ["*"] for all */
                 events?: string[];
+                /** @description Free text */
                 description?: string | null;
+                /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         WebhookDeliveriesPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["WebhookDelivery"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of webhook_deliveries: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         WebhookDeliveriesQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "webhook_id" | "event_id" | "event_type" | "status" | "attempts" | "next_attempt_at" | "last_status_code" | "last_error" | "payload" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "webhook_id" | "attempts" | "last_status_code" | "attempt_log.duration_ms" | "attempt_log.status_code" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "webhook_id" | "attempts" | "last_status_code" | "attempt_log.duration_ms" | "attempt_log.status_code" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "webhook_id" | "attempts" | "last_status_code" | "attempt_log.duration_ms" | "attempt_log.status_code" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "event_id" | "event_type" | "status" | "last_error" | "attempt_log.error_kind" | "attempt_log.error" | "attempt_log.response_excerpt" | "payload" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "next_attempt_at" | "attempt_log.started_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "next_attempt_at" | "attempt_log.started_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "next_attempt_at" | "attempt_log.started_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
         /** @description A webhook delivery (API.md §6) */
         WebhookDelivery: {
-            id: number;
-            webhook_id: number;
-            event_id: string;
-            event_type: string;
-            /** @enum {string} */
-            status: "pending" | "succeeded" | "failed";
-            attempts: number;
-            next_attempt_at: string | null;
-            last_status_code: number | null;
-            last_error: string | null;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The webhook delivered to */
+            readonly webhook_id: number;
+            /** @description The event delivered (a UUID, the webhook-id header) */
+            readonly event_id: string;
+            /** @description Its event type */
+            readonly event_type: string;
+            /**
+             * @description pending (queued or on the wire), succeeded (a 2xx), or failed (retries exhausted: recover re-sends it)
+             * @enum {string}
+             */
+            readonly status: "pending" | "succeeded" | "failed";
+            /** @description Attempts made so far */
+            readonly attempts: number;
+            /** @description When the next attempt is due (RFC 3339, UTC); null once it succeeded or failed */
+            readonly next_attempt_at: string | null;
+            /** @description The HTTP status of the last attempt's answer; null before one, or when none came */
+            readonly last_status_code: number | null;
+            /** @description Why the last attempt failed; null if it did not */
+            readonly last_error: string | null;
+            /** @description Every attempt, oldest first */
             attempt_log: {
-                /** Format: date-time */
-                started_at: string;
-                duration_ms: number;
-                status_code: number | null;
-                error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
-                error: string | null;
-                response_excerpt: string | null;
+                /**
+                 * Format: date-time
+                 * @description When the attempt started (RFC 3339, UTC)
+                 */
+                readonly started_at: string;
+                /** @description How long it took, in milliseconds */
+                readonly duration_ms: number;
+                /** @description The HTTP status answered; null when none came */
+                readonly status_code: number | null;
+                /** @description Why it failed: no answer in time, no address, refused, TLS, a non-2xx, a blocked address, or another network error; null on success */
+                readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
+                /** @description What failed, in words; null on success */
+                readonly error: string | null;
+                /** @description The start of the receiver's answer body */
+                readonly response_excerpt: string | null;
             }[];
-            payload: string;
+            /** @description The exact JSON body every attempt sends and signs, kept for WEBHOOK_DELIVERY_RETENTION_DAYS after the delivery finished */
+            readonly payload: string;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
         };
         WebhookDeliveryEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["WebhookDelivery"];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints */
@@ -5469,41 +8452,76 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.delivery_failed";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["WebhookDelivery"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
-                webhook_id?: number;
-                event_id?: string;
-                event_type?: string;
-                /** @enum {string} */
-                status?: "pending" | "succeeded" | "failed";
-                attempts?: number;
-                next_attempt_at?: string | null;
-                last_status_code?: number | null;
-                last_error?: string | null;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The webhook delivered to */
+                readonly webhook_id?: number;
+                /** @description The event delivered (a UUID, the webhook-id header) */
+                readonly event_id?: string;
+                /** @description Its event type */
+                readonly event_type?: string;
+                /**
+                 * @description pending (queued or on the wire), succeeded (a 2xx), or failed (retries exhausted: recover re-sends it)
+                 * @enum {string}
+                 */
+                readonly status?: "pending" | "succeeded" | "failed";
+                /** @description Attempts made so far */
+                readonly attempts?: number;
+                /** @description When the next attempt is due (RFC 3339, UTC); null once it succeeded or failed */
+                readonly next_attempt_at?: string | null;
+                /** @description The HTTP status of the last attempt's answer; null before one, or when none came */
+                readonly last_status_code?: number | null;
+                /** @description Why the last attempt failed; null if it did not */
+                readonly last_error?: string | null;
+                /** @description Every attempt, oldest first */
                 attempt_log?: {
-                    /** Format: date-time */
-                    started_at: string;
-                    duration_ms: number;
-                    status_code: number | null;
-                    error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
-                    error: string | null;
-                    response_excerpt: string | null;
+                    /**
+                     * Format: date-time
+                     * @description When the attempt started (RFC 3339, UTC)
+                     */
+                    readonly started_at: string;
+                    /** @description How long it took, in milliseconds */
+                    readonly duration_ms: number;
+                    /** @description The HTTP status answered; null when none came */
+                    readonly status_code: number | null;
+                    /** @description Why it failed: no answer in time, no address, refused, TLS, a non-2xx, a blocked address, or another network error; null on success */
+                    readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
+                    /** @description What failed, in words; null on success */
+                    readonly error: string | null;
+                    /** @description The start of the receiver's answer body */
+                    readonly response_excerpt: string | null;
                 }[];
-                payload?: string;
+                /** @description The exact JSON body every attempt sends and signs, kept for WEBHOOK_DELIVERY_RETENTION_DAYS after the delivery finished */
+                readonly payload?: string;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         /** @description An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints */
@@ -5513,141 +8531,275 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.disabled";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Webhook"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
                 url?: string;
                 /** @description Event types, or ["*"] for all */
                 events?: string[];
+                /** @description Free text */
                 description?: string | null;
+                /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         WebhookEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["Webhook"];
+            /** @description null: no error */
             errors: null;
         };
         WebhookEventType: {
+            /** @description The event type, as `events` of a webhook names it (`order.created`) */
             type: string;
+            /** @description The model whose records it is about (`orders`) */
             model: string;
+            /** @description When it is sent */
             description: string;
         };
         WebhookEventTypes: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["WebhookEventType"][];
+            /** @description null: no error */
             errors: null;
         };
         WebhooksPage: {
+            /** @description Results in this page */
             count: number;
+            /** @description Every match, whatever limit and offset */
             total_results: number;
+            /** @description The offset used */
             offset: number;
+            /** @description The page, in the order asked for (then by id) */
             results: components["schemas"]["Webhook"][];
+            /** @description null: no error */
             errors: null;
         };
         /** @description A search of webhooks: filters ANDed (operators =, !=, >, <, >=, <=, in, not in), then ordered with id asc breaking ties, then paged. At most 8192 bytes of JSON. */
         WebhooksQuery: {
-            /** @default 50 */
+            /**
+             * @description Records per page
+             * @default 50
+             */
             limit?: number;
-            /** @default 0 */
+            /**
+             * @description Matches to skip before the page
+             * @default 0
+             */
             offset?: number;
+            /** @description Sort keys, earlier ones first; id ascending breaks the remaining ties */
             order?: {
-                /** @enum {string} */
+                /**
+                 * @description A column of the model (not dotted)
+                 * @enum {string}
+                 */
                 column: "id" | "url" | "description" | "enabled" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
+                 * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
                  * @enum {string}
                  */
                 direction?: "asc" | "desc";
             }[];
+            /** @description Conditions a record must all meet; dotted filters on the same relation match the same related record */
             filters?: ({
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description An integer, or null */
                 value: number | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description An integer */
                 value: number;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description An integer column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of integer values (`in []` matches nothing, `not in []` everything) */
                 value: number[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A string, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A string */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A string column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "url" | "events.type" | "description" | "deliveries.event_id" | "deliveries.event_type" | "deliveries.status" | "deliveries.last_error" | "deliveries.attempt_log.error_kind" | "deliveries.attempt_log.error" | "deliveries.attempt_log.response_excerpt" | "deliveries.payload" | "deliveries.external_id" | "external_id";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of string values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "enabled";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A boolean, or null */
                 value: boolean | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "enabled";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
+                /** @description A boolean */
                 value: boolean;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A boolean column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "enabled";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of boolean values (`in []` matches nothing, `not in []` everything) */
                 value: boolean[];
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "deliveries.next_attempt_at" | "deliveries.attempt_log.started_at" | "deliveries.created_at" | "deliveries.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
+                 * @enum {string}
+                 */
                 operator: "=" | "!=";
+                /** @description A RFC 3339 timestamp, or null */
                 value: string | null;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "deliveries.next_attempt_at" | "deliveries.attempt_log.started_at" | "deliveries.created_at" | "deliveries.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description A range bound
+                 * @enum {string}
+                 */
                 operator: ">" | "<" | ">=" | "<=";
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description A RFC 3339 timestamp
+                 */
                 value: string;
             } | {
-                /** @enum {string} */
+                /**
+                 * @description A timestamp column, or one reached through relations with dot syntax
+                 * @enum {string}
+                 */
                 operand: "deliveries.next_attempt_at" | "deliveries.attempt_log.started_at" | "deliveries.created_at" | "deliveries.updated_at" | "created_at" | "updated_at";
-                /** @enum {string} */
+                /**
+                 * @description One of the values, or none of them
+                 * @enum {string}
+                 */
                 operator: "in" | "not in";
+                /** @description A list of RFC 3339 timestamp values (`in []` matches nothing, `not in []` everything) */
                 value: string[];
             })[];
         };
@@ -5658,35 +8810,57 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.test";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Webhook"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
                 url?: string;
                 /** @description Event types, or ["*"] for all */
                 events?: string[];
+                /** @description Free text */
                 description?: string | null;
+                /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         WebhookUpdate: {
+            /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url?: string;
             /** @description Event types, or ["*"] for all */
             events?: string[];
+            /** @description Free text */
             description?: string | null;
+            /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled?: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
         /** @description A webhook was changed */
@@ -5696,49 +8870,84 @@ export interface components {
              * @description The event id, also the webhook-id header: stable across retries
              */
             id: string;
-            /** @constant */
+            /**
+             * @description The event type
+             * @constant
+             */
             type: "webhook.updated";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the change was recorded (RFC 3339, UTC)
+             */
             timestamp: string;
             /** @description The record's version after the change: drop events older than one seen */
             sequence: number;
             data: components["schemas"]["Webhook"];
             /** @description The changed fields' values before the change */
             previous_attributes: {
-                id?: number;
+                /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+                readonly id?: number;
+                /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
                 url?: string;
                 /** @description Event types, or ["*"] for all */
                 events?: string[];
+                /** @description Free text */
                 description?: string | null;
+                /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
-                /** Format: date-time */
-                created_at?: string;
-                /** Format: date-time */
-                updated_at?: string;
-                version?: number;
+                /**
+                 * Format: date-time
+                 * @description When the record was created (RFC 3339, UTC)
+                 */
+                readonly created_at?: string;
+                /**
+                 * Format: date-time
+                 * @description When the record last changed (RFC 3339, UTC)
+                 */
+                readonly updated_at?: string;
+                /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+                readonly version?: number;
             };
         };
         WebhookWithSecret: {
-            id: number;
+            /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
+            readonly id: number;
+            /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url: string;
             /** @description Event types, or ["*"] for all */
             events: string[];
+            /** @description Free text */
             description: string | null;
+            /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled: boolean;
+            /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            version: number;
+            /**
+             * Format: date-time
+             * @description When the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description When the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
+            readonly version: number;
             /** @description whsec_ and the base64 of 32 random bytes: shown this once */
             secret: string;
         };
         WebhookWithSecretEnvelope: {
-            /** @constant */
+            /**
+             * @description 1: one record
+             * @constant
+             */
             count: 1;
+            /** @description The result */
             results: components["schemas"]["WebhookWithSecret"];
+            /** @description null: no error */
             errors: null;
         };
     };
@@ -19123,7 +22332,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description Re-send what failed for good since this moment (RFC 3339), at most 14 days ago
+                     */
                     since: string;
                 };
             };

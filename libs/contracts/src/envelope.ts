@@ -19,20 +19,29 @@ export function errorEnvelope(errors: FieldErrors): Envelope<never> {
   return { count: 0, results: null, errors };
 }
 
+/** `errors` of an answer that succeeded (API.md §2). */
+const ERRORS_NONE = z.null().describe('null: no error');
+
 /** The envelope of one result (API.md §2), named `id`. */
 export function singleEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
-  return z.strictObject({ count: z.literal(1), results: result, errors: z.null() }).meta({ id });
+  return z
+    .strictObject({
+      count: z.literal(1).describe('1: one record'),
+      results: result.meta({ description: 'The result' }),
+      errors: ERRORS_NONE,
+    })
+    .meta({ id });
 }
 
 /** The envelope of a page of results (API.md §2), named `id`. */
 export function pageEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
   return z
     .strictObject({
-      count: z.int().min(0),
-      total_results: z.int().min(0),
-      offset: z.int().min(0),
-      results: z.array(result),
-      errors: z.null(),
+      count: z.int().min(0).describe('Results in this page'),
+      total_results: z.int().min(0).describe('Every match, whatever limit and offset'),
+      offset: z.int().min(0).describe('The offset used'),
+      results: z.array(result).describe('The page, in the order asked for (then by id)'),
+      errors: ERRORS_NONE,
     })
     .meta({ id });
 }
@@ -40,9 +49,11 @@ export function pageEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
 /** Every error (API.md §2-3): `errors` by column path, or `base`. */
 export const errorEnvelopeSchema = z
   .strictObject({
-    count: z.literal(0),
-    results: z.null(),
-    errors: z.record(z.string(), z.array(z.string())),
+    count: z.literal(0).describe('0 on errors'),
+    results: z.null().describe('null on errors'),
+    errors: z
+      .record(z.string(), z.array(z.string()))
+      .describe('Messages by column path (`lines[2].quantity`, `q.filters[1].operator`), or under `base`'),
   })
   .meta({
     id: 'ErrorEnvelope',

@@ -1,9 +1,16 @@
 import { z } from 'zod';
 import type { QueryParameter } from '@ofp/runtime';
 import { pageEnvelopeOf, singleEnvelopeOf } from '@ofp/contracts';
-import type { ColumnDefinition, ColumnType, EventType, FieldMap, ModelDefinition } from './fields.js';
+import type {
+  ColumnDefinition,
+  ColumnType,
+  EventType,
+  FieldDefinition,
+  FieldMap,
+  ModelDefinition,
+} from './fields.js';
 import { OPERATORS, Q_LIMITS, resolveOperand } from './query.js';
-import { decimalPattern, requestBodySchema } from './validation.js';
+import { decimalPattern, documented, requestBodySchema } from './validation.js';
 
 // The schemas of what the API exchanges, derived from the registry (API.md §2, §4-§6, §8): records as
 // responses carry them, request bodies (the validation schemas themselves), the `q` language, the
@@ -84,35 +91,66 @@ export function querySchema(model: ModelDefinition): z.ZodType {
       byType.set(resolved.type, [...(byType.get(resolved.type) ?? []), operand]);
     }
     const filters = [...byType].flatMap(([type, operands]) => {
-      const operand = z.enum(operands as [string, ...string[]]);
+      const operand = z
+        .enum(operands as [string, ...string[]])
+        .describe(`${withArticle(type)} column, or one reached through relations with dot syntax`);
       const value = filterValue(type);
       return [
-        z.strictObject({ operand, operator: z.enum(['=', '!=']), value: value.nullable() }),
-        z.strictObject({ operand, operator: z.enum(['>', '<', '>=', '<=']), value }),
         z.strictObject({
           operand,
-          operator: z.enum(['in', 'not in']),
-          value: z.array(value).max(Q_LIMITS.maxListValues),
+          operator: z
+            .enum(['=', '!='])
+            .describe('Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)'),
+          value: value.nullable().describe(`${withArticle(FILTER_VALUE_TYPES[type])}, or null`),
+        }),
+        z.strictObject({
+          operand,
+          operator: z.enum(['>', '<', '>=', '<=']).describe('A range bound'),
+          value: value.describe(withArticle(FILTER_VALUE_TYPES[type])),
+        }),
+        z.strictObject({
+          operand,
+          operator: z.enum(['in', 'not in']).describe('One of the values, or none of them'),
+          value: z
+            .array(value)
+            .max(Q_LIMITS.maxListValues)
+            .describe(
+              `A list of ${FILTER_VALUE_TYPES[type]} values (\`in []\` matches nothing, \`not in []\` everything)`,
+            ),
         }),
       ];
     });
     return z
       .strictObject({
-        limit: z.int().min(1).max(Q_LIMITS.maxLimit).default(Q_LIMITS.defaultLimit).optional(),
-        offset: z.int().min(0).default(0).optional(),
+        limit: z
+          .int()
+          .min(1)
+          .max(Q_LIMITS.maxLimit)
+          .default(Q_LIMITS.defaultLimit)
+          .optional()
+          .describe('Records per page'),
+        offset: z.int().min(0).default(0).optional().describe('Matches to skip before the page'),
         order: z
           .array(
             z.strictObject({
-              column: z.enum(columns as [string, ...string[]]),
-              direction: z.enum(['asc', 'desc']).default('asc').optional(),
+              column: z.enum(columns as [string, ...string[]]).describe('A column of the model (not dotted)'),
+              direction: z
+                .enum(['asc', 'desc'])
+                .default('asc')
+                .optional()
+                .describe('Nulls sort last ascending, first descending; strings by byte order'),
             }),
           )
           .max(Q_LIMITS.maxOrder)
-          .optional(),
+          .optional()
+          .describe('Sort keys, earlier ones first; id ascending breaks the remaining ties'),
         filters: z
           .array(z.union(filters as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]))
           .max(Q_LIMITS.maxFilters)
-          .optional(),
+          .optional()
+          .describe(
+            'Conditions a record must all meet; dotted filters on the same relation match the same related record',
+          ),
       })
       .meta({
         id: `${schemaName(model.name)}Query`,
@@ -145,8 +183,8 @@ export function eventPayloadSchema(
     z
       .strictObject({
         id: z.uuid().describe('The event id, also the webhook-id header: stable across retries'),
-        type: z.literal(eventType.type),
-        timestamp: z.iso.datetime(),
+        type: z.literal(eventType.type).describe('The event type'),
+        timestamp: z.iso.datetime().describe('When the change was recorded (RFC 3339, UTC)'),
         sequence: z
           .int()
           .min(1)
@@ -165,39 +203,47 @@ export function eventPayloadSchema(
 function fieldsSchema(fields: FieldMap): z.ZodObject {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, field] of Object.entries(fields)) {
-    switch (field.kind) {
-      case 'column':
-        shape[name] = field.nullable ? columnValue(field).nullable() : columnValue(field);
-        break;
-      case 'list':
-        shape[name] = z.array(fieldsSchema(field.fields));
-        break;
-      case 'object':
-        shape[name] = field.required ? fieldsSchema(field.fields) : fieldsSchema(field.fields).nullable();
-        break;
-      case 'reference': {
-        const target = field.target();
-        const display = Object.fromEntries(
-          field.display.map((column) => {
-            const definition = target.fields[column];
-            if (definition?.kind !== 'column') throw new Error(`${target.name}.${column} is not a column`);
-            return [column, columnValue(definition)];
-          }),
-        );
-        const reference = z.strictObject({ id: z.int().min(1), ...display });
-        shape[name] = field.required ? reference : reference.nullable();
-        break;
-      }
-      case 'joined':
-        // Followed by dot syntax in `q`, never rendered (the related records change on their own).
-        break;
-      default: {
-        const unhandled: never = field;
-        throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
-      }
-    }
+    const schema = fieldSchema(field);
+    if (schema) shape[name] = documented(schema, field);
   }
   return z.strictObject(shape);
+}
+
+/** A field's value as responses carry it; none for a joined relation. */
+function fieldSchema(field: FieldDefinition): z.ZodType | undefined {
+  switch (field.kind) {
+    case 'column':
+      return field.nullable ? columnValue(field).nullable() : columnValue(field);
+    case 'list':
+      return z.array(fieldsSchema(field.fields));
+    case 'object':
+      return field.required ? fieldsSchema(field.fields) : fieldsSchema(field.fields).nullable();
+    case 'reference': {
+      const target = field.target();
+      const display = Object.fromEntries(
+        field.display.map((column) => {
+          const definition = target.fields[column];
+          if (definition?.kind !== 'column') throw new Error(`${target.name}.${column} is not a column`);
+          return [column, documented(columnValue(definition), definition)];
+        }),
+      );
+      const reference = z.strictObject({
+        id: z
+          .int()
+          .min(1)
+          .describe(`The ${target.singular.replace(/_/g, ' ')}'s id`),
+        ...display,
+      });
+      return field.required ? reference : reference.nullable();
+    }
+    case 'joined':
+      // Followed by dot syntax in `q`, never rendered (the related records change on their own).
+      return undefined;
+    default: {
+      const unhandled: never = field;
+      throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
+    }
+  }
 }
 
 /** A column's value as records carry it (API.md §1: money as decimal strings, RFC 3339 times). */
@@ -226,6 +272,21 @@ function columnValue(column: ColumnDefinition): z.ZodType {
       throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
     }
   }
+}
+
+/** What a filter value of each column type is, in words. */
+const FILTER_VALUE_TYPES: Readonly<Record<ColumnType, string>> = {
+  string: 'string',
+  integer: 'integer',
+  decimal: 'number',
+  boolean: 'boolean',
+  date: 'date (YYYY-MM-DD)',
+  timestamp: 'RFC 3339 timestamp',
+};
+
+/** `integer` → `An integer`. */
+function withArticle(noun: string): string {
+  return `${/^[aeiou]/.test(noun) ? 'An' : 'A'} ${noun}`;
 }
 
 /** A filter value of a column type (API.md §4): numbers for integers and decimals. */

@@ -3,8 +3,17 @@ import type { StateMachine } from './state-machine.js';
 /** The scalar types a column can have. Each has one JSON shape (API.md §1) and one Postgres type. */
 export type ColumnType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'timestamp';
 
+/**
+ * What a field means, as the reference shows it (API.md §11): written once where the field is declared,
+ * in the contract's voice (units, formats, what derives it). Bounds, enumerations and patterns need no
+ * words: the published schema carries them, and read-only columns are marked `readOnly` there.
+ */
+export interface Described {
+  readonly description?: string;
+}
+
 /** Constraints every column carries, whatever its type. */
-export interface ColumnRules {
+export interface ColumnRules extends Described {
   /** Must be present and non-null on create, and can never be set to null. */
   readonly required: boolean;
   /** May hold null. False for required columns and for columns with a default. */
@@ -92,14 +101,14 @@ export type ColumnDefinition =
   StringColumn | IntegerColumn | DecimalColumn | BooleanColumn | DateColumn | TimestampColumn;
 
 /** A to-many list of owned child records stored with the record (`phone_numbers`, `lines`, `packages`). */
-export interface ListDefinition {
+export interface ListDefinition extends Described {
   readonly kind: 'list';
   readonly fields: FieldMap;
   readonly maxItems: number;
 }
 
 /** A to-one embedded object owned by the record (`ship_to`). */
-export interface ObjectDefinition {
+export interface ObjectDefinition extends Described {
   readonly kind: 'object';
   readonly fields: FieldMap;
   readonly required: boolean;
@@ -109,7 +118,7 @@ export interface ObjectDefinition {
  * A to-one reference to a record of another model. Written as an object naming the target by one of
  * `lookupKeys` (`{"id": 3}` or `{"name": "Work"}`), answered as `{id, ...display}` read from the target.
  */
-export interface ReferenceDefinition {
+export interface ReferenceDefinition extends Described {
   readonly kind: 'reference';
   /** A thunk, so that models may refer to each other whatever order they are declared in. */
   readonly target: () => ModelDefinition;
@@ -126,7 +135,7 @@ export interface ReferenceDefinition {
  * record's `item` (the item whose `sku` is its `sku`). Followed by dot syntax; neither written nor
  * rendered, because the related records change without the record's version changing.
  */
-export interface JoinedDefinition {
+export interface JoinedDefinition extends Described {
   readonly kind: 'joined';
   /** A thunk, so that models may refer to each other whatever order they are declared in. */
   readonly target: () => ModelDefinition;
@@ -278,19 +287,26 @@ export const column = {
 };
 
 /** A to-many list of owned children; at most 1000 elements unless told otherwise. */
-export function list(fields: FieldMap, options: { maxItems?: number } = {}): ListDefinition {
-  return { kind: 'list', fields, maxItems: options.maxItems ?? 1000 };
+export function list(fields: FieldMap, options: { maxItems?: number } & Described = {}): ListDefinition {
+  return { kind: 'list', fields, maxItems: options.maxItems ?? 1000, ...described(options) };
 }
 
 /** A to-one embedded object. */
-export function embedded(fields: FieldMap, options: { required?: boolean } = {}): ObjectDefinition {
-  return { kind: 'object', fields, required: options.required ?? false };
+export function embedded(
+  fields: FieldMap,
+  options: { required?: boolean } & Described = {},
+): ObjectDefinition {
+  return { kind: 'object', fields, required: options.required ?? false, ...described(options) };
 }
 
 /** A to-one reference to another model's record; named by `id` unless more lookup keys are given. */
 export function reference(
   target: () => ModelDefinition,
-  options: { lookupKeys?: readonly string[]; display?: readonly string[]; required?: boolean } = {},
+  options: {
+    lookupKeys?: readonly string[];
+    display?: readonly string[];
+    required?: boolean;
+  } & Described = {},
 ): ReferenceDefinition {
   return {
     kind: 'reference',
@@ -298,6 +314,7 @@ export function reference(
     lookupKeys: options.lookupKeys ?? ['id'],
     display: options.display ?? [],
     required: options.required ?? false,
+    ...described(options),
   };
 }
 
@@ -307,19 +324,59 @@ export function reference(
  */
 export function joined(
   target: () => ModelDefinition,
-  options: { column: string; targetColumn: string },
+  options: { column: string; targetColumn: string } & Described,
 ): JoinedDefinition {
-  return { kind: 'joined', target, column: options.column, targetColumn: options.targetColumn };
+  return {
+    kind: 'joined',
+    target,
+    column: options.column,
+    targetColumn: options.targetColumn,
+    ...described(options),
+  };
+}
+
+/** The description of a declaration, when it has one (no `description: undefined` key otherwise). */
+function described({ description }: Described): Described {
+  return description === undefined ? {} : { description };
 }
 
 /** Columns every record has (API.md §1). `id` leads a record; the others close it. */
 export const RECORD_ID = 'id';
 export const RECORD_METADATA = {
-  external_id: column.string({ unique: true }),
-  created_at: column.timestamp({ readOnly: true, nullable: false }),
-  updated_at: column.timestamp({ readOnly: true, nullable: false }),
-  version: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
+  external_id: column.string({
+    unique: true,
+    description:
+      "The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409",
+  }),
+  created_at: column.timestamp({
+    readOnly: true,
+    nullable: false,
+    description: 'When the record was created (RFC 3339, UTC)',
+  }),
+  updated_at: column.timestamp({
+    readOnly: true,
+    nullable: false,
+    description: 'When the record last changed (RFC 3339, UTC)',
+  }),
+  version: column.integer({
+    readOnly: true,
+    nullable: false,
+    min: 1,
+    max: MAX_ID,
+    description:
+      '1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence`',
+  }),
 } as const satisfies FieldMap;
+
+/** The record id every model leads with (API.md §1). */
+const RECORD_ID_COLUMN = column.integer({
+  readOnly: true,
+  nullable: false,
+  min: 1,
+  max: MAX_ID,
+  description:
+    "The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations",
+});
 
 /** Names the read model uses for its own columns; a field of that name would collide. */
 const RESERVED_NAMES = /^(org_id|record_id|ordinal|.*_ordinal|document)$/;
@@ -353,7 +410,7 @@ export interface ModelDeclaration {
 export function defineModel(declaration: ModelDeclaration): ModelDefinition {
   const { stateMachine, deletable, operatorChanges, writes, storedDocuments, indexed, ...rest } = declaration;
   const fields: FieldMap = {
-    [RECORD_ID]: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
+    [RECORD_ID]: RECORD_ID_COLUMN,
     ...declaration.fields,
     ...RECORD_METADATA,
   };

@@ -132,7 +132,7 @@ function objectSchema(fields: FieldMap, mode: Mode): z.ZodType {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, field] of Object.entries(fields)) {
     const schema = fieldSchema(field, mode);
-    if (schema) shape[name] = schema;
+    if (schema) shape[name] = documented(schema, field);
   }
   // z.object drops keys it does not know, which is how unknown and read-only fields are ignored.
   return z.object(shape, { error: typeError('a JSON object') });
@@ -159,6 +159,19 @@ function fieldSchema(field: FieldDefinition, mode: Mode): z.ZodType | undefined 
       throw new Error(`unknown field kind ${JSON.stringify(unhandled)}`);
     }
   }
+}
+
+/**
+ * A field's schema with what the reference says of it: its description, and `readOnly` for a column
+ * the server keeps (ids, versions, timestamps, derived values), which request bodies leave out.
+ */
+export function documented(schema: z.ZodType, field: FieldDefinition): z.ZodType {
+  const readOnly = field.kind === 'column' && field.readOnly;
+  if (field.description === undefined && !readOnly) return schema;
+  return schema.meta({
+    ...(field.description === undefined ? {} : { description: field.description }),
+    ...(readOnly ? { readOnly: true } : {}),
+  });
 }
 
 /** A to-one relation that is not required may be null. */
@@ -308,7 +321,9 @@ function referenceSchema(field: ReferenceDefinition): z.ZodType {
     const lookup = target.fields[key];
     if (lookup?.kind !== 'column') throw new Error(`${target.name}.${key} is not a column to look up by`);
     // The id is read-only on the target, but naming a record by it is what a reference is for.
-    shape[key] = columnSchema(lookup).optional();
+    shape[key] = columnSchema(lookup)
+      .optional()
+      .describe(`Names the ${target.singular.replace(/_/g, ' ')} by its ${key}`);
   }
   const keys = field.lookupKeys.join(' or ');
   return z

@@ -9,19 +9,21 @@ import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 /** RFC 6749 §5.2 (and §4.1.2.1, RFC 7009 §2.2.1): what an OAuth endpoint answers on error. */
 export const oauthErrorSchema = z
   .strictObject({
-    error: z.enum([
-      'invalid_request',
-      'invalid_client',
-      'invalid_grant',
-      'unauthorized_client',
-      'unsupported_grant_type',
-      'unsupported_response_type',
-      'invalid_scope',
-      'unsupported_token_type',
-      'invalid_dpop_proof',
-      'slow_down',
-    ]),
-    error_description: z.string(),
+    error: z
+      .enum([
+        'invalid_request',
+        'invalid_client',
+        'invalid_grant',
+        'unauthorized_client',
+        'unsupported_grant_type',
+        'unsupported_response_type',
+        'invalid_scope',
+        'unsupported_token_type',
+        'invalid_dpop_proof',
+        'slow_down',
+      ])
+      .describe('The RFC 6749 §5.2 error code'),
+    error_description: z.string().describe('What was wrong, in words'),
   })
   .meta({ id: 'OAuthError' });
 
@@ -30,14 +32,25 @@ const scopeList = z.string().describe(`Space-separated scopes: ${SCOPES.join(', 
 /** `POST /oauth/token` (RFC 6749 §3.2, §4.1.3, §4.4, §6; RFC 7636 §4.5). */
 export const tokenRequestSchema = z
   .object({
-    grant_type: z.enum(['authorization_code', 'refresh_token', 'client_credentials']),
-    code: z.string().optional(),
-    redirect_uri: z.string().optional(),
-    code_verifier: z.string().optional(),
-    refresh_token: z.string().optional(),
+    grant_type: z
+      .enum(['authorization_code', 'refresh_token', 'client_credentials'])
+      .describe('The grant: a code from /oauth/authorize, a refresh token, or the client itself'),
+    code: z.string().optional().describe('authorization_code: the code the redirect carried (valid once)'),
+    redirect_uri: z
+      .string()
+      .optional()
+      .describe('authorization_code: the redirect_uri the code was asked with'),
+    code_verifier: z
+      .string()
+      .optional()
+      .describe('authorization_code: the PKCE verifier of the code_challenge (RFC 7636)'),
+    refresh_token: z.string().optional().describe('refresh_token: the refresh token to exchange'),
     scope: scopeList.optional(),
-    client_id: z.string().optional(),
-    client_secret: z.string().optional(),
+    client_id: z.string().optional().describe('The client, when not authenticated with HTTP Basic'),
+    client_secret: z
+      .string()
+      .optional()
+      .describe("The client's secret, when not authenticated with HTTP Basic"),
     client_assertion_type: z
       .literal('urn:ietf:params:oauth:client-assertion-type:jwt-bearer')
       .optional()
@@ -49,11 +62,13 @@ export const tokenRequestSchema = z
 /** RFC 6749 §5.1, API.md §7. */
 export const tokenResponseSchema = z
   .strictObject({
-    access_token: z.string(),
+    access_token: z
+      .string()
+      .describe('An RS256 JWT (RFC 9068), sent as `Authorization: Bearer <token>` (or `DPoP <token>`)'),
     token_type: z
       .enum(['bearer', 'DPoP'])
       .describe('`DPoP` for a token bound to the key of the request’s DPoP proof (RFC 9449 §5)'),
-    expires_in: z.literal(ACCESS_TOKEN_TTL_SECONDS),
+    expires_in: z.literal(ACCESS_TOKEN_TTL_SECONDS).describe('Seconds the access token is valid'),
     refresh_token: z
       .string()
       .optional()
@@ -65,29 +80,35 @@ export const tokenResponseSchema = z
 /** `POST /oauth/revoke` (RFC 7009 §2.1) and `POST /oauth/introspect` (RFC 7662 §2.1). */
 export const tokenParameterSchema = z
   .object({
-    token: z.string(),
-    token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
-    client_id: z.string().optional(),
-    client_secret: z.string().optional(),
+    token: z.string().describe('The access or refresh token'),
+    token_type_hint: z
+      .enum(['access_token', 'refresh_token'])
+      .optional()
+      .describe('Which kind `token` is, to look it up first'),
+    client_id: z.string().optional().describe('The client, when not authenticated with HTTP Basic'),
+    client_secret: z
+      .string()
+      .optional()
+      .describe("The client's secret, when not authenticated with HTTP Basic"),
   })
   .meta({ id: 'TokenParameter' });
 
 /** RFC 7662 §2.2: `active` alone for a token that is not the client's or not active. */
 export const introspectionSchema = z
   .strictObject({
-    active: z.boolean(),
+    active: z.boolean().describe('Whether the token is valid now; false says nothing more'),
     scope: scopeList.optional(),
-    client_id: z.string().optional(),
-    sub: z.string().optional(),
-    org: z.int().optional(),
-    iss: z.string().optional(),
-    aud: z.string().optional(),
-    exp: z.int().optional(),
-    iat: z.int().optional(),
-    token_type: z.enum(['bearer', 'DPoP']).optional(),
-    jti: z.string().optional(),
+    client_id: z.string().optional().describe('The client the token was issued to'),
+    sub: z.string().optional().describe('The subject: the user, or the client for client credentials'),
+    org: z.int().optional().describe("The organization's id"),
+    iss: z.string().optional().describe('The issuer (PUBLIC_URL)'),
+    aud: z.string().optional().describe('The audience'),
+    exp: z.int().optional().describe('When it expires, in Unix seconds'),
+    iat: z.int().optional().describe('When it was issued, in Unix seconds'),
+    token_type: z.enum(['bearer', 'DPoP']).optional().describe('`DPoP` for a DPoP-bound token'),
+    jti: z.string().optional().describe("The token's id"),
     cnf: z
-      .strictObject({ jkt: z.string() })
+      .strictObject({ jkt: z.string().describe('The JWK SHA-256 thumbprint (RFC 7638), base64url') })
       .optional()
       .describe('The DPoP key a DPoP-bound token is bound to, by its RFC 7638 thumbprint (RFC 9449 §6.2)'),
   })
@@ -96,29 +117,36 @@ export const introspectionSchema = z
 /** RFC 7517: the public keys access tokens are signed with. */
 export const jwksSchema = z
   .strictObject({
-    keys: z.array(
-      z.strictObject({
-        kty: z.literal('RSA'),
-        kid: z.string(),
-        use: z.literal('sig'),
-        alg: z.literal('RS256'),
-        n: z.string(),
-        e: z.string(),
-      }),
-    ),
+    keys: z
+      .array(
+        z.strictObject({
+          kty: z.literal('RSA').describe('Key type'),
+          kid: z.string().describe('Key id, named by the `kid` header of the tokens it signs'),
+          use: z.literal('sig').describe('Used for signatures'),
+          alg: z.literal('RS256').describe('Signature algorithm'),
+          n: z.string().describe('RSA modulus, base64url'),
+          e: z.string().describe('RSA public exponent, base64url'),
+        }),
+      )
+      .describe('The keys access tokens are signed with, including any whose tokens may still be valid'),
   })
   .meta({ id: 'JsonWebKeySet' });
 
 /** RFC 8414 §2. */
 export const metadataSchema = z
-  .looseObject({ issuer: z.string() })
+  .looseObject({ issuer: z.string().describe('The issuer identifier (PUBLIC_URL)') })
   .meta({ id: 'AuthorizationServerMetadata' });
 
 /** `GET /v2/authenticate` (API.md §7). */
 export const authenticatedSchema = singleEnvelopeOf(
   z.strictObject({
-    message: z.string(),
-    organization: z.strictObject({ id: z.int(), name: z.string() }),
+    message: z.string().describe('A greeting that confirms the token works'),
+    organization: z
+      .strictObject({
+        id: z.int().describe("The organization's id"),
+        name: z.string().describe("The organization's name"),
+      })
+      .describe("The token's organization"),
   }),
   'AuthenticatedEnvelope',
 );

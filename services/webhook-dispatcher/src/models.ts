@@ -44,13 +44,29 @@ export const webhooks = defineModel({
       "A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints",
   },
   fields: {
-    url: column.string({ required: true, maxLength: 2000 }),
+    url: column.string({
+      required: true,
+      maxLength: 2000,
+      description:
+        'The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http)',
+    }),
     // Event types (`order.created`) or `*`. Registry lists hold objects, so each element is `{type}`
     // here (`q`: `events.type`); the dispatcher's HTTP layer reads and writes plain strings.
-    events: list({ type: column.string({ required: true, maxLength: 100 }) }, { maxItems: 100 }),
-    description: column.string({ maxLength: LONG_TEXT }),
-    enabled: column.boolean({ default: true }),
-    deliveries: joined(() => webhookDeliveries, { column: 'id', targetColumn: 'webhook_id' }),
+    events: list(
+      { type: column.string({ required: true, maxLength: 100, description: 'An event type, or `*`' }) },
+      { maxItems: 100, description: 'Event types, or ["*"] for all' },
+    ),
+    description: column.string({ maxLength: LONG_TEXT, description: 'Free text' }),
+    enabled: column.boolean({
+      default: true,
+      description:
+        'False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures)',
+    }),
+    deliveries: joined(() => webhookDeliveries, {
+      column: 'id',
+      targetColumn: 'webhook_id',
+      description: 'Its deliveries, for `q` (`deliveries.status`); not in the record',
+    }),
   },
 });
 
@@ -65,25 +81,95 @@ export const webhookDeliveries = defineModel({
   storedDocuments: false,
   indexed: false,
   fields: {
-    webhook_id: column.integer({ readOnly: true, nullable: false, min: 1, max: MAX_ID }),
-    event_id: column.string({ readOnly: true, nullable: false, maxLength: 36 }),
-    event_type: column.string({ readOnly: true, nullable: false, maxLength: 100 }),
-    status: column.string({ readOnly: true, nullable: false, values: WEBHOOK_DELIVERY_STATUSES }),
-    attempts: column.integer({ readOnly: true, nullable: false, min: 0 }),
-    next_attempt_at: column.timestamp({ readOnly: true }),
-    last_status_code: column.integer({ readOnly: true }),
-    last_error: column.string({ readOnly: true, maxLength: 1000 }),
-    // One element per try (oldest first), so a subscriber can see what failed and when.
-    attempt_log: list({
-      started_at: column.timestamp({ readOnly: true, nullable: false }),
-      duration_ms: column.integer({ readOnly: true, nullable: false }),
-      status_code: column.integer({ readOnly: true }),
-      error_kind: column.string({ readOnly: true, values: WEBHOOK_ATTEMPT_ERROR_KINDS }),
-      error: column.string({ readOnly: true, maxLength: 1000 }),
-      response_excerpt: column.string({ readOnly: true, maxLength: 2000 }),
+    webhook_id: column.integer({
+      readOnly: true,
+      nullable: false,
+      min: 1,
+      max: MAX_ID,
+      description: 'The webhook delivered to',
     }),
+    event_id: column.string({
+      readOnly: true,
+      nullable: false,
+      maxLength: 36,
+      description: 'The event delivered (a UUID, the webhook-id header)',
+    }),
+    event_type: column.string({
+      readOnly: true,
+      nullable: false,
+      maxLength: 100,
+      description: 'Its event type',
+    }),
+    status: column.string({
+      readOnly: true,
+      nullable: false,
+      values: WEBHOOK_DELIVERY_STATUSES,
+      description:
+        'pending (queued or on the wire), succeeded (a 2xx), or failed (retries exhausted: recover re-sends it)',
+    }),
+    attempts: column.integer({
+      readOnly: true,
+      nullable: false,
+      min: 0,
+      description: 'Attempts made so far',
+    }),
+    next_attempt_at: column.timestamp({
+      readOnly: true,
+      description: 'When the next attempt is due (RFC 3339, UTC); null once it succeeded or failed',
+    }),
+    last_status_code: column.integer({
+      readOnly: true,
+      description: "The HTTP status of the last attempt's answer; null before one, or when none came",
+    }),
+    last_error: column.string({
+      readOnly: true,
+      maxLength: 1000,
+      description: 'Why the last attempt failed; null if it did not',
+    }),
+    // One element per try (oldest first), so a subscriber can see what failed and when.
+    attempt_log: list(
+      {
+        started_at: column.timestamp({
+          readOnly: true,
+          nullable: false,
+          description: 'When the attempt started (RFC 3339, UTC)',
+        }),
+        duration_ms: column.integer({
+          readOnly: true,
+          nullable: false,
+          description: 'How long it took, in milliseconds',
+        }),
+        status_code: column.integer({
+          readOnly: true,
+          description: 'The HTTP status answered; null when none came',
+        }),
+        error_kind: column.string({
+          readOnly: true,
+          values: WEBHOOK_ATTEMPT_ERROR_KINDS,
+          description:
+            'Why it failed: no answer in time, no address, refused, TLS, a non-2xx, a blocked address, or another network error; null on success',
+        }),
+        error: column.string({
+          readOnly: true,
+          maxLength: 1000,
+          description: 'What failed, in words; null on success',
+        }),
+        response_excerpt: column.string({
+          readOnly: true,
+          maxLength: 2000,
+          description: "The start of the receiver's answer body",
+        }),
+      },
+      { description: 'Every attempt, oldest first' },
+    ),
     // The exact body every attempt sends and signs (a JSON text), kept with the delivery for as long
     // as the delivery is kept (WEBHOOK_DELIVERY_RETENTION_DAYS after it finished).
-    payload: column.string({ readOnly: true, nullable: false, maxLength: MAX_PAYLOAD_LENGTH }),
+    payload: column.string({
+      readOnly: true,
+      nullable: false,
+      maxLength: MAX_PAYLOAD_LENGTH,
+      description:
+        'The exact JSON body every attempt sends and signs, kept for WEBHOOK_DELIVERY_RETENTION_DAYS after the delivery finished',
+    }),
   },
 });

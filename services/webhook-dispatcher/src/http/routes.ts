@@ -49,12 +49,20 @@ function responseSchemas() {
     webhooks: pageEnvelopeOf(webhookSchema(), 'WebhooksPage'),
     eventTypes: pageEnvelopeOf(
       z
-        .strictObject({ type: z.string(), model: z.string(), description: z.string() })
+        .strictObject({
+          type: z.string().describe('The event type, as `events` of a webhook names it (`order.created`)'),
+          model: z.string().describe('The model whose records it is about (`orders`)'),
+          description: z.string().describe('When it is sent'),
+        })
         .meta({ id: 'WebhookEventType' }),
       'WebhookEventTypes',
     ),
     recovered: singleEnvelopeOf(
-      z.strictObject({ webhook_id: z.int(), since: z.iso.datetime(), recovered: z.int().min(0) }),
+      z.strictObject({
+        webhook_id: z.int().describe('The webhook recovered'),
+        since: z.iso.datetime().describe('The moment given (RFC 3339, UTC)'),
+        recovered: z.int().min(0).describe('Deliveries queued again'),
+      }),
       'RecoveryEnvelope',
     ),
   };
@@ -450,10 +458,12 @@ function idOf(request: Request): number {
 }
 
 const RECOVER_BODY = z.object({
-  since: z.iso.datetime({
-    offset: true,
-    error: 'must be an RFC 3339 timestamp such as 2026-11-21T07:30:00Z',
-  }),
+  since: z.iso
+    .datetime({
+      offset: true,
+      error: 'must be an RFC 3339 timestamp such as 2026-11-21T07:30:00Z',
+    })
+    .describe('Re-send what failed for good since this moment (RFC 3339), at most 14 days ago'),
 });
 
 /** `recover`'s `{since}`. */
