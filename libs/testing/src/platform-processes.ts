@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { createTestDatabase } from './postgres.js';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { freePort } from './ports.js';
 import { testSecretsKeyFile } from './secrets.js';
@@ -306,6 +306,11 @@ export type RunMode = 'standalone' | 'distributed';
 /** Both ways to run, for `describe.each(RUN_MODES)('... ($mode)', ({ mode }) => ...)`. */
 export const RUN_MODES: readonly { mode: RunMode }[] = [{ mode: 'standalone' }, { mode: 'distributed' }];
 
+/** A platform on a test database of its own, which a test may read and write beside it. */
+export interface TestPlatform extends RunningPlatform {
+  readonly database: TestDatabase;
+}
+
 /**
  * The platform in `mode` on a test database of its own; distributed on the test run's Kafka broker
  * with topics of its own. `stop` also drops the database.
@@ -313,7 +318,7 @@ export const RUN_MODES: readonly { mode: RunMode }[] = [{ mode: 'standalone' }, 
 export async function startTestPlatform(
   mode: RunMode,
   env: Readonly<Record<string, string>> = {},
-): Promise<RunningPlatform> {
+): Promise<TestPlatform> {
   const database = await createTestDatabase();
   try {
     const platform = await startPlatform(
@@ -327,6 +332,7 @@ export async function startTestPlatform(
     );
     return {
       ...platform,
+      database,
       async stop() {
         await platform.stop();
         await database.drop();
