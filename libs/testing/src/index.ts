@@ -13,3 +13,4 @@ export * from './tls.js';
 export * from './contract.js';
 export * from './until.js';
 export * from './secrets.js';
+export * from './network-namespace.js';

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import confluent from '@confluentinc/kafka-javascript';
 import type { Logger } from '@ofp/runtime';
+import type { NetworkPlace } from './network-namespace.js';
 import { freePort } from './ports.js';
 import { createCertificateAuthority } from './tls.js';
 
@@ -61,6 +62,12 @@ export interface KafkaClusterOptions {
   nodes: number;
   /** server.properties of every node over the harness's own, e.g. how often leadership is rebalanced. */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * Where each node (by id) runs: its address and the command its JVM runs under, e.g. one node in a
+   * network namespace of its own and the others at the address that namespace reaches
+   * ({@link isolatedHost}). By default every node on 127.0.0.1, in the test's own namespace.
+   */
+  placement?: (nodeId: number) => NetworkPlace;
 }
 
 /** One node of a {@link RunningKafkaCluster}, which a chaos test may kill and start again. */
@@ -188,6 +195,8 @@ export function startKafkaCluster(options: KafkaClusterOptions): Promise<Running
 /** A node's place in the cluster: its id and loopback ports. */
 interface NodeLayout {
   id: number;
+  /** Where its listeners are, and what its command runs under. */
+  place: NetworkPlace;
   port: number;
   controllerPort: number;
   /** With `saslSsl`. */
@@ -214,9 +223,16 @@ async function launchCluster(
   const layout: NodeLayout[] = [];
   for (let id = 1; id <= options.nodes; id++) {
     const [port, controllerPort] = [await freshPort(), await freshPort()];
-    layout.push({ id, port, controllerPort, ...(options.saslSsl ? { securePort: await freshPort() } : {}) });
+    const place = options.placement?.(id) ?? { address: '127.0.0.1', prefix: [] };
+    layout.push({
+      id,
+      place,
+      port,
+      controllerPort,
+      ...(options.saslSsl ? { securePort: await freshPort() } : {}),
+    });
   }
-  const brokers = layout.map((node) => `127.0.0.1:${node.port}`);
+  const brokers = layout.map((node) => `${node.place.address}:${node.port}`);
   const dir = await mkdtemp(join(tmpdir(), 'ofp-kafka-'));
   // Detached, as the lifelines are: a Ctrl-C in the terminal goes to Node alone. Unreferenced: the
   // nodes are what keep Node running, not their janitor.
@@ -284,8 +300,8 @@ async function launchCluster(
     nodes = layout.map((node) =>
       clusterNode({
         id: node.id,
-        broker: `127.0.0.1:${node.port}`,
-        command: [java, ...jvm, serverProperties(node)],
+        broker: `${node.place.address}:${node.port}`,
+        command: [...node.place.prefix, java, ...jvm, serverProperties(node)],
         logger,
         janitor: janitor.stdin,
         stopping: () => stopping,
@@ -511,10 +527,10 @@ function brokerConfig(node: NodeLayout, cluster: NodeLayout[], dataDir: string):
     'process.roles': 'broker,controller',
     'node.id': String(node.id),
     'controller.quorum.voters': cluster
-      .map(({ id, controllerPort }) => `${id}@127.0.0.1:${controllerPort}`)
+      .map(({ id, place, controllerPort }) => `${id}@${place.address}:${controllerPort}`)
       .join(','),
-    listeners: `PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${node.port}`,
+    listeners: `PLAINTEXT://${node.place.address}:${node.port},CONTROLLER://${node.place.address}:${node.controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://${node.place.address}:${node.port}`,
     'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
@@ -528,6 +544,14 @@ function brokerConfig(node: NodeLayout, cluster: NodeLayout[], dataDir: string):
     'share.coordinator.state.topic.min.isr': minInSync,
     // A killed leader's partitions wait for it rather than lose what only it had (Kafka's default).
     'unclean.leader.election.enable': 'false',
+    // How long a node that stops answering stays in the in-sync replicas, holding back every acks=all
+    // write to the partitions it replicates: fenced by the controller after 9 s without a heartbeat
+    // (one every 2 s), or taken out by a partition's leader after 30 s behind. Kafka's defaults, which
+    // a production cluster should keep (docs/kafka.md, network faults), written out so that a new
+    // release does not move the network-fault test's figures.
+    'broker.session.timeout.ms': '9000',
+    'broker.heartbeat.interval.ms': '2000',
+    'replica.lag.time.max.ms': '30000',
     // Tests start consumer groups often; the default 3 s delay before the first rebalance only slows them.
     'group.initial.rebalance.delay.ms': '0',
   };

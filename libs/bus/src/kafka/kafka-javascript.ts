@@ -10,6 +10,7 @@ export type Consumer = KafkaJS.Consumer;
 export type Producer = KafkaJS.Producer;
 export type CommonConstructorConfig = KafkaJS.CommonConstructorConfig;
 export type ConsumerConstructorConfig = KafkaJS.ConsumerConstructorConfig;
+export type ProducerConstructorConfig = KafkaJS.ProducerConstructorConfig;
 export type EachBatchPayload = KafkaJS.EachBatchPayload;
 export type KafkaMessage = KafkaJS.KafkaMessage;
 export type Message = KafkaJS.Message;

@@ -10,7 +10,7 @@ import {
 import { retryDelay } from '../bus.js';
 import { Wakeup } from '../wakeup.js';
 import { toKafkaMessage } from './cloudevents.js';
-import type { Kafka, Producer, TopicMessages } from './kafka-javascript.js';
+import type { Kafka, Producer, ProducerConstructorConfig, TopicMessages } from './kafka-javascript.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
 export interface OutboxRelayOptions {
@@ -29,6 +29,19 @@ export interface OutboxRelayOptions {
  * before the relay is told it failed.
  */
 const SEND_TIMEOUT_MS = 120_000;
+
+/**
+ * The relay's producer: idempotent (which librdkafka keeps with up to five requests in flight per
+ * partition, in order), and acks=all. A send that librdkafka could not deliver within SEND_TIMEOUT_MS
+ * fails the batch, which stays in the outbox and goes again whole. Exported for the tests that fault
+ * the network under it.
+ */
+export const RELAY_PRODUCER: ProducerConstructorConfig = {
+  kafkaJS: { idempotent: true, acks: -1, allowAutoTopicCreation: false },
+  // Each batch is awaited whole (the outbox rows go once it is acknowledged): nothing to wait for.
+  'linger.ms': 0,
+  'message.timeout.ms': SEND_TIMEOUT_MS,
+};
 
 /** Advisory lock key that makes one relay active at a time across all processes. */
 const LEADER_LOCK = 'ofp:outbox-relay';
@@ -75,18 +88,8 @@ export class OutboxRelay implements Module {
     this.loop = this.run();
   }
 
-  /**
-   * Idempotent (which librdkafka keeps with up to five requests in flight per partition, in order), and
-   * acks=all. A send that librdkafka could not deliver within SEND_TIMEOUT_MS fails the batch, which
-   * stays in the outbox and goes again whole.
-   */
   private async connectedProducer(): Promise<Producer> {
-    const producer = this.kafka.producer({
-      kafkaJS: { idempotent: true, acks: -1, allowAutoTopicCreation: false },
-      // Each batch is awaited whole (the outbox rows go once it is acknowledged): nothing to wait for.
-      'linger.ms': 0,
-      'message.timeout.ms': SEND_TIMEOUT_MS,
-    });
+    const producer = this.kafka.producer(RELAY_PRODUCER);
     await producer.connect();
     return producer;
   }
