@@ -8411,7 +8411,7 @@ export interface components {
                 /** @description The HTTP status answered; null when none came */
                 readonly status_code: number | null;
                 /** @description Why it failed: no answer in time, no address, refused, TLS, a non-2xx, a blocked address, or another network error; null on success */
-                readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
+                readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network" | "secret") | null;
                 /** @description What failed, in words; null on success */
                 readonly error: string | null;
                 /** @description The start of the receiver's answer body */
@@ -8500,7 +8500,7 @@ export interface components {
                     /** @description The HTTP status answered; null when none came */
                     readonly status_code: number | null;
                     /** @description Why it failed: no answer in time, no address, refused, TLS, a non-2xx, a blocked address, or another network error; null on success */
-                    readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network") | null;
+                    readonly error_kind: ("timeout" | "dns" | "refused" | "tls" | "http_status" | "blocked" | "network" | "secret") | null;
                     /** @description What failed, in words; null on success */
                     readonly error: string | null;
                     /** @description The start of the receiver's answer body */

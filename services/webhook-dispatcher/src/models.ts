@@ -9,7 +9,10 @@ import { column, defineModel, joined, list, LONG_TEXT, MAX_ID } from '@ofp/model
  */
 export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
-/** Why an attempt failed: no answer in time, no address, refused or broken connection, a non-2xx. */
+/**
+ * Why an attempt failed: no answer in time, no address, refused or broken connection, a non-2xx; or
+ * `secret`: nothing was sent, since the endpoint's stored signing secret did not open (API.md §12).
+ */
 export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
   'timeout',
   'dns',
@@ -18,6 +21,7 @@ export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
   'http_status',
   'blocked',
   'network',
+  'secret',
 ] as const;
 
 /**

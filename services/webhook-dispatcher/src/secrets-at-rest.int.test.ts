@@ -4,7 +4,7 @@ import { PgLogBus } from '@ofp/bus';
 import { SecretsKeyring, StartupError } from '@ofp/runtime';
 import { startWebhookReceiver, testLogger, type WebhookReceiver } from '@ofp/testing';
 import { createWebhookDispatcher } from './module.js';
-import { startDispatcherHarness, type DispatcherHarness } from './testing/dispatcher-harness.js';
+import { eventually, startDispatcherHarness, type DispatcherHarness } from './testing/dispatcher-harness.js';
 
 /**
  * API.md §12: the endpoints' signing secrets are stored sealed, and so is the response an idempotent
@@ -87,6 +87,64 @@ describe('webhook secrets at rest', () => {
     await receiver.waitFor((r) => r.length >= 2);
     expect(receiver.received[1]!.verified).toBe(true);
     expect(receiver.received[1]!.signature.split(' ')).toHaveLength(2);
+  });
+
+  it('fails only the deliveries of an endpoint whose secret does not open: named, counted, the others all sent', async () => {
+    const orgId = ++org;
+    let secrets: string[] = [];
+    const working = await startWebhookReceiver({ secrets: () => secrets });
+    const unreached = await startWebhookReceiver({ secrets: () => [] });
+    receivers.push(working, unreached);
+    const broken = await harness.createWebhook(orgId, { url: unreached.url, events: ['*'] });
+    const webhook = await harness.createWebhook(orgId, { url: working.url, events: ['*'] });
+    secrets = [webhook.secret];
+    // The broken endpoint's sealed secret replaced, in Postgres, with the other's: sealed for another
+    // row, it does not open (as a value altered, or sealed with a key no longer in the file).
+    await harness.database.pool.query(
+      `UPDATE webhooks.endpoints b SET secret = w.secret FROM webhooks.endpoints w
+        WHERE b.webhook_id = $1 AND w.webhook_id = $2`,
+      [broken.id, webhook.id],
+    );
+    const unopened = async (): Promise<number> =>
+      (await harness.dispatcher.metrics.getSingleMetric('webhook_secrets_unopened_total')!.get()).values[0]!
+        .value;
+    const before = await unopened();
+
+    const records = 12;
+    for (let n = 1; n <= records; n++)
+      await harness.appendRecordEvent({ orgId, id: 1000 * orgId + n, version: 1 });
+    const people = (received: readonly { payload?: { type: string } | undefined }[]) =>
+      received.filter((delivery) => delivery.payload?.type === 'person.created');
+    await working.waitFor((received) => people(received).length >= records, 20_000);
+    expect(working.received.every((delivery) => delivery.verified)).toBe(true);
+    expect(unreached.received).toEqual([]);
+
+    const q = encodeURIComponent(
+      JSON.stringify({
+        filters: [
+          { operand: 'webhook_id', operator: '=', value: broken.id },
+          { operand: 'event_type', operator: '=', value: 'person.created' },
+        ],
+      }),
+    );
+    const failed = await eventually(async () => {
+      const { body } = await harness.request('GET', `/webhook_deliveries?q=${q}`, { orgId });
+      const results = body.results as {
+        attempts: number;
+        last_error: string | null;
+        attempt_log: { error_kind: string }[];
+      }[];
+      return results.length === records && results.every((d) => d.attempts >= 1) ? results : undefined;
+    }, "the broken endpoint's deliveries attempted");
+    for (const delivery of failed) {
+      expect(delivery.last_error).toMatch(
+        /^not sent: the endpoint's signing secret does not open with SECRETS_KEY_FILE \(key test does not open webhooks\.endpoints:\["\d+"\]/,
+      );
+      expectNowhere(broken.secret, delivery.last_error!);
+      expectNowhere(webhook.secret, delivery.last_error!);
+      expect(delivery.attempt_log[0]!.error_kind).toBe('secret');
+    }
+    expect((await unopened()) - before).toBeGreaterThanOrEqual(records);
   });
 
   /** The dispatcher again on the same database, as a restarted process with `secrets`: its start. */

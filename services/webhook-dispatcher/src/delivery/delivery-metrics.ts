@@ -33,6 +33,7 @@ export class DeliveryMetrics {
   private readonly attempts: Counter<'outcome'>;
   private readonly duration: Histogram<'outcome'>;
   private readonly disables: Counter<'reason'>;
+  private readonly unopened: Counter;
 
   constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
     // One reading of the queue serves both gauges of a scrape.
@@ -77,12 +78,21 @@ export class DeliveryMetrics {
       labelNames: ['reason'],
       registers: [registry],
     });
+    this.unopened = new Counter({
+      name: 'webhook_secrets_unopened_total',
+      help: "Webhook delivery attempts not sent because the endpoint's stored signing secret did not open (a key missing from SECRETS_KEY_FILE, an altered value)",
+      registers: [registry],
+    });
     for (const outcome of OUTCOMES) this.attempts.inc({ outcome }, 0);
     for (const reason of DISABLE_REASONS) this.disables.inc({ reason }, 0);
   }
 
   disabled(reason: DisableReason): void {
     this.disables.inc({ reason });
+  }
+
+  secretUnopened(): void {
+    this.unopened.inc();
   }
 
   observe(verdict: AttemptVerdict, durationMs: number): void {

@@ -1,5 +1,5 @@
 import type { Queryable } from '@ofp/models';
-import { inTransaction, prepared, type Pool, type SecretsKeyring } from '@ofp/runtime';
+import { SecretsKeyError, inTransaction, prepared, type Pool, type SecretsKeyring } from '@ofp/runtime';
 import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
 import { TEST_EVENT_TYPE, endpointSecretContext } from '../subscriptions/webhook-commands.js';
 import type { AttemptRecord } from './attempt.js';
@@ -68,8 +68,16 @@ export interface ClaimedDelivery {
   /** The claiming worker's key: its result is only recorded while the claim is still its own. */
   readonly claimedBy: number;
   readonly url: string;
-  /** The current secret, then the previous one while a rotation is in its grace period. */
-  readonly secrets: readonly string[];
+  /**
+   * The current secret, then the previous one while a rotation is in its grace period; or why they do
+   * not open (a key missing from SECRETS_KEY_FILE, an altered value): that delivery is not sent.
+   */
+  readonly secrets: readonly string[] | UnopenedSecret;
+}
+
+/** An endpoint's stored secret that did not open, and why (never what it holds). */
+export interface UnopenedSecret {
+  readonly unopened: string;
 }
 
 /** An attempt and what it decided for its delivery. */
@@ -263,8 +271,18 @@ export class DeliveryQueue {
         ),
       );
       await client.query('COMMIT');
-      const open = (row: { webhook_id: number }, sealed: string): string =>
-        this.secrets.open(sealed, endpointSecretContext(row.webhook_id));
+      // A secret that does not open fails its endpoint's deliveries alone, not the claim.
+      const secretsOf = (row: ClaimedRow): readonly string[] | UnopenedSecret => {
+        const context = endpointSecretContext(row.webhook_id);
+        try {
+          return [row.secret, row.previous_secret]
+            .filter((sealed) => sealed !== null)
+            .map((sealed) => this.secrets.open(sealed, context));
+        } catch (error) {
+          if (!(error instanceof SecretsKeyError)) throw error;
+          return { unopened: error.message };
+        }
+      };
       return rows.map((row) => ({
         id: row.id,
         orgId: row.org_id,
@@ -277,10 +295,7 @@ export class DeliveryQueue {
         roundAttempts: row.round_attempts,
         claimedBy: options.worker,
         url: row.url,
-        secrets:
-          row.previous_secret === null
-            ? [open(row, row.secret)]
-            : [open(row, row.secret), open(row, row.previous_secret)],
+        secrets: secretsOf(row),
       }));
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});

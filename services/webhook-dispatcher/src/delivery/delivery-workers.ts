@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { retryDelay, Wakeup } from '@ofp/bus';
 import type { Logger, PostgresSession, SessionLock } from '@ofp/runtime';
+import type { AttemptRecord } from './attempt.js';
 import type { DeliveryMetrics } from './delivery-metrics.js';
 import {
   DELIVERIES_CHANNEL,
@@ -190,7 +191,22 @@ export class DeliveryWorkers {
   }
 
   private async deliver(delivery: ClaimedDelivery): Promise<void> {
-    const attempt = await this.deps.sender.deliver(delivery);
+    const { secrets } = delivery;
+    let attempt: AttemptRecord;
+    if ('unopened' in secrets) {
+      // Nothing can be signed: an attempt that failed without a request, retried on the schedule (the
+      // key may be put back), and counted, for the operator (the chart's OfpWebhookSecretsUnopened).
+      this.deps.metrics.secretUnopened();
+      attempt = {
+        startedAt: this.deps.clock(),
+        durationMs: 0,
+        statusCode: null,
+        errorKind: 'secret',
+        error: `not sent: the endpoint's signing secret does not open with SECRETS_KEY_FILE (${secrets.unopened})`,
+        responseExcerpt: null,
+        retryAfter: null,
+      };
+    } else attempt = await this.deps.sender.deliver({ ...delivery, secrets });
     const number = delivery.roundAttempts + 1;
     const verdict = judgeAttempt(attempt, number, this.deps.clock(), this.deps.random);
     this.deps.metrics.observe(verdict, attempt.durationMs);
