@@ -182,3 +182,63 @@ describe('EventStore', () => {
     expect(await store.readOutbox(10_000)).toEqual([]);
   });
 });
+
+describe('es.parked_events lookups', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateEventStore(db.pool, testLogger());
+    // 20,000 events of 2,000 streams, each parked (or waiting) in three consumer groups.
+    await db.pool.query(`
+      INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data)
+      SELECT gen_random_uuid(), 'p-' || (i % 2000), 'p', i / 2000 + 1, 'p.changed', 1, '{}'
+        FROM generate_series(0, 19999) i`);
+    await db.pool.query(`
+      INSERT INTO es.parked_events (consumer_group, event_id, stream_id, version, reason)
+      SELECT g, e.event_id, e.stream_id, e.version, CASE WHEN e.version = 1 THEN 'failed' END
+        FROM es.events e, unnest(ARRAY['projector', 'process-manager.inventory', 'webhook-dispatcher']) g`);
+    await db.pool.query('ANALYZE es.parked_events');
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  // The statements of the append's check (every write), of a refused append, and of one group's stream.
+  it.each([
+    ['the append check', 'SELECT NOT EXISTS (SELECT FROM es.parked_events WHERE stream_id = $1)'],
+    [
+      'a refused append',
+      `SELECT event_id, consumer_group FROM es.parked_events
+        WHERE stream_id = $1 ORDER BY reason IS NULL, version LIMIT 1`,
+    ],
+    [
+      "one group's stream",
+      `SELECT id, event_id FROM es.parked_events WHERE consumer_group = 'projector' AND stream_id = $1
+        ORDER BY version LIMIT 1`,
+    ],
+  ])('%s finds the stream with one index search', async (_, statement) => {
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`,
+      ['p-1234'],
+    );
+    // What reads the table: an index's scan (alone or under a bitmap heap scan) or a sequential one.
+    const scans = nodesOf(rows[0]!['QUERY PLAN'][0].Plan).filter(
+      (node) => node['Index Name'] !== undefined || node['Node Type'] === 'Seq Scan',
+    );
+    expect(scans).toEqual([
+      expect.objectContaining({ 'Index Name': 'parked_events_by_stream', 'Index Searches': 1 }),
+    ]);
+  });
+});
+
+interface PlanNode {
+  readonly 'Node Type': string;
+  readonly 'Index Name'?: string;
+  readonly Plans?: readonly PlanNode[];
+  readonly [key: string]: unknown;
+}
+
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
