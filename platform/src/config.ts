@@ -75,6 +75,11 @@ export const platformConfigSchema = z
       description: 'bearer token of the admin API, at least 16 characters (required with `TARGET=auth`)',
       whenUnset: 'generated (standalone)',
     }),
+    DPOP_NONCE_SECRET: z.string().min(32, 'must be at least 32 characters').optional().meta({
+      description:
+        'when set, every DPoP proof must carry a server nonce (RFC 9449 §8-9: `DPoP-Nonce`, `use_dpop_nonce`), the HMAC of the current minute under this secret: set the same value in every process ([auth](auth.md))',
+      whenUnset: 'DPoP proofs need no nonce',
+    }),
     SECRETS_KEY_FILE: z.string().min(1).optional().meta({
       description:
         'the key-encryption keys of the secrets at rest (signing keys, webhook secrets; API.md §12): a file of `<key id> <base64 of 32 bytes>` lines, the first seals, every one opens ([secrets](secrets.md)); required with `TARGET=auth` and `webhook-dispatcher`',

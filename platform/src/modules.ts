@@ -345,7 +345,10 @@ const modules = {
           new TokenBucketLimiter(rateLimitOf(config), clock),
           authMetrics(metrics),
           // Each process remembers the DPoP proofs it accepted (docs/auth.md).
-          { publicUrl: publicUrlOf(config), proofs: new DpopProofVerifier(clock) },
+          {
+            publicUrl: publicUrlOf(config),
+            proofs: new DpopProofVerifier(clock, config.DPOP_NONCE_SECRET),
+          },
         ),
         ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
       };
@@ -395,6 +398,7 @@ const modules = {
             refillPerSecond: config.CLIENT_AUTH_FAILURES_PER_MINUTE / 60,
           },
           refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+          ...(config.DPOP_NONCE_SECRET === undefined ? {} : { dpopNonceSecret: config.DPOP_NONCE_SECRET }),
         },
         secrets: given['secrets-keys'],
         metrics: authMetrics(metrics),

@@ -61,7 +61,10 @@ export class BearerGate {
         proof: request.headers.dpop,
       },
     );
-    const headers = admitRequest(this.limiter, clientBucket(auth), this.metrics);
+    const limits = admitRequest(this.limiter, clientBucket(auth), this.metrics);
+    // RFC 9449 §9: the nonce the client's next proof is to carry, when nonces are required.
+    const nonce = auth.jkt === undefined ? undefined : this.dpop?.proofs.nonce();
+    const headers = nonce === undefined ? limits : { ...limits, 'DPoP-Nonce': nonce };
     await admitted?.(auth);
     return { principal: auth, scopes: auth.scopes, headers, organization: auth.orgId, client: auth.clientId };
   }
@@ -130,9 +133,16 @@ export async function verifyBearer(
     });
   }
   if (scheme === 'bearer' && auth.jkt === undefined) return auth;
-  const refuse = (code: 'invalid_token' | 'invalid_dpop_proof', description: string): never => {
+  const refuse = (
+    code: 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce',
+    description: string,
+    nonce?: string,
+  ): never => {
     metrics?.rejected('dpop');
-    throw baseError('Unauthenticated', description, { 'WWW-Authenticate': dpopChallenge(code, description) });
+    throw baseError('Unauthenticated', description, {
+      'WWW-Authenticate': dpopChallenge(code, description),
+      ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }),
+    });
   };
   // RFC 9449 §7.2: a bound token presented as a bearer token is refused, or its binding would be for nothing.
   if (scheme === 'bearer')
@@ -152,7 +162,7 @@ export async function verifyBearer(
     }));
   } catch (error) {
     if (!(error instanceof DpopProofError)) throw error;
-    return refuse('invalid_dpop_proof', error.description);
+    return refuse(error.code, error.description, error.nonce);
   }
   if (jkt !== auth.jkt)
     return refuse(

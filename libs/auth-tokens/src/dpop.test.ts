@@ -131,6 +131,36 @@ describe('DpopProofVerifier', () => {
     );
   });
 
+  it('with nonces required, asks for the current one (use_dpop_nonce) and accepts it for two windows', async () => {
+    const proofs = new DpopProofVerifier(clock, 'a-nonce-secret-of-at-least-32-characters');
+    const missing: unknown = await proofs.verify(await proof(), request).catch((error: unknown) => error);
+    expect(missing).toMatchObject({
+      code: 'use_dpop_nonce',
+      description: 'The DPoP proof must carry the server nonce (DPoP-Nonce)',
+      nonce: proofs.nonce(),
+    });
+    const nonce = proofs.nonce();
+    await expect(proofs.verify(await proof({ nonce }), request)).resolves.toHaveProperty('jkt');
+    now = new Date(now.getTime() + 60_000);
+    expect(proofs.nonce()).not.toBe(nonce);
+    await expect(proofs.verify(await proof({ nonce }), request)).resolves.toHaveProperty('jkt');
+    now = new Date(now.getTime() + 60_000);
+    await expect(proofs.verify(await proof({ nonce }), request)).rejects.toMatchObject({
+      code: 'use_dpop_nonce',
+      description: 'The DPoP proof nonce is not current: use the DPoP-Nonce of this response',
+    });
+    // Another deployment's nonce (another secret), and one a client made up.
+    const elsewhere = new DpopProofVerifier(clock, 'another-nonce-secret-of-32-characters!');
+    await expect(proofs.verify(await proof({ nonce: elsewhere.nonce() }), request)).rejects.toMatchObject({
+      code: 'use_dpop_nonce',
+    });
+    await expect(proofs.verify(await proof({ nonce: 'guess' }), request)).rejects.toMatchObject({
+      code: 'use_dpop_nonce',
+    });
+    // Without a secret, no nonce is asked for or handed out.
+    expect(verifier().nonce()).toBeUndefined();
+  });
+
   it('refuses no proof, and two', async () => {
     await expect(verifier().verify(undefined, request)).rejects.toThrow(
       'Exactly one DPoP proof header is required',

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { calculateJwkThumbprint, EmbeddedJWK, errors, jwtVerify, type JWK } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { epochSeconds, type Clock } from './clock.js';
@@ -22,11 +22,50 @@ export const DPOP_PROOF_WINDOW_SECONDS = 60;
  */
 const REMEMBERED_PROOFS = 100_000;
 
-/** A DPoP proof that is not acceptable; `description` is safe to send back in a challenge. */
+/**
+ * A DPoP proof that is not acceptable; `description` is safe to send back in a challenge. `code` is
+ * `use_dpop_nonce` when it lacks the server's current nonce (RFC 9449 §8, §9), which `nonce` then is:
+ * the client is to send the request again with it.
+ */
 export class DpopProofError extends Error {
   override readonly name = 'DpopProofError';
-  constructor(readonly description: string) {
+  constructor(
+    readonly description: string,
+    readonly code: 'invalid_dpop_proof' | 'use_dpop_nonce' = 'invalid_dpop_proof',
+    readonly nonce?: string,
+  ) {
     super(description);
+  }
+}
+
+/**
+ * Server-provided nonces (RFC 9449 §8-9): the HMAC of the current window of
+ * {@link DPOP_PROOF_WINDOW_SECONDS} under a secret, so a client cannot make proofs for later, and any
+ * process with the same secret accepts another's nonce (a client keeps one nonce per origin, and behind
+ * the ingress every service has the same origin). A nonce is accepted in its window and the next.
+ */
+class DpopNonces {
+  constructor(
+    private readonly secret: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The nonce to hand out now (`DPoP-Nonce`). */
+  current(): string {
+    return this.nonceOf(this.window());
+  }
+
+  isFresh(nonce: unknown): boolean {
+    const window = this.window();
+    return nonce === this.nonceOf(window) || nonce === this.nonceOf(window - 1);
+  }
+
+  private window(): number {
+    return Math.floor(epochSeconds(this.clock()) / DPOP_PROOF_WINDOW_SECONDS);
+  }
+
+  private nonceOf(window: number): string {
+    return createHmac('sha256', this.secret).update(`dpop-nonce ${window}`).digest('base64url');
   }
 }
 
@@ -73,7 +112,23 @@ export class DpopProofVerifier {
   /** Seen proofs, by key thumbprint and `jti`, with the epoch second until which a replay would be accepted. */
   private readonly seen = new LRUCache<string, number>({ max: REMEMBERED_PROOFS });
 
-  constructor(private readonly clock: Clock) {}
+  private readonly nonces: DpopNonces | undefined;
+
+  /**
+   * With `nonceSecret` (`DPOP_NONCE_SECRET`, the same in every process), every proof must carry a
+   * current server nonce (RFC 9449 §8-9).
+   */
+  constructor(
+    private readonly clock: Clock,
+    nonceSecret?: string,
+  ) {
+    this.nonces = nonceSecret === undefined ? undefined : new DpopNonces(nonceSecret, clock);
+  }
+
+  /** The nonce responses to DPoP requests carry (`DPoP-Nonce`), when nonces are required. */
+  nonce(): string | undefined {
+    return this.nonces?.current();
+  }
 
   /** Verifies the proof of `header` (the request's `DPoP` header values) for `request`. */
   async verify(header: string | string[] | undefined, request: DpopRequest): Promise<DpopProof> {
@@ -114,6 +169,15 @@ export class DpopProofVerifier {
       throw new DpopProofError('The DPoP proof has no ath (the access token hash)');
     } else if (ath !== accessTokenHash(request.accessToken)) {
       throw new DpopProofError('The DPoP proof ath is not the hash of this access token');
+    }
+    if (this.nonces !== undefined && !this.nonces.isFresh(payload.nonce)) {
+      throw new DpopProofError(
+        payload.nonce === undefined
+          ? 'The DPoP proof must carry the server nonce (DPoP-Nonce)'
+          : 'The DPoP proof nonce is not current: use the DPoP-Nonce of this response',
+        'use_dpop_nonce',
+        this.nonces.current(),
+      );
     }
     const jkt = await calculateJwkThumbprint(jwk, 'sha256');
     const key = `${jkt} ${jti}`;

@@ -4660,7 +4660,7 @@ export interface components {
              * @description The RFC 6749 §5.2 error code
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "unsupported_response_type" | "invalid_scope" | "unsupported_token_type" | "invalid_dpop_proof" | "slow_down";
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "unsupported_response_type" | "invalid_scope" | "unsupported_token_type" | "invalid_dpop_proof" | "use_dpop_nonce" | "slow_down";
             /** @description What was wrong, in words */
             error_description: string;
         };

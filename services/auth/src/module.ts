@@ -48,6 +48,8 @@ export interface AuthSettings {
   /** Failed client authentications allowed per source address and per client_id (API.md §12). */
   failedAuthentication: TokenBucketConfig;
   refreshTokenTtlSeconds: number;
+  /** When set, DPoP proofs must carry a server nonce made with it (RFC 9449 §8-9). */
+  dpopNonceSecret?: string;
 }
 
 export interface AuthModuleDeps {
@@ -126,7 +128,7 @@ export function createAuthService(deps: AuthModuleDeps): AuthService {
   });
   const limiter = new TokenBucketLimiter(deps.settings.rateLimit, deps.clock);
   // One memory of DPoP proofs seen, for the token endpoint and /v2/authenticate alike.
-  const dpop = new DpopProofVerifier(deps.clock);
+  const dpop = new DpopProofVerifier(deps.clock, deps.settings.dpopNonceSecret);
   const janitor = new Janitor({
     pool: deps.pool,
     clock: deps.clock,

@@ -20,6 +20,7 @@ export const oauthErrorSchema = z
         'invalid_scope',
         'unsupported_token_type',
         'invalid_dpop_proof',
+        'use_dpop_nonce',
         'slow_down',
       ])
       .describe('The RFC 6749 §5.2 error code'),

@@ -285,3 +285,84 @@ describe('DPoP at the token endpoint', () => {
     });
   });
 });
+
+describe('DPoP with server nonces (RFC 9449 §8-9)', () => {
+  let server: AuthTestServer;
+  let config: oidc.Configuration;
+  let keys: oidc.CryptoKeyPair;
+  let registered: RegisteredClient;
+
+  beforeAll(async () => {
+    server = await startAuthTestServer({ dpopNonceSecret: 'the-deployment-nonce-secret-0123456789' });
+    registered = await server.registerClient({ dpopBoundAccessTokens: true });
+    config = await oidc.discovery(
+      new URL(server.issuer),
+      registered.client_id,
+      registered.client_secret,
+      undefined,
+      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
+    );
+    keys = await oidc.randomDPoPKeyPair('ES256');
+  });
+  afterAll(() => server.close());
+
+  /** A proof without a nonce, for `htm` and `htu`, with `ath` when a token comes with it. */
+  async function proofWithoutNonce(htm: string, htu: string, token?: string) {
+    return new SignJWT({
+      jti: randomUUID(),
+      htm,
+      htu,
+      iat: Math.floor(server.clock().getTime() / 1000),
+      ...(token === undefined ? {} : { ath: createHash('sha256').update(token).digest('base64url') }),
+    })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keys.publicKey) })
+      .sign(keys.privateKey);
+  }
+
+  it('asks for a nonce at the token endpoint and at the services, and openid-client follows', async () => {
+    const tokenRequest = await server.postForm(
+      '/oauth/token',
+      {
+        grant_type: 'client_credentials',
+        client_id: registered.client_id,
+        client_secret: registered.client_secret,
+      },
+      { DPoP: await proofWithoutNonce('POST', `${server.issuer}/oauth/token`) },
+    );
+    expect(tokenRequest.status).toBe(400);
+    expect(await tokenRequest.json()).toEqual({
+      error: 'use_dpop_nonce',
+      error_description: 'The DPoP proof must carry the server nonce (DPoP-Nonce)',
+    });
+    expect(tokenRequest.headers.get('dpop-nonce')).toMatch(/^[\w-]{43}$/);
+
+    // openid-client sends the request again with the nonce it was given, and keeps it for the next.
+    const dpop = oidc.getDPoPHandle(config, keys);
+    const tokens = await oidc.clientCredentialsGrant(config, undefined, { DPoP: dpop });
+    expect(tokens.token_type).toBe('dpop');
+    const authenticate = `${server.issuer}/v2/authenticate`;
+    const resource = await oidc.fetchProtectedResource(
+      config,
+      tokens.access_token,
+      new URL(authenticate),
+      'GET',
+      undefined,
+      undefined,
+      { DPoP: dpop },
+    );
+    expect(resource.status).toBe(200);
+    expect(resource.headers.get('dpop-nonce')).toBe(tokenRequest.headers.get('dpop-nonce'));
+
+    const withoutNonce = await fetch(authenticate, {
+      headers: {
+        authorization: `DPoP ${tokens.access_token}`,
+        dpop: await proofWithoutNonce('GET', authenticate, tokens.access_token),
+      },
+    });
+    expect(withoutNonce.status).toBe(401);
+    expect(withoutNonce.headers.get('www-authenticate')).toBe(
+      'DPoP error="use_dpop_nonce", error_description="The DPoP proof must carry the server nonce (DPoP-Nonce)", algs="ES256 RS256 PS256 EdDSA"',
+    );
+    expect(withoutNonce.headers.get('dpop-nonce')).toBe(tokenRequest.headers.get('dpop-nonce'));
+  });
+});

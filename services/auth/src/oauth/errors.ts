@@ -2,7 +2,8 @@ import { isDomainError } from '@ofp/contracts';
 import { jsonReply, type Reply } from '@ofp/runtime';
 
 /**
- * The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1, `invalid_dpop_proof` (RFC 9449 §5),
+ * The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1, `invalid_dpop_proof` and
+ * `use_dpop_nonce` (RFC 9449 §5, §8),
  * and `slow_down` (RFC 8628 §3.5, in the OAuth Extensions Error Registry for token endpoint responses)
  * for a 429: the client is to wait as `Retry-After` says.
  */
@@ -16,6 +17,7 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'unsupported_token_type'
   | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
   | 'slow_down';
 
 /** An OAuth error response: `{error, error_description}` with the status RFC 6749 §5.2 prescribes. */

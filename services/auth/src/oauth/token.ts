@@ -68,8 +68,14 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
     }
     if (outcome instanceof OAuthError) throw outcome;
     deps.metrics?.issued(grantType);
+    // RFC 9449 §8.2: the nonce for the client's next proof, when nonces are required.
+    const nonce = proof === undefined ? undefined : deps.dpop.nonce();
     // RFC 6749 §5.1: responses with tokens must not be cached.
-    return jsonReply(200, outcome, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+    return jsonReply(200, outcome, {
+      'Cache-Control': 'no-store',
+      Pragma: 'no-cache',
+      ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }),
+    });
   };
 }
 
@@ -84,17 +90,23 @@ async function dpopProof(
   client: Client,
   header: string | string[] | undefined,
 ): Promise<DpopProof | undefined> {
+  // RFC 9449 §8: with nonces required, the nonce the next proof is to carry.
+  const nonce = verifier.nonce();
+  const nonceHeader = nonce === undefined ? {} : { 'DPoP-Nonce': nonce };
   if (header === undefined) {
     if (!client.dpopBoundAccessTokens) return undefined;
     throw new OAuthError(
       'invalid_dpop_proof',
       'This client must send a DPoP proof (RFC 9449) with its token requests',
+      400,
+      nonceHeader,
     );
   }
   try {
     return await verifier.verify(header, { method: 'POST', url });
   } catch (error) {
-    if (error instanceof DpopProofError) throw new OAuthError('invalid_dpop_proof', error.description);
+    if (error instanceof DpopProofError)
+      throw new OAuthError(error.code, error.description, 400, nonceHeader);
     throw error;
   }
 }

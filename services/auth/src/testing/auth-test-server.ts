@@ -78,6 +78,8 @@ export async function startAuthTestServer(
     routes?: (server: AuthTestServer) => Route[];
     /** The key-encryption keys (default: fresh ones). */
     secrets?: SecretsKeyring;
+    /** DPoP proofs must carry a server nonce made with this secret (RFC 9449 §8-9). */
+    dpopNonceSecret?: string;
   } = {},
 ): Promise<AuthTestServer> {
   const logger = testLogger('auth-test');
@@ -107,6 +109,7 @@ export async function startAuthTestServer(
       rateLimit: options.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 },
       failedAuthentication: options.failedAuthentication ?? { capacity: 1_000, refillPerSecond: 1_000 },
       refreshTokenTtlSeconds: 30 * 24 * 3600,
+      ...(options.dpopNonceSecret === undefined ? {} : { dpopNonceSecret: options.dpopNonceSecret }),
     },
     secrets,
   });
