@@ -97,6 +97,42 @@ describe('PostgresSession', () => {
     expect(mine.held()).toBe(true);
   });
 
+  it('sends its statements one at a time, before and after a reconnection (pg deprecates its own queue)', async () => {
+    // The most statements in flight at once on any one connection, as pg's Client sees them.
+    const inFlight = new Map<pg.Client, number>();
+    let most = 0;
+    const query = pg.Client.prototype.query;
+    const counted = function (this: pg.Client, ...args: unknown[]) {
+      const now = (inFlight.get(this) ?? 0) + 1;
+      inFlight.set(this, now);
+      most = Math.max(most, now);
+      const result = (query as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      const done = () => void inFlight.set(this, (inFlight.get(this) ?? 1) - 1);
+      result.then(done, done);
+      return result;
+    };
+    pg.Client.prototype.query = counted as typeof query;
+    try {
+      const { session: shared, applicationName } = session();
+      const many = () =>
+        Promise.all([
+          ...Array.from({ length: 8 }, (_, i) =>
+            shared.listen(`session_test_${randomInt(1, 2 ** 31 - 1)}_${i}`, { notify() {} }),
+          ),
+          ...Array.from({ length: 8 }, () =>
+            shared.lock(['test-space', randomInt(1, 2 ** 31 - 1)]).acquire(),
+          ),
+        ]);
+      await many();
+      await terminate(applicationName);
+      await until('connected again', () => shared.connected());
+      await many();
+      expect(most).toBe(1);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+  });
+
   it('gives a lock to one holder at a time within the process (session locks are reentrant on the server)', async () => {
     const { session: shared } = session();
     const key = ['test-space', randomInt(1, 2 ** 31 - 1)] as const;

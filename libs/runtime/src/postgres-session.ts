@@ -77,6 +77,11 @@ const reconnectDelay = (failures: number): number => Math.min(1_000, 100 * 2 ** 
 export class PostgresSession implements Module {
   readonly name = 'postgres-session';
   private client: pg.Client | undefined;
+  /**
+   * The last statement sent on the current connection: the next one starts when it ends, since pg runs
+   * one at a time and its own queue of waiting statements is deprecated (removed in pg@9).
+   */
+  private tail: Promise<unknown> = Promise.resolve();
   /** The channels LISTENed to on the current connection. */
   private listening = new Set<string>();
   /** Connections made so far: a lock taken on an earlier one is gone. */
@@ -154,16 +159,24 @@ export class PostgresSession implements Module {
     return { generation: this.generation, connected: this.client !== undefined, holders: this.holders };
   }
 
-  /** @internal A statement on the session's connection; a hung one drops the connection. */
-  async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+  /**
+   * @internal A statement on the session's connection, after those sent before it; a hung one drops
+   * the connection. One meant for a connection lost while it waited fails as the connection did.
+   */
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
     const client = this.client;
-    if (!client) throw new Error('the Postgres session is not connected');
-    const timer = setTimeout(() => dropConnection(client), ANSWER_MS);
-    try {
-      return (await client.query<R>(text, values)).rows;
-    } finally {
-      clearTimeout(timer);
-    }
+    if (!client) return Promise.reject(new Error('the Postgres session is not connected'));
+    const run = this.tail.then(async () => {
+      if (this.client !== client) throw new Error('the Postgres session was lost');
+      const timer = setTimeout(() => dropConnection(client), ANSWER_MS);
+      try {
+        return (await client.query<R>(text, values)).rows;
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+    this.tail = run.catch(() => {});
+    return run;
   }
 
   /**
@@ -242,6 +255,7 @@ export class PostgresSession implements Module {
       throw error;
     }
     this.client = client;
+    this.tail = Promise.resolve();
     this.generation++;
     this.metrics?.connected.set(1);
     if (this.generation === 1) return;
