@@ -1,6 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Parser } from '@asyncapi/parser';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import ajvFormats from 'ajv-formats';
 import { DESCRIPTION_FILES, repositoryDescriptions } from './descriptions.js';
 import { GENERATED_SECTIONS, withGeneratedSections } from './generated-docs.js';
 
@@ -99,4 +102,101 @@ describe('the reference describes every property (issue 26: a new model brings i
       expect(undescribed).toEqual([]);
     },
   );
+});
+
+/** A JSON pointer's escaped segment. */
+const segment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * Every example of a document with the schema it must satisfy, by JSON pointer: a schema's
+ * `examples` (JSON Schema), a media type's or parameter's `example` and `examples` (OpenAPI Example
+ * Objects), and an AsyncAPI message's `examples` (its payload and headers).
+ */
+function examplesOf(node: unknown, pointer = '#'): { where: string; schema: string; value: unknown }[] {
+  if (node === null || typeof node !== 'object') return [];
+  const found: { where: string; schema: string; value: unknown }[] = [];
+  const object = node as Record<string, unknown>;
+  const { examples } = object;
+  if ('payload' in object && Array.isArray(examples)) {
+    (examples as { payload?: unknown; headers?: unknown }[]).forEach((example, index) => {
+      const where = `${pointer}/examples/${index}`;
+      found.push({ where: `${where}/payload`, schema: `${pointer}/payload`, value: example.payload });
+      if (example.headers !== undefined)
+        found.push({ where: `${where}/headers`, schema: `${pointer}/headers`, value: example.headers });
+    });
+  } else if (Array.isArray(examples)) {
+    examples.forEach((value, index) =>
+      found.push({ where: `${pointer}/examples/${index}`, schema: pointer, value }),
+    );
+  } else if (examples !== null && typeof examples === 'object' && 'schema' in object) {
+    for (const [name, example] of Object.entries(examples as Record<string, { value: unknown }>))
+      found.push({
+        where: `${pointer}/examples/${segment(name)}`,
+        schema: `${pointer}/schema`,
+        value: example.value,
+      });
+  }
+  if ('example' in object && 'schema' in object)
+    found.push({ where: `${pointer}/example`, schema: `${pointer}/schema`, value: object.example });
+  for (const [key, value] of Object.entries(object)) {
+    if (key === 'examples' || key === 'example') continue;
+    found.push(...examplesOf(value, `${pointer}/${segment(key)}`));
+  }
+  return found;
+}
+
+describe('the examples of the reference (issue 26): each one valid against its schema, none a placeholder', () => {
+  const documents = repositoryDescriptions();
+  // OpenAPI 3.1 schemas are JSON Schema 2020-12; AsyncAPI 3's default schema format is draft-07. The
+  // document is added whole so that `#/components/...` references resolve; OpenAPI's and AsyncAPI's
+  // own keywords around the schemas are not JSON Schema, hence not strict.
+  const validators = {
+    openapi: new Ajv2020({ strict: false, allErrors: true, validateSchema: false }),
+    asyncapi: new Ajv({ strict: false, allErrors: true, validateSchema: false }),
+  };
+
+  it.each(Object.keys(DESCRIPTION_FILES) as (keyof typeof DESCRIPTION_FILES)[])(
+    'every example of %s validates',
+    (name) => {
+      const ajv = validators[name];
+      (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
+      ajv.addSchema(documents[name], name);
+      const examples = examplesOf(documents[name]);
+      expect(examples.length).toBeGreaterThan(name === 'openapi' ? 100 : 10);
+      const compiled = new Map<string, ValidateFunction>();
+      const problems = examples.flatMap(({ where, schema, value }) => {
+        const validate = compiled.get(schema) ?? ajv.compile({ $ref: `${name}${schema}` });
+        compiled.set(schema, validate);
+        return validate(value)
+          ? []
+          : (validate.errors ?? []).map(
+              (error) => `${where}${error.instancePath}: ${error.message ?? 'invalid'}`,
+            );
+      });
+      expect(problems).toEqual([]);
+      // What Redoc shows when a schema has no example: the bounds of a 53-bit integer.
+      const placeholders = examples
+        .filter(({ value }) => /\b9007199254740991\b/.test(JSON.stringify(value)))
+        .map(({ where }) => where);
+      expect(placeholders).toEqual([]);
+    },
+  );
+
+  it('every model has an example: its record, create and update bodies, envelopes and events', () => {
+    const schemas = (
+      documents.openapi as { components: { schemas: Record<string, { examples?: unknown[] }> } }
+    ).components.schemas;
+    const models = Object.entries(schemas).filter(([name]) =>
+      /(Create|Update|Envelope|Page|Event)$/.test(name),
+    );
+    expect(models.length).toBeGreaterThan(80);
+    expect(models.filter(([, schema]) => schema.examples === undefined).map(([name]) => name)).toEqual([]);
+    const messages = Object.entries(
+      (documents.asyncapi as { components: { messages: Record<string, { examples?: unknown[] }> } })
+        .components.messages,
+    );
+    expect(messages.filter(([, message]) => message.examples === undefined).map(([name]) => name)).toEqual(
+      [],
+    );
+  });
 });

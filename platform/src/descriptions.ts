@@ -5,8 +5,8 @@ import { apiServiceRouteSpecs } from '@ofp/api';
 import { authServiceRouteSpecs } from '@ofp/auth';
 import type { SCOPES } from '@ofp/auth-tokens';
 import { CLOUDEVENTS_HEADERS } from '@ofp/bus';
-import { errorEnvelopeSchema } from '@ofp/contracts';
-import { MODELS, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
+import { errorEnvelopeSchema, recordStreamId } from '@ofp/contracts';
+import { MODELS, eventExample, recordSchema, schemaName, type ModelDefinition } from '@ofp/models';
 import {
   ComponentSchemas,
   PUBLIC,
@@ -142,6 +142,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     eventTypes: readonly string[],
     dataschema: string,
     payload: z.ZodType,
+    example?: { readonly headers: Json; readonly payload: Json },
   ) => {
     const reference = schemas.add(payload, 'output', name);
     messages[name] = {
@@ -151,6 +152,21 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
       contentType: 'application/json',
       headers: headers(eventTypes, dataschema),
       payload: reference,
+      ...(example === undefined
+        ? {}
+        : {
+            examples: [
+              {
+                name: String(example.headers.ce_type),
+                headers: {
+                  ...example.headers,
+                  ce_dataschema: dataschema,
+                  'content-type': 'application/json',
+                },
+                payload: example.payload,
+              },
+            ],
+          }),
       bindings: {
         kafka: {
           key: {
@@ -172,6 +188,8 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
   };
   for (const model of Object.values(MODELS)) {
     const record = recordSchema(model);
+    const type = types(model).find((eventType) => eventType.endsWith('.updated')) ?? types(model)[0];
+    const event = type === undefined ? undefined : eventExample(model, type);
     add(
       model.name,
       `${schemaName(model.singular)}Change`,
@@ -183,6 +201,24 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
         deleted: z.boolean().describe('True when the change deleted the record'),
         heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
       }),
+      event && {
+        headers: {
+          ce_specversion: '1.0',
+          ce_id: event.id,
+          ce_source: `/ofp/${model.name}`,
+          ce_type: event.type,
+          ce_time: event.timestamp,
+          ce_subject: recordStreamId(model.name, event.data.id as number),
+          ce_sequence: String(event.sequence),
+          ce_streamtype: model.name,
+          ce_orgid: '17',
+        },
+        payload: {
+          record: event.data,
+          previous: event.previous_attributes,
+          deleted: type === `${model.singular}.deleted`,
+        },
+      },
     );
   }
   add(
@@ -206,6 +242,23 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
         .describe('Every token of this client is revoked (it was disabled); absent in older announcements'),
       expires_at: z.iso.datetime().describe('When the last token concerned expires'),
     }),
+    {
+      headers: {
+        ce_specversion: '1.0',
+        ce_id: '8d0b6c4e-2f7a-4b19-a3d5-71e9c0f4b2a6',
+        ce_source: '/ofp/revocations',
+        ce_type: 'grant.revoked',
+        ce_time: '2026-11-21T07:31:12.000Z',
+        ce_subject: 'grants-4b7e1c2a',
+        ce_streamtype: 'revocations',
+      },
+      payload: {
+        grant_id: '4b7e1c2a-9d3f-4e6b-8a15-2c7d9e0f1a3b',
+        token_id: null,
+        client_id: null,
+        expires_at: '2026-11-21T10:31:12.000Z',
+      },
+    },
   );
   return {
     asyncapi: '3.1.0',

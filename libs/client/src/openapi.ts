@@ -1949,13 +1949,35 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "message": "Successfully authenticated as Acme Retail",
+         *         "organization": {
+         *           "id": 17,
+         *           "name": "Acme Retail"
+         *         }
+         *       },
+         *       "errors": null
+         *     }
+         */
         AuthenticatedEnvelope: {
             /**
              * @description 1: one record
              * @constant
              */
             count: 1;
-            /** @description The result */
+            /**
+             * @description The result
+             * @example {
+             *       "message": "Successfully authenticated as Acme Retail",
+             *       "organization": {
+             *         "id": 17,
+             *         "name": "Acme Retail"
+             *       }
+             *     }
+             */
             results: {
                 /** @description A greeting that confirms the token works */
                 message: string;
@@ -1976,7 +1998,21 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description errors by column path (`lines[2].quantity`, `q.filters[1].operator`) or `base`, each a list of messages */
+        /**
+         * @description errors by column path (`lines[2].quantity`, `q.filters[1].operator`) or `base`, each a list of messages
+         * @example {
+         *       "count": 0,
+         *       "results": null,
+         *       "errors": {
+         *         "lines[1].quantity": [
+         *           "must be at least 1"
+         *         ],
+         *         "currency": [
+         *           "must be an ISO 4217 currency code such as USD"
+         *         ]
+         *       }
+         *     }
+         */
         ErrorEnvelope: {
             /**
              * @description 0 on errors
@@ -1990,7 +2026,32 @@ export interface components {
                 [key: string]: string[];
             };
         };
-        /** @description A page of the events feed: the organization's events of the last 30 days, in order */
+        /**
+         * @description A page of the events feed: the organization's events of the last 30 days, in order
+         * @example {
+         *       "count": 1,
+         *       "results": [
+         *         {
+         *           "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *           "type": "phone_number_type.created",
+         *           "timestamp": "2026-11-20T09:15:00.000Z",
+         *           "sequence": 1,
+         *           "data": {
+         *             "id": 5,
+         *             "name": "Depot",
+         *             "external_id": null,
+         *             "created_at": "2026-11-20T09:15:00.000Z",
+         *             "updated_at": "2026-11-20T09:15:00.000Z",
+         *             "version": 1
+         *           },
+         *           "previous_attributes": {}
+         *         }
+         *       ],
+         *       "errors": null,
+         *       "has_more": false,
+         *       "next_cursor": "NzQ1NjMuMTAyMzQ"
+         *     }
+         */
         EventsPage: {
             /** @description Events in this page */
             count: number;
@@ -2003,7 +2064,46 @@ export interface components {
             /** @description Where the next page starts: pass it as starting_after, now or later (keep it to resume) */
             next_cursor: string;
         };
-        /** @description A fulfillment order (API.md §6) */
+        /**
+         * @description A fulfillment order (API.md §6)
+         * @example {
+         *       "id": 7001,
+         *       "order_id": 5120,
+         *       "warehouse": "SFO-1",
+         *       "status": "in_progress",
+         *       "requested_ship_date": "2026-11-24",
+         *       "anticipated_ship_date": "2026-11-23",
+         *       "shipping_method": "UPS Ground",
+         *       "ship_to": {
+         *         "name": "Ada Lovelace",
+         *         "company": "Analytical Engines Ltd",
+         *         "address1": "500 Howard St",
+         *         "address2": "Suite 300",
+         *         "city": "San Francisco",
+         *         "state": "CA",
+         *         "postal_code": "94105",
+         *         "country": "US",
+         *         "phone": "4155550123",
+         *         "email": "ada@example.com"
+         *       },
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2,
+         *           "quantity_shipped": 0
+         *         },
+         *         {
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1,
+         *           "quantity_shipped": 0
+         *         }
+         *       ],
+         *       "external_id": "WMS-FO-7001",
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2
+         *     }
+         */
         FulfillmentOrder: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -2066,7 +2166,55 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A fulfillment order moved to cancelled (sent instead of fulfillment_order.updated) */
+        /**
+         * @description A fulfillment order moved to cancelled (sent instead of fulfillment_order.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "fulfillment_order.cancelled",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "cancelled",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "in_progress"
+         *       }
+         *     }
+         */
         FulfillmentOrderCancelledEvent: {
             /**
              * Format: uuid
@@ -2150,7 +2298,40 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A new fulfillment order: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new fulfillment order: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "order_id": 5120,
+         *       "warehouse": "SFO-1",
+         *       "status": "in_progress",
+         *       "requested_ship_date": "2026-11-24",
+         *       "anticipated_ship_date": "2026-11-23",
+         *       "shipping_method": "UPS Ground",
+         *       "ship_to": {
+         *         "name": "Ada Lovelace",
+         *         "company": "Analytical Engines Ltd",
+         *         "address1": "500 Howard St",
+         *         "address2": "Suite 300",
+         *         "city": "San Francisco",
+         *         "state": "CA",
+         *         "postal_code": "94105",
+         *         "country": "US",
+         *         "phone": "4155550123",
+         *         "email": "ada@example.com"
+         *       },
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2
+         *         },
+         *         {
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1
+         *         }
+         *       ],
+         *       "external_id": "WMS-FO-7001"
+         *     }
+         */
         FulfillmentOrderCreate: {
             /** @description The order it fulfills (an orders id) */
             order_id?: number | null;
@@ -2200,7 +2381,53 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A fulfillment order was created */
+        /**
+         * @description A fulfillment order was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "fulfillment_order.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "open",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         FulfillmentOrderCreatedEvent: {
             /**
              * Format: uuid
@@ -2284,7 +2511,53 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A fulfillment order was deleted */
+        /**
+         * @description A fulfillment order was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "fulfillment_order.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "in_progress",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         FulfillmentOrderDeletedEvent: {
             /**
              * Format: uuid
@@ -2368,6 +2641,49 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "in_progress",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         FulfillmentOrderEnvelope: {
             /**
              * @description 1: one record
@@ -2379,7 +2695,67 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description A fulfillment order shipped in full (sent instead of fulfillment_order.updated) */
+        /**
+         * @description A fulfillment order shipped in full (sent instead of fulfillment_order.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "fulfillment_order.shipped",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "shipped",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 2
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 1
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "in_progress",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         FulfillmentOrderShippedEvent: {
             /**
              * Format: uuid
@@ -2463,6 +2839,53 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 7001,
+         *           "order_id": 5120,
+         *           "warehouse": "SFO-1",
+         *           "status": "in_progress",
+         *           "requested_ship_date": "2026-11-24",
+         *           "anticipated_ship_date": "2026-11-23",
+         *           "shipping_method": "UPS Ground",
+         *           "ship_to": {
+         *             "name": "Ada Lovelace",
+         *             "company": "Analytical Engines Ltd",
+         *             "address1": "500 Howard St",
+         *             "address2": "Suite 300",
+         *             "city": "San Francisco",
+         *             "state": "CA",
+         *             "postal_code": "94105",
+         *             "country": "US",
+         *             "phone": "4155550123",
+         *             "email": "ada@example.com"
+         *           },
+         *           "lines": [
+         *             {
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 2,
+         *               "quantity_shipped": 0
+         *             },
+         *             {
+         *               "sku": "MUG-WHT",
+         *               "quantity": 1,
+         *               "quantity_shipped": 0
+         *             }
+         *           ],
+         *           "external_id": "WMS-FO-7001",
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         FulfillmentOrdersPage: {
             /** @description Results in this page */
             count: number;
@@ -2705,7 +3128,12 @@ export interface components {
                 value: number[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "status": "in_progress"
+         *     }
+         */
         FulfillmentOrderUpdate: {
             /** @description The order it fulfills (an orders id) */
             order_id?: number | null;
@@ -2752,7 +3180,55 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A fulfillment order was changed */
+        /**
+         * @description A fulfillment order was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "fulfillment_order.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 7001,
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "in_progress",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "quantity_shipped": 0
+         *           },
+         *           {
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "quantity_shipped": 0
+         *           }
+         *         ],
+         *         "external_id": "WMS-FO-7001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "status": "open"
+         *       }
+         *     }
+         */
         FulfillmentOrderUpdatedEvent: {
             /**
              * Format: uuid
@@ -2868,7 +3344,23 @@ export interface components {
                 jkt: string;
             };
         };
-        /** @description A inventory (API.md §6) */
+        /**
+         * @description A inventory (API.md §6)
+         * @example {
+         *       "id": 8001,
+         *       "item_id": 3001,
+         *       "sku": "TSHIRT-BLK-M",
+         *       "warehouse": "SFO-1",
+         *       "on_hand": 118,
+         *       "committed": 2,
+         *       "available": 116,
+         *       "inbound": 80,
+         *       "external_id": null,
+         *       "created_at": "2026-11-02T08:00:00.000Z",
+         *       "updated_at": "2026-11-23T16:05:00.000Z",
+         *       "version": 14
+         *     }
+         */
         Inventory: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -2901,7 +3393,20 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A inventory adjustment (API.md §6) */
+        /**
+         * @description A inventory adjustment (API.md §6)
+         * @example {
+         *       "id": 2201,
+         *       "sku": "TSHIRT-BLK-M",
+         *       "warehouse": "SFO-1",
+         *       "quantity_delta": -2,
+         *       "reason": "Damaged, found in cycle count",
+         *       "external_id": "CC-2026-11-22-07",
+         *       "created_at": "2026-11-22T18:30:00.000Z",
+         *       "updated_at": "2026-11-22T18:30:00.000Z",
+         *       "version": 1
+         *     }
+         */
         InventoryAdjustment: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -2928,7 +3433,16 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new inventory adjustment: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new inventory adjustment: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "sku": "TSHIRT-BLK-M",
+         *       "warehouse": "SFO-1",
+         *       "quantity_delta": -2,
+         *       "reason": "Damaged, found in cycle count",
+         *       "external_id": "CC-2026-11-22-07"
+         *     }
+         */
         InventoryAdjustmentCreate: {
             /** @description The sku adjusted */
             sku: string;
@@ -2941,7 +3455,27 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A inventory adjustment was created */
+        /**
+         * @description A inventory adjustment was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "inventory_adjustment.created",
+         *       "timestamp": "2026-11-22T18:30:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 2201,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "warehouse": "SFO-1",
+         *         "quantity_delta": -2,
+         *         "reason": "Damaged, found in cycle count",
+         *         "external_id": "CC-2026-11-22-07",
+         *         "created_at": "2026-11-22T18:30:00.000Z",
+         *         "updated_at": "2026-11-22T18:30:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         InventoryAdjustmentCreatedEvent: {
             /**
              * Format: uuid
@@ -2989,6 +3523,23 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 2201,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "warehouse": "SFO-1",
+         *         "quantity_delta": -2,
+         *         "reason": "Damaged, found in cycle count",
+         *         "external_id": "CC-2026-11-22-07",
+         *         "created_at": "2026-11-22T18:30:00.000Z",
+         *         "updated_at": "2026-11-22T18:30:00.000Z",
+         *         "version": 1
+         *       },
+         *       "errors": null
+         *     }
+         */
         InventoryAdjustmentEnvelope: {
             /**
              * @description 1: one record
@@ -3000,6 +3551,27 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 2201,
+         *           "sku": "TSHIRT-BLK-M",
+         *           "warehouse": "SFO-1",
+         *           "quantity_delta": -2,
+         *           "reason": "Damaged, found in cycle count",
+         *           "external_id": "CC-2026-11-22-07",
+         *           "created_at": "2026-11-22T18:30:00.000Z",
+         *           "updated_at": "2026-11-22T18:30:00.000Z",
+         *           "version": 1
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         InventoryAdjustmentsPage: {
             /** @description Results in this page */
             count: number;
@@ -3161,7 +3733,30 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description Stock of a sku in a warehouse was first recorded */
+        /**
+         * @description Stock of a sku in a warehouse was first recorded
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "inventory.created",
+         *       "timestamp": "2026-11-02T08:00:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 8001,
+         *         "item_id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "warehouse": "SFO-1",
+         *         "on_hand": 120,
+         *         "committed": 4,
+         *         "available": 116,
+         *         "inbound": 80,
+         *         "external_id": null,
+         *         "created_at": "2026-11-02T08:00:00.000Z",
+         *         "updated_at": "2026-11-02T08:00:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         InventoryCreatedEvent: {
             /**
              * Format: uuid
@@ -3215,6 +3810,26 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 8001,
+         *         "item_id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "warehouse": "SFO-1",
+         *         "on_hand": 118,
+         *         "committed": 2,
+         *         "available": 116,
+         *         "inbound": 80,
+         *         "external_id": null,
+         *         "created_at": "2026-11-02T08:00:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 14
+         *       },
+         *       "errors": null
+         *     }
+         */
         InventoryEnvelope: {
             /**
              * @description 1: one record
@@ -3226,6 +3841,30 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 8001,
+         *           "item_id": 3001,
+         *           "sku": "TSHIRT-BLK-M",
+         *           "warehouse": "SFO-1",
+         *           "on_hand": 118,
+         *           "committed": 2,
+         *           "available": 116,
+         *           "inbound": 80,
+         *           "external_id": null,
+         *           "created_at": "2026-11-02T08:00:00.000Z",
+         *           "updated_at": "2026-11-23T16:05:00.000Z",
+         *           "version": 14
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         InventoryPage: {
             /** @description Results in this page */
             count: number;
@@ -3465,7 +4104,33 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description Stock of a sku in a warehouse changed (on hand, committed, available or inbound) */
+        /**
+         * @description Stock of a sku in a warehouse changed (on hand, committed, available or inbound)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "inventory.updated",
+         *       "timestamp": "2026-11-23T16:05:00.000Z",
+         *       "sequence": 14,
+         *       "data": {
+         *         "id": 8001,
+         *         "item_id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "warehouse": "SFO-1",
+         *         "on_hand": 118,
+         *         "committed": 2,
+         *         "available": 116,
+         *         "inbound": 80,
+         *         "external_id": null,
+         *         "created_at": "2026-11-02T08:00:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 14
+         *       },
+         *       "previous_attributes": {
+         *         "on_hand": 120,
+         *         "committed": 4
+         *       }
+         *     }
+         */
         InventoryUpdatedEvent: {
             /**
              * Format: uuid
@@ -3519,7 +4184,42 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A invoice (API.md §6) */
+        /**
+         * @description A invoice (API.md §6)
+         * @example {
+         *       "id": 6001,
+         *       "invoice_number": "INV-2026-0815",
+         *       "order_id": 5120,
+         *       "purchase_order_id": null,
+         *       "status": "partially_paid",
+         *       "currency": "USD",
+         *       "issue_date": "2026-11-23",
+         *       "due_date": "2026-12-23",
+         *       "total": "61.50",
+         *       "amount_paid": "30.00",
+         *       "amount_due": "31.50",
+         *       "lines": [
+         *         {
+         *           "description": "Organic T-shirt, black, M",
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2,
+         *           "unit_price": "24.00",
+         *           "amount": "48.00"
+         *         },
+         *         {
+         *           "description": "Mug, white",
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1,
+         *           "unit_price": "13.50",
+         *           "amount": "13.50"
+         *         }
+         *       ],
+         *       "external_id": "ERP-INV-0815",
+         *       "created_at": "2026-11-23T17:00:00.000Z",
+         *       "updated_at": "2026-11-24T09:45:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Invoice: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -3571,7 +4271,34 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new invoice: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new invoice: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "invoice_number": "INV-2026-0815",
+         *       "order_id": 5120,
+         *       "purchase_order_id": null,
+         *       "status": "partially_paid",
+         *       "currency": "USD",
+         *       "issue_date": "2026-11-23",
+         *       "due_date": "2026-12-23",
+         *       "amount_paid": "30.00",
+         *       "lines": [
+         *         {
+         *           "description": "Organic T-shirt, black, M",
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2,
+         *           "unit_price": "24.00"
+         *         },
+         *         {
+         *           "description": "Mug, white",
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1,
+         *           "unit_price": "13.50"
+         *         }
+         *       ],
+         *       "external_id": "ERP-INV-0815"
+         *     }
+         */
         InvoiceCreate: {
             /** @description The invoice number, unique per organization */
             invoice_number: string;
@@ -3603,7 +4330,49 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A invoice was created */
+        /**
+         * @description A invoice was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "invoice.created",
+         *       "timestamp": "2026-11-23T17:00:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 6001,
+         *         "invoice_number": "INV-2026-0815",
+         *         "order_id": 5120,
+         *         "purchase_order_id": null,
+         *         "status": "open",
+         *         "currency": "USD",
+         *         "issue_date": "2026-11-23",
+         *         "due_date": "2026-12-23",
+         *         "total": "61.50",
+         *         "amount_paid": "0.00",
+         *         "amount_due": "61.50",
+         *         "lines": [
+         *           {
+         *             "description": "Organic T-shirt, black, M",
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00",
+         *             "amount": "48.00"
+         *           },
+         *           {
+         *             "description": "Mug, white",
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50",
+         *             "amount": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "ERP-INV-0815",
+         *         "created_at": "2026-11-23T17:00:00.000Z",
+         *         "updated_at": "2026-11-23T17:00:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         InvoiceCreatedEvent: {
             /**
              * Format: uuid
@@ -3676,6 +4445,45 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 6001,
+         *         "invoice_number": "INV-2026-0815",
+         *         "order_id": 5120,
+         *         "purchase_order_id": null,
+         *         "status": "partially_paid",
+         *         "currency": "USD",
+         *         "issue_date": "2026-11-23",
+         *         "due_date": "2026-12-23",
+         *         "total": "61.50",
+         *         "amount_paid": "30.00",
+         *         "amount_due": "31.50",
+         *         "lines": [
+         *           {
+         *             "description": "Organic T-shirt, black, M",
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00",
+         *             "amount": "48.00"
+         *           },
+         *           {
+         *             "description": "Mug, white",
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50",
+         *             "amount": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "ERP-INV-0815",
+         *         "created_at": "2026-11-23T17:00:00.000Z",
+         *         "updated_at": "2026-11-24T09:45:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         InvoiceEnvelope: {
             /**
              * @description 1: one record
@@ -3687,7 +4495,53 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description An invoice was paid in full (sent instead of invoice.updated) */
+        /**
+         * @description An invoice was paid in full (sent instead of invoice.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "invoice.paid",
+         *       "timestamp": "2026-11-24T09:45:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 6001,
+         *         "invoice_number": "INV-2026-0815",
+         *         "order_id": 5120,
+         *         "purchase_order_id": null,
+         *         "status": "paid",
+         *         "currency": "USD",
+         *         "issue_date": "2026-11-23",
+         *         "due_date": "2026-12-23",
+         *         "total": "61.50",
+         *         "amount_paid": "61.50",
+         *         "amount_due": "0.00",
+         *         "lines": [
+         *           {
+         *             "description": "Organic T-shirt, black, M",
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00",
+         *             "amount": "48.00"
+         *           },
+         *           {
+         *             "description": "Mug, white",
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50",
+         *             "amount": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "ERP-INV-0815",
+         *         "created_at": "2026-11-23T17:00:00.000Z",
+         *         "updated_at": "2026-11-24T09:45:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "partially_paid",
+         *         "amount_paid": "30.00",
+         *         "amount_due": "31.50"
+         *       }
+         *     }
+         */
         InvoicePaidEvent: {
             /**
              * Format: uuid
@@ -3760,6 +4614,49 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 6001,
+         *           "invoice_number": "INV-2026-0815",
+         *           "order_id": 5120,
+         *           "purchase_order_id": null,
+         *           "status": "partially_paid",
+         *           "currency": "USD",
+         *           "issue_date": "2026-11-23",
+         *           "due_date": "2026-12-23",
+         *           "total": "61.50",
+         *           "amount_paid": "30.00",
+         *           "amount_due": "31.50",
+         *           "lines": [
+         *             {
+         *               "description": "Organic T-shirt, black, M",
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 2,
+         *               "unit_price": "24.00",
+         *               "amount": "48.00"
+         *             },
+         *             {
+         *               "description": "Mug, white",
+         *               "sku": "MUG-WHT",
+         *               "quantity": 1,
+         *               "unit_price": "13.50",
+         *               "amount": "13.50"
+         *             }
+         *           ],
+         *           "external_id": "ERP-INV-0815",
+         *           "created_at": "2026-11-23T17:00:00.000Z",
+         *           "updated_at": "2026-11-24T09:45:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         InvoicesPage: {
             /** @description Results in this page */
             count: number;
@@ -4002,7 +4899,12 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "amount_paid": "30.00"
+         *     }
+         */
         InvoiceUpdate: {
             /** @description The invoice number, unique per organization */
             invoice_number?: string;
@@ -4034,7 +4936,53 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A invoice was changed */
+        /**
+         * @description A invoice was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "invoice.updated",
+         *       "timestamp": "2026-11-24T09:45:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 6001,
+         *         "invoice_number": "INV-2026-0815",
+         *         "order_id": 5120,
+         *         "purchase_order_id": null,
+         *         "status": "partially_paid",
+         *         "currency": "USD",
+         *         "issue_date": "2026-11-23",
+         *         "due_date": "2026-12-23",
+         *         "total": "61.50",
+         *         "amount_paid": "30.00",
+         *         "amount_due": "31.50",
+         *         "lines": [
+         *           {
+         *             "description": "Organic T-shirt, black, M",
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00",
+         *             "amount": "48.00"
+         *           },
+         *           {
+         *             "description": "Mug, white",
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50",
+         *             "amount": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "ERP-INV-0815",
+         *         "created_at": "2026-11-23T17:00:00.000Z",
+         *         "updated_at": "2026-11-24T09:45:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "status": "open",
+         *         "amount_paid": "0.00",
+         *         "amount_due": "61.50"
+         *       }
+         *     }
+         */
         InvoiceUpdatedEvent: {
             /**
              * Format: uuid
@@ -4107,7 +5055,26 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A item (API.md §6) */
+        /**
+         * @description A item (API.md §6)
+         * @example {
+         *       "id": 3001,
+         *       "sku": "TSHIRT-BLK-M",
+         *       "name": "Organic T-shirt, black, M",
+         *       "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *       "barcode": "0012345678905",
+         *       "unit_of_measure": "each",
+         *       "weight": "0.180",
+         *       "weight_unit": "kg",
+         *       "price": "24.00",
+         *       "currency": "USD",
+         *       "active": true,
+         *       "external_id": "ERP-ITEM-3001",
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 3
+         *     }
+         */
         Item: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -4146,7 +5113,22 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new item: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new item: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "sku": "TSHIRT-BLK-M",
+         *       "name": "Organic T-shirt, black, M",
+         *       "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *       "barcode": "0012345678905",
+         *       "unit_of_measure": "each",
+         *       "weight": "0.180",
+         *       "weight_unit": "kg",
+         *       "price": "24.00",
+         *       "currency": "USD",
+         *       "active": true,
+         *       "external_id": "ERP-ITEM-3001"
+         *     }
+         */
         ItemCreate: {
             /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
             sku: string;
@@ -4174,7 +5156,33 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A item was created */
+        /**
+         * @description A item was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "item.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "name": "Organic T-shirt, black, M",
+         *         "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *         "barcode": "0012345678905",
+         *         "unit_of_measure": "each",
+         *         "weight": "0.180",
+         *         "weight_unit": "kg",
+         *         "price": "22.00",
+         *         "currency": "USD",
+         *         "active": true,
+         *         "external_id": "ERP-ITEM-3001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         ItemCreatedEvent: {
             /**
              * Format: uuid
@@ -4234,7 +5242,33 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A item was deleted */
+        /**
+         * @description A item was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "item.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 4,
+         *       "data": {
+         *         "id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "name": "Organic T-shirt, black, M",
+         *         "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *         "barcode": "0012345678905",
+         *         "unit_of_measure": "each",
+         *         "weight": "0.180",
+         *         "weight_unit": "kg",
+         *         "price": "24.00",
+         *         "currency": "USD",
+         *         "active": true,
+         *         "external_id": "ERP-ITEM-3001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 4
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         ItemDeletedEvent: {
             /**
              * Format: uuid
@@ -4294,6 +5328,29 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "name": "Organic T-shirt, black, M",
+         *         "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *         "barcode": "0012345678905",
+         *         "unit_of_measure": "each",
+         *         "weight": "0.180",
+         *         "weight_unit": "kg",
+         *         "price": "24.00",
+         *         "currency": "USD",
+         *         "active": true,
+         *         "external_id": "ERP-ITEM-3001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "errors": null
+         *     }
+         */
         ItemEnvelope: {
             /**
              * @description 1: one record
@@ -4305,6 +5362,33 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 3001,
+         *           "sku": "TSHIRT-BLK-M",
+         *           "name": "Organic T-shirt, black, M",
+         *           "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *           "barcode": "0012345678905",
+         *           "unit_of_measure": "each",
+         *           "weight": "0.180",
+         *           "weight_unit": "kg",
+         *           "price": "24.00",
+         *           "currency": "USD",
+         *           "active": true,
+         *           "external_id": "ERP-ITEM-3001",
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 3
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         ItemsPage: {
             /** @description Results in this page */
             count: number;
@@ -4544,7 +5628,12 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "price": "24.00"
+         *     }
+         */
         ItemUpdate: {
             /** @description Stock keeping unit, unique per organization: order, shipment and inventory lines name items by it */
             sku?: string;
@@ -4569,7 +5658,35 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A item was changed */
+        /**
+         * @description A item was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "item.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 3001,
+         *         "sku": "TSHIRT-BLK-M",
+         *         "name": "Organic T-shirt, black, M",
+         *         "description": "Crew neck, 100% organic cotton, 180 g/m²",
+         *         "barcode": "0012345678905",
+         *         "unit_of_measure": "each",
+         *         "weight": "0.180",
+         *         "weight_unit": "kg",
+         *         "price": "24.00",
+         *         "currency": "USD",
+         *         "active": true,
+         *         "external_id": "ERP-ITEM-3001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "price": "22.00"
+         *       }
+         *     }
+         */
         ItemUpdatedEvent: {
             /**
              * Format: uuid
@@ -4664,7 +5781,51 @@ export interface components {
             /** @description What was wrong, in words */
             error_description: string;
         };
-        /** @description A order (API.md §6) */
+        /**
+         * @description A order (API.md §6)
+         * @example {
+         *       "id": 5120,
+         *       "order_number": "SO-2026-005120",
+         *       "status": "open",
+         *       "customer_id": 1042,
+         *       "currency": "USD",
+         *       "total": "61.50",
+         *       "requested_ship_date": "2026-11-24",
+         *       "anticipated_ship_date": "2026-11-23",
+         *       "shipping_method": "UPS Ground",
+         *       "notes": "Leave at the front desk",
+         *       "ship_to": {
+         *         "name": "Ada Lovelace",
+         *         "company": "Analytical Engines Ltd",
+         *         "address1": "500 Howard St",
+         *         "address2": "Suite 300",
+         *         "city": "San Francisco",
+         *         "state": "CA",
+         *         "postal_code": "94105",
+         *         "country": "US",
+         *         "phone": "4155550123",
+         *         "email": "ada@example.com"
+         *       },
+         *       "lines": [
+         *         {
+         *           "item_id": 3001,
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2,
+         *           "unit_price": "24.00"
+         *         },
+         *         {
+         *           "item_id": 3002,
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1,
+         *           "unit_price": "13.50"
+         *         }
+         *       ],
+         *       "external_id": "SHOP-1001",
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Order: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -4735,7 +5896,60 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description An order moved to cancelled (sent instead of order.updated) */
+        /**
+         * @description An order moved to cancelled (sent instead of order.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "order.cancelled",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 5120,
+         *         "order_number": "SO-2026-005120",
+         *         "status": "cancelled",
+         *         "customer_id": 1042,
+         *         "currency": "USD",
+         *         "total": "61.50",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "notes": "Leave at the front desk",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "item_id": 3001,
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00"
+         *           },
+         *           {
+         *             "item_id": 3002,
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-1001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "open"
+         *       }
+         *     }
+         */
         OrderCancelledEvent: {
             /**
              * Format: uuid
@@ -4827,7 +6041,46 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A new order: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new order: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "order_number": "SO-2026-005120",
+         *       "status": "open",
+         *       "customer_id": 1042,
+         *       "currency": "USD",
+         *       "requested_ship_date": "2026-11-24",
+         *       "anticipated_ship_date": "2026-11-23",
+         *       "shipping_method": "UPS Ground",
+         *       "notes": "Leave at the front desk",
+         *       "ship_to": {
+         *         "name": "Ada Lovelace",
+         *         "company": "Analytical Engines Ltd",
+         *         "address1": "500 Howard St",
+         *         "address2": "Suite 300",
+         *         "city": "San Francisco",
+         *         "state": "CA",
+         *         "postal_code": "94105",
+         *         "country": "US",
+         *         "phone": "4155550123",
+         *         "email": "ada@example.com"
+         *       },
+         *       "lines": [
+         *         {
+         *           "item_id": 3001,
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 2,
+         *           "unit_price": "24.00"
+         *         },
+         *         {
+         *           "item_id": 3002,
+         *           "sku": "MUG-WHT",
+         *           "quantity": 1,
+         *           "unit_price": "13.50"
+         *         }
+         *       ],
+         *       "external_id": "SHOP-1001"
+         *     }
+         */
         OrderCreate: {
             /** @description The order number, unique per organization */
             order_number: string;
@@ -4882,7 +6135,58 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A order was created */
+        /**
+         * @description A order was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "order.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 5120,
+         *         "order_number": "SO-2026-005120",
+         *         "status": "pending",
+         *         "customer_id": 1042,
+         *         "currency": "USD",
+         *         "total": "61.50",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "notes": "Leave at the front desk",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "item_id": 3001,
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00"
+         *           },
+         *           {
+         *             "item_id": 3002,
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-1001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         OrderCreatedEvent: {
             /**
              * Format: uuid
@@ -4974,7 +6278,58 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A order was deleted */
+        /**
+         * @description A order was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "order.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 5120,
+         *         "order_number": "SO-2026-005120",
+         *         "status": "open",
+         *         "customer_id": 1042,
+         *         "currency": "USD",
+         *         "total": "61.50",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "notes": "Leave at the front desk",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "item_id": 3001,
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00"
+         *           },
+         *           {
+         *             "item_id": 3002,
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-1001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         OrderDeletedEvent: {
             /**
              * Format: uuid
@@ -5066,6 +6421,54 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 5120,
+         *         "order_number": "SO-2026-005120",
+         *         "status": "open",
+         *         "customer_id": 1042,
+         *         "currency": "USD",
+         *         "total": "61.50",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "notes": "Leave at the front desk",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "item_id": 3001,
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00"
+         *           },
+         *           {
+         *             "item_id": 3002,
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-1001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         OrderEnvelope: {
             /**
              * @description 1: one record
@@ -5077,6 +6480,58 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 5120,
+         *           "order_number": "SO-2026-005120",
+         *           "status": "open",
+         *           "customer_id": 1042,
+         *           "currency": "USD",
+         *           "total": "61.50",
+         *           "requested_ship_date": "2026-11-24",
+         *           "anticipated_ship_date": "2026-11-23",
+         *           "shipping_method": "UPS Ground",
+         *           "notes": "Leave at the front desk",
+         *           "ship_to": {
+         *             "name": "Ada Lovelace",
+         *             "company": "Analytical Engines Ltd",
+         *             "address1": "500 Howard St",
+         *             "address2": "Suite 300",
+         *             "city": "San Francisco",
+         *             "state": "CA",
+         *             "postal_code": "94105",
+         *             "country": "US",
+         *             "phone": "4155550123",
+         *             "email": "ada@example.com"
+         *           },
+         *           "lines": [
+         *             {
+         *               "item_id": 3001,
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 2,
+         *               "unit_price": "24.00"
+         *             },
+         *             {
+         *               "item_id": 3002,
+         *               "sku": "MUG-WHT",
+         *               "quantity": 1,
+         *               "unit_price": "13.50"
+         *             }
+         *           ],
+         *           "external_id": "SHOP-1001",
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         OrdersPage: {
             /** @description Results in this page */
             count: number;
@@ -5319,7 +6774,12 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "status": "open"
+         *     }
+         */
         OrderUpdate: {
             /** @description The order number, unique per organization */
             order_number?: string;
@@ -5374,7 +6834,60 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A order was changed */
+        /**
+         * @description A order was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "order.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 5120,
+         *         "order_number": "SO-2026-005120",
+         *         "status": "open",
+         *         "customer_id": 1042,
+         *         "currency": "USD",
+         *         "total": "61.50",
+         *         "requested_ship_date": "2026-11-24",
+         *         "anticipated_ship_date": "2026-11-23",
+         *         "shipping_method": "UPS Ground",
+         *         "notes": "Leave at the front desk",
+         *         "ship_to": {
+         *           "name": "Ada Lovelace",
+         *           "company": "Analytical Engines Ltd",
+         *           "address1": "500 Howard St",
+         *           "address2": "Suite 300",
+         *           "city": "San Francisco",
+         *           "state": "CA",
+         *           "postal_code": "94105",
+         *           "country": "US",
+         *           "phone": "4155550123",
+         *           "email": "ada@example.com"
+         *         },
+         *         "lines": [
+         *           {
+         *             "item_id": 3001,
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 2,
+         *             "unit_price": "24.00"
+         *           },
+         *           {
+         *             "item_id": 3002,
+         *             "sku": "MUG-WHT",
+         *             "quantity": 1,
+         *             "unit_price": "13.50"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-1001",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "status": "pending"
+         *       }
+         *     }
+         */
         OrderUpdatedEvent: {
             /**
              * Format: uuid
@@ -5466,6 +6979,43 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 1042,
+         *           "first_name": "Ada",
+         *           "last_name": "Lovelace",
+         *           "email": "ada@example.com",
+         *           "company": "Analytical Engines Ltd",
+         *           "phone_numbers": [
+         *             {
+         *               "number": "4155550123",
+         *               "phone_number_type": {
+         *                 "id": 1,
+         *                 "name": "Work"
+         *               }
+         *             },
+         *             {
+         *               "number": "4155550188",
+         *               "phone_number_type": {
+         *                 "id": 3,
+         *                 "name": "Mobile"
+         *               }
+         *             }
+         *           ],
+         *           "external_id": "CRM-CUST-00042",
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         PeoplePage: {
             /** @description Results in this page */
             count: number;
@@ -5627,7 +7177,36 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description A person (API.md §6) */
+        /**
+         * @description A person (API.md §6)
+         * @example {
+         *       "id": 1042,
+         *       "first_name": "Ada",
+         *       "last_name": "Lovelace",
+         *       "email": "ada@example.com",
+         *       "company": "Analytical Engines Ltd",
+         *       "phone_numbers": [
+         *         {
+         *           "number": "4155550123",
+         *           "phone_number_type": {
+         *             "id": 1,
+         *             "name": "Work"
+         *           }
+         *         },
+         *         {
+         *           "number": "4155550188",
+         *           "phone_number_type": {
+         *             "id": 3,
+         *             "name": "Mobile"
+         *           }
+         *         }
+         *       ],
+         *       "external_id": "CRM-CUST-00042",
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Person: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -5666,7 +7245,30 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new person: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new person: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "first_name": "Ada",
+         *       "last_name": "Lovelace",
+         *       "email": "ada@example.com",
+         *       "company": "Analytical Engines Ltd",
+         *       "phone_numbers": [
+         *         {
+         *           "number": "4155550123",
+         *           "phone_number_type": {
+         *             "name": "Work"
+         *           }
+         *         },
+         *         {
+         *           "number": "4155550188",
+         *           "phone_number_type": {
+         *             "name": "Mobile"
+         *           }
+         *         }
+         *       ],
+         *       "external_id": "CRM-CUST-00042"
+         *     }
+         */
         PersonCreate: {
             /** @description Given name */
             first_name?: string | null;
@@ -5694,7 +7296,43 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A person was created */
+        /**
+         * @description A person was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "person.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 1042,
+         *         "first_name": "Ada",
+         *         "last_name": "Lovelace",
+         *         "email": "ada.lovelace@example.org",
+         *         "company": "Analytical Engines Ltd",
+         *         "phone_numbers": [
+         *           {
+         *             "number": "4155550123",
+         *             "phone_number_type": {
+         *               "id": 1,
+         *               "name": "Work"
+         *             }
+         *           },
+         *           {
+         *             "number": "4155550188",
+         *             "phone_number_type": {
+         *               "id": 3,
+         *               "name": "Mobile"
+         *             }
+         *           }
+         *         ],
+         *         "external_id": "CRM-CUST-00042",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PersonCreatedEvent: {
             /**
              * Format: uuid
@@ -5754,7 +7392,43 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A person was deleted */
+        /**
+         * @description A person was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "person.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 1042,
+         *         "first_name": "Ada",
+         *         "last_name": "Lovelace",
+         *         "email": "ada@example.com",
+         *         "company": "Analytical Engines Ltd",
+         *         "phone_numbers": [
+         *           {
+         *             "number": "4155550123",
+         *             "phone_number_type": {
+         *               "id": 1,
+         *               "name": "Work"
+         *             }
+         *           },
+         *           {
+         *             "number": "4155550188",
+         *             "phone_number_type": {
+         *               "id": 3,
+         *               "name": "Mobile"
+         *             }
+         *           }
+         *         ],
+         *         "external_id": "CRM-CUST-00042",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PersonDeletedEvent: {
             /**
              * Format: uuid
@@ -5814,6 +7488,39 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 1042,
+         *         "first_name": "Ada",
+         *         "last_name": "Lovelace",
+         *         "email": "ada@example.com",
+         *         "company": "Analytical Engines Ltd",
+         *         "phone_numbers": [
+         *           {
+         *             "number": "4155550123",
+         *             "phone_number_type": {
+         *               "id": 1,
+         *               "name": "Work"
+         *             }
+         *           },
+         *           {
+         *             "number": "4155550188",
+         *             "phone_number_type": {
+         *               "id": 3,
+         *               "name": "Mobile"
+         *             }
+         *           }
+         *         ],
+         *         "external_id": "CRM-CUST-00042",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         PersonEnvelope: {
             /**
              * @description 1: one record
@@ -5825,7 +7532,12 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "email": "ada@example.com"
+         *     }
+         */
         PersonUpdate: {
             /** @description Given name */
             first_name?: string | null;
@@ -5850,7 +7562,45 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A person was changed */
+        /**
+         * @description A person was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "person.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 1042,
+         *         "first_name": "Ada",
+         *         "last_name": "Lovelace",
+         *         "email": "ada@example.com",
+         *         "company": "Analytical Engines Ltd",
+         *         "phone_numbers": [
+         *           {
+         *             "number": "4155550123",
+         *             "phone_number_type": {
+         *               "id": 1,
+         *               "name": "Work"
+         *             }
+         *           },
+         *           {
+         *             "number": "4155550188",
+         *             "phone_number_type": {
+         *               "id": 3,
+         *               "name": "Mobile"
+         *             }
+         *           }
+         *         ],
+         *         "external_id": "CRM-CUST-00042",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "email": "ada.lovelace@example.org"
+         *       }
+         *     }
+         */
         PersonUpdatedEvent: {
             /**
              * Format: uuid
@@ -5910,7 +7660,17 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A phone number type (API.md §6) */
+        /**
+         * @description A phone number type (API.md §6)
+         * @example {
+         *       "id": 5,
+         *       "name": "Warehouse",
+         *       "external_id": null,
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2
+         *     }
+         */
         PhoneNumberType: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -5931,14 +7691,37 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new phone number type: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new phone number type: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "name": "Warehouse",
+         *       "external_id": null
+         *     }
+         */
         PhoneNumberTypeCreate: {
             /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
             name: string;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A phone number type was created */
+        /**
+         * @description A phone number type was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "phone_number_type.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 5,
+         *         "name": "Depot",
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PhoneNumberTypeCreatedEvent: {
             /**
              * Format: uuid
@@ -5980,7 +7763,24 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A phone number type was deleted */
+        /**
+         * @description A phone number type was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "phone_number_type.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 5,
+         *         "name": "Warehouse",
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PhoneNumberTypeDeletedEvent: {
             /**
              * Format: uuid
@@ -6022,6 +7822,20 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 5,
+         *         "name": "Warehouse",
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         PhoneNumberTypeEnvelope: {
             /**
              * @description 1: one record
@@ -6033,6 +7847,24 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 5,
+         *           "name": "Warehouse",
+         *           "external_id": null,
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         PhoneNumberTypesPage: {
             /** @description Results in this page */
             count: number;
@@ -6194,14 +8026,38 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "name": "Warehouse"
+         *     }
+         */
         PhoneNumberTypeUpdate: {
             /** @description The type's name, unique per organization (`Work`, `Home`, `Mobile`, `Fax` exist from the start) */
             name?: string;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A phone number type was changed */
+        /**
+         * @description A phone number type was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "phone_number_type.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 5,
+         *         "name": "Warehouse",
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "name": "Depot"
+         *       }
+         *     }
+         */
         PhoneNumberTypeUpdatedEvent: {
             /**
              * Format: uuid
@@ -6243,7 +8099,37 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A purchase order (API.md §6) */
+        /**
+         * @description A purchase order (API.md §6)
+         * @example {
+         *       "id": 4100,
+         *       "po_number": "PO-2026-0412",
+         *       "vendor_name": "Evergreen Textiles",
+         *       "warehouse": "SFO-1",
+         *       "status": "partially_received",
+         *       "expected_arrival_date": "2026-12-02",
+         *       "currency": "USD",
+         *       "total": "1450.00",
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 200,
+         *           "quantity_received": 120,
+         *           "unit_cost": "6.50"
+         *         },
+         *         {
+         *           "sku": "TSHIRT-BLK-L",
+         *           "quantity": 50,
+         *           "quantity_received": 0,
+         *           "unit_cost": "3.00"
+         *         }
+         *       ],
+         *       "external_id": "ERP-PO-0412",
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 3
+         *     }
+         */
         PurchaseOrder: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -6287,7 +8173,32 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new purchase order: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new purchase order: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "po_number": "PO-2026-0412",
+         *       "vendor_name": "Evergreen Textiles",
+         *       "warehouse": "SFO-1",
+         *       "status": "partially_received",
+         *       "expected_arrival_date": "2026-12-02",
+         *       "currency": "USD",
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 200,
+         *           "quantity_received": 120,
+         *           "unit_cost": "6.50"
+         *         },
+         *         {
+         *           "sku": "TSHIRT-BLK-L",
+         *           "quantity": 50,
+         *           "quantity_received": 0,
+         *           "unit_cost": "3.00"
+         *         }
+         *       ],
+         *       "external_id": "ERP-PO-0412"
+         *     }
+         */
         PurchaseOrderCreate: {
             /** @description The purchase order number, unique per organization */
             po_number: string;
@@ -6315,7 +8226,44 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A purchase order was created */
+        /**
+         * @description A purchase order was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "purchase_order.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 4100,
+         *         "po_number": "PO-2026-0412",
+         *         "vendor_name": "Evergreen Textiles",
+         *         "warehouse": "SFO-1",
+         *         "status": "open",
+         *         "expected_arrival_date": "2026-12-02",
+         *         "currency": "USD",
+         *         "total": "1450.00",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 0,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ],
+         *         "external_id": "ERP-PO-0412",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PurchaseOrderCreatedEvent: {
             /**
              * Format: uuid
@@ -6380,7 +8328,44 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A purchase order was deleted */
+        /**
+         * @description A purchase order was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "purchase_order.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 4,
+         *       "data": {
+         *         "id": 4100,
+         *         "po_number": "PO-2026-0412",
+         *         "vendor_name": "Evergreen Textiles",
+         *         "warehouse": "SFO-1",
+         *         "status": "partially_received",
+         *         "expected_arrival_date": "2026-12-02",
+         *         "currency": "USD",
+         *         "total": "1450.00",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 120,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ],
+         *         "external_id": "ERP-PO-0412",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 4
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         PurchaseOrderDeletedEvent: {
             /**
              * Format: uuid
@@ -6445,6 +8430,40 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 4100,
+         *         "po_number": "PO-2026-0412",
+         *         "vendor_name": "Evergreen Textiles",
+         *         "warehouse": "SFO-1",
+         *         "status": "partially_received",
+         *         "expected_arrival_date": "2026-12-02",
+         *         "currency": "USD",
+         *         "total": "1450.00",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 120,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ],
+         *         "external_id": "ERP-PO-0412",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "errors": null
+         *     }
+         */
         PurchaseOrderEnvelope: {
             /**
              * @description 1: one record
@@ -6456,7 +8475,60 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description A purchase order was received in full (sent instead of purchase_order.updated) */
+        /**
+         * @description A purchase order was received in full (sent instead of purchase_order.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "purchase_order.received",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 4,
+         *       "data": {
+         *         "id": 4100,
+         *         "po_number": "PO-2026-0412",
+         *         "vendor_name": "Evergreen Textiles",
+         *         "warehouse": "SFO-1",
+         *         "status": "received",
+         *         "expected_arrival_date": "2026-12-02",
+         *         "currency": "USD",
+         *         "total": "1450.00",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 200,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 50,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ],
+         *         "external_id": "ERP-PO-0412",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 4
+         *       },
+         *       "previous_attributes": {
+         *         "status": "partially_received",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 120,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         PurchaseOrderReceivedEvent: {
             /**
              * Format: uuid
@@ -6521,6 +8593,44 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 4100,
+         *           "po_number": "PO-2026-0412",
+         *           "vendor_name": "Evergreen Textiles",
+         *           "warehouse": "SFO-1",
+         *           "status": "partially_received",
+         *           "expected_arrival_date": "2026-12-02",
+         *           "currency": "USD",
+         *           "total": "1450.00",
+         *           "lines": [
+         *             {
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 200,
+         *               "quantity_received": 120,
+         *               "unit_cost": "6.50"
+         *             },
+         *             {
+         *               "sku": "TSHIRT-BLK-L",
+         *               "quantity": 50,
+         *               "quantity_received": 0,
+         *               "unit_cost": "3.00"
+         *             }
+         *           ],
+         *           "external_id": "ERP-PO-0412",
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 3
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         PurchaseOrdersPage: {
             /** @description Results in this page */
             count: number;
@@ -6763,7 +8873,25 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 200,
+         *           "quantity_received": 120,
+         *           "unit_cost": "6.50"
+         *         },
+         *         {
+         *           "sku": "TSHIRT-BLK-L",
+         *           "quantity": 50,
+         *           "quantity_received": 0,
+         *           "unit_cost": "3.00"
+         *         }
+         *       ]
+         *     }
+         */
         PurchaseOrderUpdate: {
             /** @description The purchase order number, unique per organization */
             po_number?: string;
@@ -6791,7 +8919,60 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A purchase order was changed */
+        /**
+         * @description A purchase order was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "purchase_order.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 4100,
+         *         "po_number": "PO-2026-0412",
+         *         "vendor_name": "Evergreen Textiles",
+         *         "warehouse": "SFO-1",
+         *         "status": "partially_received",
+         *         "expected_arrival_date": "2026-12-02",
+         *         "currency": "USD",
+         *         "total": "1450.00",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 120,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ],
+         *         "external_id": "ERP-PO-0412",
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "open",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 200,
+         *             "quantity_received": 0,
+         *             "unit_cost": "6.50"
+         *           },
+         *           {
+         *             "sku": "TSHIRT-BLK-L",
+         *             "quantity": 50,
+         *             "quantity_received": 0,
+         *             "unit_cost": "3.00"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         PurchaseOrderUpdatedEvent: {
             /**
              * Format: uuid
@@ -6856,13 +9037,31 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "webhook_id": 12,
+         *         "since": "2026-11-20T00:00:00.000Z",
+         *         "recovered": 3
+         *       },
+         *       "errors": null
+         *     }
+         */
         RecoveryEnvelope: {
             /**
              * @description 1: one record
              * @constant
              */
             count: 1;
-            /** @description The result */
+            /**
+             * @description The result
+             * @example {
+             *       "webhook_id": 12,
+             *       "since": "2026-11-20T00:00:00.000Z",
+             *       "recovered": 3
+             *     }
+             */
             results: {
                 /** @description The webhook recovered */
                 webhook_id: number;
@@ -6877,7 +9076,30 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description A return (API.md §6) */
+        /**
+         * @description A return (API.md §6)
+         * @example {
+         *       "id": 2301,
+         *       "rma_number": "RMA-2026-0077",
+         *       "order_id": 5120,
+         *       "warehouse": "SFO-1",
+         *       "status": "authorized",
+         *       "reason": "Wrong size",
+         *       "received_at": null,
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 1,
+         *           "quantity_received": 0,
+         *           "disposition": "restock"
+         *         }
+         *       ],
+         *       "external_id": "SHOP-RET-311",
+         *       "created_at": "2026-11-26T10:00:00.000Z",
+         *       "updated_at": "2026-11-26T11:20:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Return: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -6919,7 +9141,26 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new return: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new return: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "rma_number": "RMA-2026-0077",
+         *       "order_id": 5120,
+         *       "warehouse": "SFO-1",
+         *       "status": "authorized",
+         *       "reason": "Wrong size",
+         *       "received_at": null,
+         *       "lines": [
+         *         {
+         *           "sku": "TSHIRT-BLK-M",
+         *           "quantity": 1,
+         *           "quantity_received": 0,
+         *           "disposition": "restock"
+         *         }
+         *       ],
+         *       "external_id": "SHOP-RET-311"
+         *     }
+         */
         ReturnCreate: {
             /** @description The return merchandise authorization number, unique per organization */
             rma_number: string;
@@ -6950,7 +9191,37 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A return was created */
+        /**
+         * @description A return was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "return.created",
+         *       "timestamp": "2026-11-26T10:00:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 2301,
+         *         "rma_number": "RMA-2026-0077",
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "requested",
+         *         "reason": "Wrong size",
+         *         "received_at": null,
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 0,
+         *             "disposition": "restock"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-RET-311",
+         *         "created_at": "2026-11-26T10:00:00.000Z",
+         *         "updated_at": "2026-11-26T10:00:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         ReturnCreatedEvent: {
             /**
              * Format: uuid
@@ -7013,7 +9284,37 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A return was deleted */
+        /**
+         * @description A return was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "return.deleted",
+         *       "timestamp": "2026-11-26T11:20:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 2301,
+         *         "rma_number": "RMA-2026-0077",
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "authorized",
+         *         "reason": "Wrong size",
+         *         "received_at": null,
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 0,
+         *             "disposition": "restock"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-RET-311",
+         *         "created_at": "2026-11-26T10:00:00.000Z",
+         *         "updated_at": "2026-11-26T11:20:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         ReturnDeletedEvent: {
             /**
              * Format: uuid
@@ -7076,6 +9377,33 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 2301,
+         *         "rma_number": "RMA-2026-0077",
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "authorized",
+         *         "reason": "Wrong size",
+         *         "received_at": null,
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 0,
+         *             "disposition": "restock"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-RET-311",
+         *         "created_at": "2026-11-26T10:00:00.000Z",
+         *         "updated_at": "2026-11-26T11:20:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         ReturnEnvelope: {
             /**
              * @description 1: one record
@@ -7087,7 +9415,48 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description A return was received in full (sent instead of return.updated) */
+        /**
+         * @description A return was received in full (sent instead of return.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "return.received",
+         *       "timestamp": "2026-11-26T11:20:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 2301,
+         *         "rma_number": "RMA-2026-0077",
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "received",
+         *         "reason": "Wrong size",
+         *         "received_at": "2026-11-28T14:03:00.000Z",
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 1,
+         *             "disposition": "restock"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-RET-311",
+         *         "created_at": "2026-11-26T10:00:00.000Z",
+         *         "updated_at": "2026-11-26T11:20:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "authorized",
+         *         "received_at": null,
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 0,
+         *             "disposition": "restock"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         ReturnReceivedEvent: {
             /**
              * Format: uuid
@@ -7150,6 +9519,37 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 2301,
+         *           "rma_number": "RMA-2026-0077",
+         *           "order_id": 5120,
+         *           "warehouse": "SFO-1",
+         *           "status": "authorized",
+         *           "reason": "Wrong size",
+         *           "received_at": null,
+         *           "lines": [
+         *             {
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 1,
+         *               "quantity_received": 0,
+         *               "disposition": "restock"
+         *             }
+         *           ],
+         *           "external_id": "SHOP-RET-311",
+         *           "created_at": "2026-11-26T10:00:00.000Z",
+         *           "updated_at": "2026-11-26T11:20:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         ReturnsPage: {
             /** @description Results in this page */
             count: number;
@@ -7311,7 +9711,12 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "status": "authorized"
+         *     }
+         */
         ReturnUpdate: {
             /** @description The return merchandise authorization number, unique per organization */
             rma_number?: string;
@@ -7339,7 +9744,39 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A return was changed */
+        /**
+         * @description A return was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "return.updated",
+         *       "timestamp": "2026-11-26T11:20:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 2301,
+         *         "rma_number": "RMA-2026-0077",
+         *         "order_id": 5120,
+         *         "warehouse": "SFO-1",
+         *         "status": "authorized",
+         *         "reason": "Wrong size",
+         *         "received_at": null,
+         *         "lines": [
+         *           {
+         *             "sku": "TSHIRT-BLK-M",
+         *             "quantity": 1,
+         *             "quantity_received": 0,
+         *             "disposition": "restock"
+         *           }
+         *         ],
+         *         "external_id": "SHOP-RET-311",
+         *         "created_at": "2026-11-26T10:00:00.000Z",
+         *         "updated_at": "2026-11-26T11:20:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "status": "requested"
+         *       }
+         *     }
+         */
         ReturnUpdatedEvent: {
             /**
              * Format: uuid
@@ -7402,7 +9839,40 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A shipment (API.md §6) */
+        /**
+         * @description A shipment (API.md §6)
+         * @example {
+         *       "id": 9001,
+         *       "fulfillment_order_id": 7001,
+         *       "status": "in_transit",
+         *       "carrier": "UPS",
+         *       "service": "Ground",
+         *       "shipped_at": "2026-11-23T16:05:00.000Z",
+         *       "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *       "delivered_at": null,
+         *       "packages": [
+         *         {
+         *           "tracking_number": "1Z999AA10123456784",
+         *           "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *           "weight": "0.950",
+         *           "lines": [
+         *             {
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 2
+         *             },
+         *             {
+         *               "sku": "MUG-WHT",
+         *               "quantity": 1
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "external_id": "WMS-SHP-9001",
+         *       "created_at": "2026-11-23T15:40:00.000Z",
+         *       "updated_at": "2026-11-23T16:05:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Shipment: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -7451,7 +9921,36 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
-        /** @description A new shipment: its fields at top level; read-only and unknown fields are ignored */
+        /**
+         * @description A new shipment: its fields at top level; read-only and unknown fields are ignored
+         * @example {
+         *       "fulfillment_order_id": 7001,
+         *       "status": "in_transit",
+         *       "carrier": "UPS",
+         *       "service": "Ground",
+         *       "shipped_at": "2026-11-23T16:05:00.000Z",
+         *       "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *       "delivered_at": null,
+         *       "packages": [
+         *         {
+         *           "tracking_number": "1Z999AA10123456784",
+         *           "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *           "weight": "0.950",
+         *           "lines": [
+         *             {
+         *               "sku": "TSHIRT-BLK-M",
+         *               "quantity": 2
+         *             },
+         *             {
+         *               "sku": "MUG-WHT",
+         *               "quantity": 1
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "external_id": "WMS-SHP-9001"
+         *     }
+         */
         ShipmentCreate: {
             /** @description The fulfillment order it ships (a fulfillment_orders id) */
             fulfillment_order_id: number;
@@ -7489,7 +9988,47 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A shipment was created */
+        /**
+         * @description A shipment was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "shipment.created",
+         *       "timestamp": "2026-11-23T15:40:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 9001,
+         *         "fulfillment_order_id": 7001,
+         *         "status": "in_transit",
+         *         "carrier": "UPS",
+         *         "service": "3 Day Select",
+         *         "shipped_at": "2026-11-23T16:05:00.000Z",
+         *         "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *         "delivered_at": null,
+         *         "packages": [
+         *           {
+         *             "tracking_number": "1Z999AA10123456784",
+         *             "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *             "weight": "0.950",
+         *             "lines": [
+         *               {
+         *                 "sku": "TSHIRT-BLK-M",
+         *                 "quantity": 2
+         *               },
+         *               {
+         *                 "sku": "MUG-WHT",
+         *                 "quantity": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "external_id": "WMS-SHP-9001",
+         *         "created_at": "2026-11-23T15:40:00.000Z",
+         *         "updated_at": "2026-11-23T15:40:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         ShipmentCreatedEvent: {
             /**
              * Format: uuid
@@ -7559,7 +10098,50 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A shipment was delivered (sent instead of shipment.updated) */
+        /**
+         * @description A shipment was delivered (sent instead of shipment.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "shipment.delivered",
+         *       "timestamp": "2026-11-23T16:05:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 9001,
+         *         "fulfillment_order_id": 7001,
+         *         "status": "delivered",
+         *         "carrier": "UPS",
+         *         "service": "Ground",
+         *         "shipped_at": "2026-11-23T16:05:00.000Z",
+         *         "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *         "delivered_at": "2026-11-25T18:12:00.000Z",
+         *         "packages": [
+         *           {
+         *             "tracking_number": "1Z999AA10123456784",
+         *             "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *             "weight": "0.950",
+         *             "lines": [
+         *               {
+         *                 "sku": "TSHIRT-BLK-M",
+         *                 "quantity": 2
+         *               },
+         *               {
+         *                 "sku": "MUG-WHT",
+         *                 "quantity": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "external_id": "WMS-SHP-9001",
+         *         "created_at": "2026-11-23T15:40:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "status": "in_transit",
+         *         "delivered_at": null
+         *       }
+         *     }
+         */
         ShipmentDeliveredEvent: {
             /**
              * Format: uuid
@@ -7629,6 +10211,43 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 9001,
+         *         "fulfillment_order_id": 7001,
+         *         "status": "in_transit",
+         *         "carrier": "UPS",
+         *         "service": "Ground",
+         *         "shipped_at": "2026-11-23T16:05:00.000Z",
+         *         "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *         "delivered_at": null,
+         *         "packages": [
+         *           {
+         *             "tracking_number": "1Z999AA10123456784",
+         *             "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *             "weight": "0.950",
+         *             "lines": [
+         *               {
+         *                 "sku": "TSHIRT-BLK-M",
+         *                 "quantity": 2
+         *               },
+         *               {
+         *                 "sku": "MUG-WHT",
+         *                 "quantity": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "external_id": "WMS-SHP-9001",
+         *         "created_at": "2026-11-23T15:40:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         ShipmentEnvelope: {
             /**
              * @description 1: one record
@@ -7640,6 +10259,47 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 9001,
+         *           "fulfillment_order_id": 7001,
+         *           "status": "in_transit",
+         *           "carrier": "UPS",
+         *           "service": "Ground",
+         *           "shipped_at": "2026-11-23T16:05:00.000Z",
+         *           "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *           "delivered_at": null,
+         *           "packages": [
+         *             {
+         *               "tracking_number": "1Z999AA10123456784",
+         *               "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *               "weight": "0.950",
+         *               "lines": [
+         *                 {
+         *                   "sku": "TSHIRT-BLK-M",
+         *                   "quantity": 2
+         *                 },
+         *                 {
+         *                   "sku": "MUG-WHT",
+         *                   "quantity": 1
+         *                 }
+         *               ]
+         *             }
+         *           ],
+         *           "external_id": "WMS-SHP-9001",
+         *           "created_at": "2026-11-23T15:40:00.000Z",
+         *           "updated_at": "2026-11-23T16:05:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         ShipmentsPage: {
             /** @description Results in this page */
             count: number;
@@ -7840,7 +10500,49 @@ export interface components {
                 value: number[];
             })[];
         };
-        /** @description A shipment's status (other than to delivered or cancelled), estimated delivery or a package's tracking number or URL changed (sent instead of shipment.updated) */
+        /**
+         * @description A shipment's status (other than to delivered or cancelled), estimated delivery or a package's tracking number or URL changed (sent instead of shipment.updated)
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "shipment.tracking_updated",
+         *       "timestamp": "2026-11-23T16:05:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 9001,
+         *         "fulfillment_order_id": 7001,
+         *         "status": "in_transit",
+         *         "carrier": "UPS",
+         *         "service": "Ground",
+         *         "shipped_at": "2026-11-23T16:05:00.000Z",
+         *         "estimated_delivery_at": "2026-11-25T20:00:00.000Z",
+         *         "delivered_at": null,
+         *         "packages": [
+         *           {
+         *             "tracking_number": "1Z999AA10123456784",
+         *             "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *             "weight": "0.950",
+         *             "lines": [
+         *               {
+         *                 "sku": "TSHIRT-BLK-M",
+         *                 "quantity": 2
+         *               },
+         *               {
+         *                 "sku": "MUG-WHT",
+         *                 "quantity": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "external_id": "WMS-SHP-9001",
+         *         "created_at": "2026-11-23T15:40:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "estimated_delivery_at": "2026-11-26T20:00:00.000Z"
+         *       }
+         *     }
+         */
         ShipmentTrackingUpdatedEvent: {
             /**
              * Format: uuid
@@ -7910,7 +10612,12 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description The fields to change; fields left out keep their value, a nested list given replaces the list */
+        /**
+         * @description The fields to change; fields left out keep their value, a nested list given replaces the list
+         * @example {
+         *       "service": "Ground"
+         *     }
+         */
         ShipmentUpdate: {
             /** @description The fulfillment order it ships (a fulfillment_orders id) */
             fulfillment_order_id?: number;
@@ -7948,7 +10655,49 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A shipment was changed */
+        /**
+         * @description A shipment was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "shipment.updated",
+         *       "timestamp": "2026-11-23T16:05:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 9001,
+         *         "fulfillment_order_id": 7001,
+         *         "status": "in_transit",
+         *         "carrier": "UPS",
+         *         "service": "Ground",
+         *         "shipped_at": "2026-11-23T16:05:00.000Z",
+         *         "estimated_delivery_at": "2026-11-26T20:00:00.000Z",
+         *         "delivered_at": null,
+         *         "packages": [
+         *           {
+         *             "tracking_number": "1Z999AA10123456784",
+         *             "tracking_url": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+         *             "weight": "0.950",
+         *             "lines": [
+         *               {
+         *                 "sku": "TSHIRT-BLK-M",
+         *                 "quantity": 2
+         *               },
+         *               {
+         *                 "sku": "MUG-WHT",
+         *                 "quantity": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "external_id": "WMS-SHP-9001",
+         *         "created_at": "2026-11-23T15:40:00.000Z",
+         *         "updated_at": "2026-11-23T16:05:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "service": "3 Day Select"
+         *       }
+         *     }
+         */
         ShipmentUpdatedEvent: {
             /**
              * Format: uuid
@@ -8077,7 +10826,24 @@ export interface components {
             /** @description Space-separated scopes: read, write, operations */
             scope: string;
         };
-        /** @description A webhook subscription (API.md §8) */
+        /**
+         * @description A webhook subscription (API.md §8)
+         * @example {
+         *       "id": 12,
+         *       "url": "https://erp.example.com/hooks/ofp",
+         *       "events": [
+         *         "order.created",
+         *         "order.cancelled",
+         *         "shipment.delivered"
+         *       ],
+         *       "description": "ERP order sync",
+         *       "enabled": true,
+         *       "external_id": null,
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2
+         *     }
+         */
         Webhook: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -8104,6 +10870,19 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
+        /**
+         * @example {
+         *       "url": "https://erp.example.com/hooks/ofp",
+         *       "events": [
+         *         "order.created",
+         *         "order.cancelled",
+         *         "shipment.delivered"
+         *       ],
+         *       "description": "ERP order sync",
+         *       "enabled": true,
+         *       "external_id": null
+         *     }
+         */
         WebhookCreate: {
             /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url: string;
@@ -8119,7 +10898,30 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A webhook was created */
+        /**
+         * @description A webhook was created
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.created",
+         *       "timestamp": "2026-11-20T09:15:00.000Z",
+         *       "sequence": 1,
+         *       "data": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-20T09:15:00.000Z",
+         *         "version": 1
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         WebhookCreatedEvent: {
             /**
              * Format: uuid
@@ -8167,7 +10969,31 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description A webhook was deleted */
+        /**
+         * @description A webhook was deleted
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.deleted",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         WebhookDeletedEvent: {
             /**
              * Format: uuid
@@ -8215,6 +11041,50 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 88001,
+         *           "webhook_id": 12,
+         *           "event_id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *           "event_type": "order.cancelled",
+         *           "status": "pending",
+         *           "attempts": 2,
+         *           "next_attempt_at": "2026-11-21T08:05:10.000Z",
+         *           "last_status_code": 503,
+         *           "last_error": "HTTP 503",
+         *           "attempt_log": [
+         *             {
+         *               "started_at": "2026-11-21T07:30:01.000Z",
+         *               "duration_ms": 212,
+         *               "status_code": 503,
+         *               "error_kind": "http_status",
+         *               "error": "HTTP 503",
+         *               "response_excerpt": "Service Unavailable"
+         *             },
+         *             {
+         *               "started_at": "2026-11-21T07:30:06.000Z",
+         *               "duration_ms": 15000,
+         *               "status_code": null,
+         *               "error_kind": "timeout",
+         *               "error": "no answer within 15 s",
+         *               "response_excerpt": null
+         *             }
+         *           ],
+         *           "payload": "{\"id\":\"3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15\",\"type\":\"order.cancelled\",\"timestamp\":\"2026-11-21T07:30:00.000Z\",\"sequence\":3,\"data\":{\"id\":5120,\"order_number\":\"SO-2026-005120\",\"status\":\"cancelled\",\"customer_id\":1042,\"currency\":\"USD\",\"total\":\"61.50\",\"requested_ship_date\":\"2026-11-24\",\"anticipated_ship_date\":\"2026-11-23\",\"shipping_method\":\"UPS Ground\",\"notes\":\"Leave at the front desk\",\"ship_to\":{\"name\":\"Ada Lovelace\",\"company\":\"Analytical Engines Ltd\",\"address1\":\"500 Howard St\",\"address2\":\"Suite 300\",\"city\":\"San Francisco\",\"state\":\"CA\",\"postal_code\":\"94105\",\"country\":\"US\",\"phone\":\"4155550123\",\"email\":\"ada@example.com\"},\"lines\":[{\"item_id\":3001,\"sku\":\"TSHIRT-BLK-M\",\"quantity\":2,\"unit_price\":\"24.00\"},{\"item_id\":3002,\"sku\":\"MUG-WHT\",\"quantity\":1,\"unit_price\":\"13.50\"}],\"external_id\":\"SHOP-1001\",\"created_at\":\"2026-11-20T09:15:00.000Z\",\"updated_at\":\"2026-11-21T07:30:00.000Z\",\"version\":3},\"previous_attributes\":{\"status\":\"open\"}}",
+         *           "external_id": null,
+         *           "created_at": "2026-11-21T07:30:01.000Z",
+         *           "updated_at": "2026-11-21T07:30:21.000Z",
+         *           "version": 3
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         WebhookDeliveriesPage: {
             /** @description Results in this page */
             count: number;
@@ -8376,7 +11246,43 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description A webhook delivery (API.md §6) */
+        /**
+         * @description A webhook delivery (API.md §6)
+         * @example {
+         *       "id": 88001,
+         *       "webhook_id": 12,
+         *       "event_id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "event_type": "order.cancelled",
+         *       "status": "pending",
+         *       "attempts": 2,
+         *       "next_attempt_at": "2026-11-21T08:05:10.000Z",
+         *       "last_status_code": 503,
+         *       "last_error": "HTTP 503",
+         *       "attempt_log": [
+         *         {
+         *           "started_at": "2026-11-21T07:30:01.000Z",
+         *           "duration_ms": 212,
+         *           "status_code": 503,
+         *           "error_kind": "http_status",
+         *           "error": "HTTP 503",
+         *           "response_excerpt": "Service Unavailable"
+         *         },
+         *         {
+         *           "started_at": "2026-11-21T07:30:06.000Z",
+         *           "duration_ms": 15000,
+         *           "status_code": null,
+         *           "error_kind": "timeout",
+         *           "error": "no answer within 15 s",
+         *           "response_excerpt": null
+         *         }
+         *       ],
+         *       "payload": "{\"id\":\"3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15\",\"type\":\"order.cancelled\",\"timestamp\":\"2026-11-21T07:30:00.000Z\",\"sequence\":3,\"data\":{\"id\":5120,\"order_number\":\"SO-2026-005120\",\"status\":\"cancelled\",\"customer_id\":1042,\"currency\":\"USD\",\"total\":\"61.50\",\"requested_ship_date\":\"2026-11-24\",\"anticipated_ship_date\":\"2026-11-23\",\"shipping_method\":\"UPS Ground\",\"notes\":\"Leave at the front desk\",\"ship_to\":{\"name\":\"Ada Lovelace\",\"company\":\"Analytical Engines Ltd\",\"address1\":\"500 Howard St\",\"address2\":\"Suite 300\",\"city\":\"San Francisco\",\"state\":\"CA\",\"postal_code\":\"94105\",\"country\":\"US\",\"phone\":\"4155550123\",\"email\":\"ada@example.com\"},\"lines\":[{\"item_id\":3001,\"sku\":\"TSHIRT-BLK-M\",\"quantity\":2,\"unit_price\":\"24.00\"},{\"item_id\":3002,\"sku\":\"MUG-WHT\",\"quantity\":1,\"unit_price\":\"13.50\"}],\"external_id\":\"SHOP-1001\",\"created_at\":\"2026-11-20T09:15:00.000Z\",\"updated_at\":\"2026-11-21T07:30:00.000Z\",\"version\":3},\"previous_attributes\":{\"status\":\"open\"}}",
+         *       "external_id": null,
+         *       "created_at": "2026-11-21T07:30:01.000Z",
+         *       "updated_at": "2026-11-21T07:30:21.000Z",
+         *       "version": 3
+         *     }
+         */
         WebhookDelivery: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -8434,6 +11340,46 @@ export interface components {
             /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
             readonly version: number;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 88001,
+         *         "webhook_id": 12,
+         *         "event_id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *         "event_type": "order.cancelled",
+         *         "status": "pending",
+         *         "attempts": 2,
+         *         "next_attempt_at": "2026-11-21T08:05:10.000Z",
+         *         "last_status_code": 503,
+         *         "last_error": "HTTP 503",
+         *         "attempt_log": [
+         *           {
+         *             "started_at": "2026-11-21T07:30:01.000Z",
+         *             "duration_ms": 212,
+         *             "status_code": 503,
+         *             "error_kind": "http_status",
+         *             "error": "HTTP 503",
+         *             "response_excerpt": "Service Unavailable"
+         *           },
+         *           {
+         *             "started_at": "2026-11-21T07:30:06.000Z",
+         *             "duration_ms": 15000,
+         *             "status_code": null,
+         *             "error_kind": "timeout",
+         *             "error": "no answer within 15 s",
+         *             "response_excerpt": null
+         *           }
+         *         ],
+         *         "payload": "{\"id\":\"3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15\",\"type\":\"order.cancelled\",\"timestamp\":\"2026-11-21T07:30:00.000Z\",\"sequence\":3,\"data\":{\"id\":5120,\"order_number\":\"SO-2026-005120\",\"status\":\"cancelled\",\"customer_id\":1042,\"currency\":\"USD\",\"total\":\"61.50\",\"requested_ship_date\":\"2026-11-24\",\"anticipated_ship_date\":\"2026-11-23\",\"shipping_method\":\"UPS Ground\",\"notes\":\"Leave at the front desk\",\"ship_to\":{\"name\":\"Ada Lovelace\",\"company\":\"Analytical Engines Ltd\",\"address1\":\"500 Howard St\",\"address2\":\"Suite 300\",\"city\":\"San Francisco\",\"state\":\"CA\",\"postal_code\":\"94105\",\"country\":\"US\",\"phone\":\"4155550123\",\"email\":\"ada@example.com\"},\"lines\":[{\"item_id\":3001,\"sku\":\"TSHIRT-BLK-M\",\"quantity\":2,\"unit_price\":\"24.00\"},{\"item_id\":3002,\"sku\":\"MUG-WHT\",\"quantity\":1,\"unit_price\":\"13.50\"}],\"external_id\":\"SHOP-1001\",\"created_at\":\"2026-11-20T09:15:00.000Z\",\"updated_at\":\"2026-11-21T07:30:00.000Z\",\"version\":3},\"previous_attributes\":{\"status\":\"open\"}}",
+         *         "external_id": null,
+         *         "created_at": "2026-11-21T07:30:01.000Z",
+         *         "updated_at": "2026-11-21T07:30:21.000Z",
+         *         "version": 3
+         *       },
+         *       "errors": null
+         *     }
+         */
         WebhookDeliveryEnvelope: {
             /**
              * @description 1: one record
@@ -8445,7 +11391,50 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
-        /** @description A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints */
+        /**
+         * @description A delivery's last attempt failed and it was given up (data: the delivery, with its attempts and payload); sent to the organization's other endpoints
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.delivery_failed",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 88001,
+         *         "webhook_id": 12,
+         *         "event_id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *         "event_type": "order.cancelled",
+         *         "status": "failed",
+         *         "attempts": 2,
+         *         "next_attempt_at": null,
+         *         "last_status_code": 503,
+         *         "last_error": "HTTP 503",
+         *         "attempt_log": [
+         *           {
+         *             "started_at": "2026-11-21T07:30:01.000Z",
+         *             "duration_ms": 212,
+         *             "status_code": 503,
+         *             "error_kind": "http_status",
+         *             "error": "HTTP 503",
+         *             "response_excerpt": "Service Unavailable"
+         *           },
+         *           {
+         *             "started_at": "2026-11-21T07:30:06.000Z",
+         *             "duration_ms": 15000,
+         *             "status_code": null,
+         *             "error_kind": "timeout",
+         *             "error": "no answer within 15 s",
+         *             "response_excerpt": null
+         *           }
+         *         ],
+         *         "payload": "{\"id\":\"3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15\",\"type\":\"order.cancelled\",\"timestamp\":\"2026-11-21T07:30:00.000Z\",\"sequence\":3,\"data\":{\"id\":5120,\"order_number\":\"SO-2026-005120\",\"status\":\"cancelled\",\"customer_id\":1042,\"currency\":\"USD\",\"total\":\"61.50\",\"requested_ship_date\":\"2026-11-24\",\"anticipated_ship_date\":\"2026-11-23\",\"shipping_method\":\"UPS Ground\",\"notes\":\"Leave at the front desk\",\"ship_to\":{\"name\":\"Ada Lovelace\",\"company\":\"Analytical Engines Ltd\",\"address1\":\"500 Howard St\",\"address2\":\"Suite 300\",\"city\":\"San Francisco\",\"state\":\"CA\",\"postal_code\":\"94105\",\"country\":\"US\",\"phone\":\"4155550123\",\"email\":\"ada@example.com\"},\"lines\":[{\"item_id\":3001,\"sku\":\"TSHIRT-BLK-M\",\"quantity\":2,\"unit_price\":\"24.00\"},{\"item_id\":3002,\"sku\":\"MUG-WHT\",\"quantity\":1,\"unit_price\":\"13.50\"}],\"external_id\":\"SHOP-1001\",\"created_at\":\"2026-11-20T09:15:00.000Z\",\"updated_at\":\"2026-11-21T07:30:00.000Z\",\"version\":3},\"previous_attributes\":{\"status\":\"open\"}}",
+         *         "external_id": null,
+         *         "created_at": "2026-11-21T07:30:01.000Z",
+         *         "updated_at": "2026-11-21T07:30:21.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {}
+         *     }
+         */
         WebhookDeliveryFailedEvent: {
             /**
              * Format: uuid
@@ -8524,7 +11513,33 @@ export interface components {
                 readonly version?: number;
             };
         };
-        /** @description An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints */
+        /**
+         * @description An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.disabled",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 3,
+         *       "data": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": false,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 3
+         *       },
+         *       "previous_attributes": {
+         *         "enabled": true
+         *       }
+         *     }
+         */
         WebhookDisabledEvent: {
             /**
              * Format: uuid
@@ -8572,6 +11587,27 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "errors": null
+         *     }
+         */
         WebhookEnvelope: {
             /**
              * @description 1: one record
@@ -8603,6 +11639,31 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "total_results": 1,
+         *       "offset": 0,
+         *       "results": [
+         *         {
+         *           "id": 12,
+         *           "url": "https://erp.example.com/hooks/ofp",
+         *           "events": [
+         *             "order.created",
+         *             "order.cancelled",
+         *             "shipment.delivered"
+         *           ],
+         *           "description": "ERP order sync",
+         *           "enabled": true,
+         *           "external_id": null,
+         *           "created_at": "2026-11-20T09:15:00.000Z",
+         *           "updated_at": "2026-11-21T07:30:00.000Z",
+         *           "version": 2
+         *         }
+         *       ],
+         *       "errors": null
+         *     }
+         */
         WebhooksPage: {
             /** @description Results in this page */
             count: number;
@@ -8803,7 +11864,36 @@ export interface components {
                 value: string[];
             })[];
         };
-        /** @description Sent by POST /v2/webhooks/{id}/test to that endpoint alone */
+        /**
+         * @description Sent by POST /v2/webhooks/{id}/test to that endpoint alone
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.test",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled"
+         *         ]
+         *       }
+         *     }
+         */
         WebhookTestEvent: {
             /**
              * Format: uuid
@@ -8851,6 +11941,15 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "events": [
+         *         "order.created",
+         *         "order.cancelled",
+         *         "shipment.delivered"
+         *       ]
+         *     }
+         */
         WebhookUpdate: {
             /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url?: string;
@@ -8863,7 +11962,36 @@ export interface components {
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
-        /** @description A webhook was changed */
+        /**
+         * @description A webhook was changed
+         * @example {
+         *       "id": "3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15",
+         *       "type": "webhook.updated",
+         *       "timestamp": "2026-11-21T07:30:00.000Z",
+         *       "sequence": 2,
+         *       "data": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2
+         *       },
+         *       "previous_attributes": {
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled"
+         *         ]
+         *       }
+         *     }
+         */
         WebhookUpdatedEvent: {
             /**
              * Format: uuid
@@ -8911,6 +12039,24 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "id": 12,
+         *       "url": "https://erp.example.com/hooks/ofp",
+         *       "events": [
+         *         "order.created",
+         *         "order.cancelled",
+         *         "shipment.delivered"
+         *       ],
+         *       "description": "ERP order sync",
+         *       "enabled": true,
+         *       "external_id": null,
+         *       "created_at": "2026-11-20T09:15:00.000Z",
+         *       "updated_at": "2026-11-21T07:30:00.000Z",
+         *       "version": 2,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/jyQ1ZNvhh0="
+         *     }
+         */
         WebhookWithSecret: {
             /** @description The record's id, assigned by the server (or chosen with POST /v2/<model>/{id}); unique per model across all organizations */
             readonly id: number;
@@ -8939,6 +12085,28 @@ export interface components {
             /** @description whsec_ and the base64 of 32 random bytes: shown this once */
             secret: string;
         };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 12,
+         *         "url": "https://erp.example.com/hooks/ofp",
+         *         "events": [
+         *           "order.created",
+         *           "order.cancelled",
+         *           "shipment.delivered"
+         *         ],
+         *         "description": "ERP order sync",
+         *         "enabled": true,
+         *         "external_id": null,
+         *         "created_at": "2026-11-20T09:15:00.000Z",
+         *         "updated_at": "2026-11-21T07:30:00.000Z",
+         *         "version": 2,
+         *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/jyQ1ZNvhh0="
+         *       },
+         *       "errors": null
+         *     }
+         */
         WebhookWithSecretEnvelope: {
             /**
              * @description 1: one record

@@ -30,7 +30,13 @@ export function singleEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
       results: result.meta({ description: 'The result' }),
       errors: ERRORS_NONE,
     })
-    .meta({ id });
+    .meta({ id, ...enveloped(result, (example) => singleEnvelope(example)) });
+}
+
+/** The examples of an envelope, made from the first example of its result's schema (if it has one). */
+function enveloped(result: z.ZodType, envelope: (example: unknown) => unknown): { examples?: unknown[] } {
+  const [example] = (z.globalRegistry.get(result)?.examples ?? []) as unknown[];
+  return example === undefined ? {} : { examples: [envelope(example)] };
 }
 
 /** The envelope of a page of results (API.md §2), named `id`. */
@@ -43,7 +49,7 @@ export function pageEnvelopeOf(result: z.ZodType, id: string): z.ZodType {
       results: z.array(result).describe('The page, in the order asked for (then by id)'),
       errors: ERRORS_NONE,
     })
-    .meta({ id });
+    .meta({ id, ...enveloped(result, (example) => searchEnvelope([example], 1, 0)) });
 }
 
 /** Every error (API.md §2-3): `errors` by column path, or `base`. */
@@ -59,4 +65,10 @@ export const errorEnvelopeSchema = z
     id: 'ErrorEnvelope',
     description:
       'errors by column path (`lines[2].quantity`, `q.filters[1].operator`) or `base`, each a list of messages',
+    examples: [
+      errorEnvelope({
+        'lines[1].quantity': ['must be at least 1'],
+        currency: ['must be an ISO 4217 currency code such as USD'],
+      }),
+    ],
   });

@@ -43,6 +43,7 @@ export function recordSchema(model: ModelDefinition): z.ZodObject {
     fieldsSchema(model.fields).meta({
       id: schemaName(model.singular),
       description: `A ${model.singular.replace(/_/g, ' ')} (API.md §6)`,
+      ...examplesOf(model.example?.record),
     }),
   );
 }
@@ -56,6 +57,10 @@ export function writeSchema(model: ModelDefinition, mode: 'create' | 'update'): 
         mode === 'create'
           ? `A new ${model.singular.replace(/_/g, ' ')}: its fields at top level; read-only and unknown fields are ignored`
           : 'The fields to change; fields left out keep their value, a nested list given replaces the list',
+      ...examplesOf(
+        model.example &&
+          (mode === 'create' ? writableOf(model.fields, model.example.record) : model.example.update),
+      ),
     }),
   );
 }
@@ -178,6 +183,7 @@ export function eventPayloadSchema(
   model: ModelDefinition,
   eventType: EventType,
   record = recordSchema(model),
+  example = eventExample(model, eventType.type),
 ): z.ZodType {
   return once(`event:${eventType.type}`, () =>
     z
@@ -195,8 +201,87 @@ export function eventPayloadSchema(
       .meta({
         id: `${schemaName(eventType.type.replace('.', '_'))}Event`,
         description: eventType.description,
+        ...examplesOf(example),
       }),
   );
+}
+
+/** `examples` of a schema's metadata (JSON Schema 2020-12, which Redoc's samples show): none without one. */
+function examplesOf(example: unknown): { examples?: unknown[] } {
+  return example === undefined ? {} : { examples: [example] };
+}
+
+/**
+ * A record as a create body gives it: its writable fields, references by their lookup keys. Nested
+ * lists and objects keep their own writable fields.
+ */
+export function writableOf(
+  fields: FieldMap,
+  record: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    const value = record[name];
+    if (value === undefined || field.kind === 'joined' || (field.kind === 'column' && field.readOnly))
+      continue;
+    if (field.kind === 'list' && Array.isArray(value))
+      body[name] = value.map((element: Record<string, unknown>) => writableOf(field.fields, element));
+    else if (field.kind === 'object' && value !== null)
+      body[name] = writableOf(field.fields, value as Record<string, unknown>);
+    else if (field.kind === 'reference' && value !== null) {
+      const named = value as Record<string, unknown>;
+      const key = field.lookupKeys.find((lookup) => lookup !== 'id' && named[lookup] !== undefined) ?? 'id';
+      body[name] = { [key]: named[key] };
+    } else body[name] = value;
+  }
+  return body;
+}
+
+/** An example delivery body (API.md §8). */
+export interface EventExample {
+  readonly id: string;
+  readonly type: string;
+  readonly timestamp: string;
+  readonly sequence: number;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly previous_attributes: Readonly<Record<string, unknown>>;
+}
+
+/** A fixed event id for the examples: a UUID such as the platform assigns. */
+const EXAMPLE_EVENT_ID = '3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15';
+
+/**
+ * The delivery body of an event type as the model's example makes it: a creation is the record as it
+ * was before the example's update (version 1), a deletion the record at its next version, the
+ * model's own types the change the example declares for them, any other the example's update.
+ */
+export function eventExample(model: ModelDefinition, type: string): EventExample | undefined {
+  const example = model.example;
+  if (example === undefined) return undefined;
+  const { record } = example;
+  const version = record.version as number;
+  const change: { record: Readonly<Record<string, unknown>>; previous: Readonly<Record<string, unknown>> } =
+    type === `${model.singular}.created`
+      ? {
+          record: { ...record, ...example.previous, updated_at: record.created_at, version: 1 },
+          previous: {},
+        }
+      : type === `${model.singular}.deleted`
+        ? { record: { ...record, version: version + 1 }, previous: {} }
+        : example.events?.[type] !== undefined
+          ? {
+              record: { ...record, ...example.events[type].record, version: version + 1 },
+              previous: example.events[type].previous,
+            }
+          : example;
+  return {
+    id: EXAMPLE_EVENT_ID,
+    type,
+    timestamp: change.record.updated_at as string,
+    sequence: change.record.version as number,
+    data: change.record,
+    previous_attributes: change.previous,
+  };
 }
 
 /** The fields of a record or nested object, as responses carry them. */

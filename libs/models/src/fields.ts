@@ -196,6 +196,35 @@ export interface ModelDefinition {
    * `<singular>.created|updated|deleted` as its write access allows, then the model's own.
    */
   readonly eventTypes: readonly EventType[];
+  /** The reference's example of the model (every model has one: a test asks). */
+  readonly example?: ModelExample;
+}
+
+/**
+ * A realistic record of a model, from which the reference's examples of it are made (API.md §11):
+ * the record as responses carry it, the create body (its writable fields), the update that led to it,
+ * the envelopes, and each event type's payload. A test validates every one against its schema.
+ */
+export interface ModelExample {
+  /** The record as responses carry it: every field, read-only and derived ones included. */
+  readonly record: Readonly<Record<string, unknown>>;
+  /** A PUT or PATCH body that led to `record` (none for a model clients do not update). */
+  readonly update?: Readonly<Record<string, unknown>>;
+  /** The values of the fields that update changed, before it (`previous_attributes`). */
+  readonly previous: Readonly<Record<string, unknown>>;
+  /**
+   * Event types whose change is another one: the fields of `record` it sets and those it changed
+   * before it (`order.cancelled`: `{status: "cancelled"}` from `{status: "open"}`).
+   */
+  readonly events?: Readonly<
+    Record<
+      string,
+      {
+        readonly record: Readonly<Record<string, unknown>>;
+        readonly previous: Readonly<Record<string, unknown>>;
+      }
+    >
+  >;
 }
 
 /** An event type of the catalog (API.md §8 `GET /v2/webhook_event_types`). */
@@ -400,6 +429,7 @@ export interface ModelDeclaration {
    * `read-only` model, which clients do not write, has only these.
    */
   readonly events?: Readonly<Record<string, string>>;
+  readonly example?: ModelExample;
 }
 
 /**

@@ -30,6 +30,7 @@ export {
   type ListDefinition,
   type ModelDeclaration,
   type ModelDefinition,
+  type ModelExample,
   type ObjectDefinition,
   type ReferenceDefinition,
   type RelationDefinition,
@@ -76,6 +77,7 @@ export {
   type RecordBody,
 } from './validation.js';
 export {
+  eventExample,
   eventPayloadSchema,
   querySchema,
   recordSchema,
@@ -84,7 +86,9 @@ export {
   searchEnvelopeSchema,
   searchParameter,
   singleEnvelopeSchema,
+  writableOf,
   writeSchema,
+  type EventExample,
 } from './api-schemas.js';
 export { eventPayload, publishedEventOf, type PublishedEvent } from './event-payload.js';
 export { DELETED_RECORDS_TABLE, readModelDdl, RECORD_COUNTS_TABLE } from './ddl.js';

@@ -19,6 +19,18 @@ export const phoneNumberTypes = defineModel({
   name: 'phone_number_types',
   singular: 'phone_number_type',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 5,
+      name: 'Warehouse',
+      external_id: null,
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 2,
+    },
+    update: { name: 'Warehouse' },
+    previous: { name: 'Depot' },
+  },
   fields: {
     name: column.string({
       required: true,
@@ -34,6 +46,25 @@ export const people = defineModel({
   name: 'people',
   singular: 'person',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 1042,
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      email: 'ada@example.com',
+      company: 'Analytical Engines Ltd',
+      phone_numbers: [
+        { number: '4155550123', phone_number_type: { id: 1, name: 'Work' } },
+        { number: '4155550188', phone_number_type: { id: 3, name: 'Mobile' } },
+      ],
+      external_id: 'CRM-CUST-00042',
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 2,
+    },
+    update: { email: 'ada@example.com' },
+    previous: { email: 'ada.lovelace@example.org' },
+  },
   fields: {
     first_name: column.string({ description: 'Given name' }),
     last_name: column.string({ required: true, description: 'Family name, the one name a person needs' }),
@@ -71,6 +102,27 @@ export const items = defineModel({
   name: 'items',
   singular: 'item',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 3001,
+      sku: 'TSHIRT-BLK-M',
+      name: 'Organic T-shirt, black, M',
+      description: 'Crew neck, 100% organic cotton, 180 g/m²',
+      barcode: '0012345678905',
+      unit_of_measure: 'each',
+      weight: '0.180',
+      weight_unit: 'kg',
+      price: '24.00',
+      currency: 'USD',
+      active: true,
+      external_id: 'ERP-ITEM-3001',
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 3,
+    },
+    update: { price: '24.00' },
+    previous: { price: '22.00' },
+  },
   fields: {
     sku: column.string({
       required: true,
@@ -115,6 +167,20 @@ const address: FieldMap = {
   email: column.string({ description: "Recipient's email, for the carrier's notices" }),
 };
 
+/** The address of the examples. */
+const EXAMPLE_SHIP_TO = {
+  name: 'Ada Lovelace',
+  company: 'Analytical Engines Ltd',
+  address1: '500 Howard St',
+  address2: 'Suite 300',
+  city: 'San Francisco',
+  state: 'CA',
+  postal_code: '94105',
+  country: 'US',
+  phone: '4155550123',
+  email: 'ada@example.com',
+};
+
 /** Where a record ships (API.md §5). */
 const SHIP_TO = 'Where it ships: an address object, or null while unknown';
 
@@ -131,6 +197,32 @@ export const orders = defineModel({
   name: 'orders',
   singular: 'order',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 5120,
+      order_number: 'SO-2026-005120',
+      status: 'open',
+      customer_id: 1042,
+      currency: 'USD',
+      total: '61.50',
+      requested_ship_date: '2026-11-24',
+      anticipated_ship_date: '2026-11-23',
+      shipping_method: 'UPS Ground',
+      notes: 'Leave at the front desk',
+      ship_to: EXAMPLE_SHIP_TO,
+      lines: [
+        { item_id: 3001, sku: 'TSHIRT-BLK-M', quantity: 2, unit_price: '24.00' },
+        { item_id: 3002, sku: 'MUG-WHT', quantity: 1, unit_price: '13.50' },
+      ],
+      external_id: 'SHOP-1001',
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 2,
+    },
+    update: { status: 'open' },
+    previous: { status: 'pending' },
+    events: { 'order.cancelled': { record: { status: 'cancelled' }, previous: { status: 'open' } } },
+  },
   events: {
     'order.cancelled': 'An order moved to cancelled (sent instead of order.updated)',
   },
@@ -188,6 +280,47 @@ export const fulfillmentOrders = defineModel({
   name: 'fulfillment_orders',
   singular: 'fulfillment_order',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 7001,
+      order_id: 5120,
+      warehouse: 'SFO-1',
+      status: 'in_progress',
+      requested_ship_date: '2026-11-24',
+      anticipated_ship_date: '2026-11-23',
+      shipping_method: 'UPS Ground',
+      ship_to: EXAMPLE_SHIP_TO,
+      lines: [
+        { sku: 'TSHIRT-BLK-M', quantity: 2, quantity_shipped: 0 },
+        { sku: 'MUG-WHT', quantity: 1, quantity_shipped: 0 },
+      ],
+      external_id: 'WMS-FO-7001',
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 2,
+    },
+    update: { status: 'in_progress' },
+    previous: { status: 'open' },
+    events: {
+      'fulfillment_order.shipped': {
+        record: {
+          status: 'shipped',
+          lines: [
+            { sku: 'TSHIRT-BLK-M', quantity: 2, quantity_shipped: 2 },
+            { sku: 'MUG-WHT', quantity: 1, quantity_shipped: 1 },
+          ],
+        },
+        previous: {
+          status: 'in_progress',
+          lines: [
+            { sku: 'TSHIRT-BLK-M', quantity: 2, quantity_shipped: 0 },
+            { sku: 'MUG-WHT', quantity: 1, quantity_shipped: 0 },
+          ],
+        },
+      },
+      'fulfillment_order.cancelled': { record: { status: 'cancelled' }, previous: { status: 'in_progress' } },
+    },
+  },
   // Closing a shipped fulfillment order is the operator's move (API.md §7).
   operatorChanges: true,
   events: {
@@ -255,6 +388,45 @@ export const shipments = defineModel({
   name: 'shipments',
   singular: 'shipment',
   writeScope: 'operations',
+  example: {
+    record: {
+      id: 9001,
+      fulfillment_order_id: 7001,
+      status: 'in_transit',
+      carrier: 'UPS',
+      service: 'Ground',
+      shipped_at: '2026-11-23T16:05:00.000Z',
+      estimated_delivery_at: '2026-11-26T20:00:00.000Z',
+      delivered_at: null,
+      packages: [
+        {
+          tracking_number: '1Z999AA10123456784',
+          tracking_url: 'https://www.ups.com/track?tracknum=1Z999AA10123456784',
+          weight: '0.950',
+          lines: [
+            { sku: 'TSHIRT-BLK-M', quantity: 2 },
+            { sku: 'MUG-WHT', quantity: 1 },
+          ],
+        },
+      ],
+      external_id: 'WMS-SHP-9001',
+      created_at: '2026-11-23T15:40:00.000Z',
+      updated_at: '2026-11-23T16:05:00.000Z',
+      version: 2,
+    },
+    update: { service: 'Ground' },
+    previous: { service: '3 Day Select' },
+    events: {
+      'shipment.tracking_updated': {
+        record: { estimated_delivery_at: '2026-11-25T20:00:00.000Z' },
+        previous: { estimated_delivery_at: '2026-11-26T20:00:00.000Z' },
+      },
+      'shipment.delivered': {
+        record: { status: 'delivered', delivered_at: '2026-11-25T18:12:00.000Z' },
+        previous: { status: 'in_transit', delivered_at: null },
+      },
+    },
+  },
   // A shipment counts as shipped from its creation: it is cancelled, never deleted (API.md §6).
   deletable: false,
   events: {
@@ -313,6 +485,57 @@ export const purchaseOrders = defineModel({
   name: 'purchase_orders',
   singular: 'purchase_order',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 4100,
+      po_number: 'PO-2026-0412',
+      vendor_name: 'Evergreen Textiles',
+      warehouse: 'SFO-1',
+      status: 'partially_received',
+      expected_arrival_date: '2026-12-02',
+      currency: 'USD',
+      total: '1450.00',
+      lines: [
+        { sku: 'TSHIRT-BLK-M', quantity: 200, quantity_received: 120, unit_cost: '6.50' },
+        { sku: 'TSHIRT-BLK-L', quantity: 50, quantity_received: 0, unit_cost: '3.00' },
+      ],
+      external_id: 'ERP-PO-0412',
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 3,
+    },
+    update: {
+      lines: [
+        { sku: 'TSHIRT-BLK-M', quantity: 200, quantity_received: 120, unit_cost: '6.50' },
+        { sku: 'TSHIRT-BLK-L', quantity: 50, quantity_received: 0, unit_cost: '3.00' },
+      ],
+    },
+    previous: {
+      status: 'open',
+      lines: [
+        { sku: 'TSHIRT-BLK-M', quantity: 200, quantity_received: 0, unit_cost: '6.50' },
+        { sku: 'TSHIRT-BLK-L', quantity: 50, quantity_received: 0, unit_cost: '3.00' },
+      ],
+    },
+    events: {
+      'purchase_order.received': {
+        record: {
+          status: 'received',
+          lines: [
+            { sku: 'TSHIRT-BLK-M', quantity: 200, quantity_received: 200, unit_cost: '6.50' },
+            { sku: 'TSHIRT-BLK-L', quantity: 50, quantity_received: 50, unit_cost: '3.00' },
+          ],
+        },
+        previous: {
+          status: 'partially_received',
+          lines: [
+            { sku: 'TSHIRT-BLK-M', quantity: 200, quantity_received: 120, unit_cost: '6.50' },
+            { sku: 'TSHIRT-BLK-L', quantity: 50, quantity_received: 0, unit_cost: '3.00' },
+          ],
+        },
+      },
+    },
+  },
   // Receiving is the operator's change (API.md §7).
   operatorChanges: true,
   events: {
@@ -375,6 +598,43 @@ export const invoices = defineModel({
   name: 'invoices',
   singular: 'invoice',
   writeScope: 'operations',
+  example: {
+    record: {
+      id: 6001,
+      invoice_number: 'INV-2026-0815',
+      order_id: 5120,
+      purchase_order_id: null,
+      status: 'partially_paid',
+      currency: 'USD',
+      issue_date: '2026-11-23',
+      due_date: '2026-12-23',
+      total: '61.50',
+      amount_paid: '30.00',
+      amount_due: '31.50',
+      lines: [
+        {
+          description: 'Organic T-shirt, black, M',
+          sku: 'TSHIRT-BLK-M',
+          quantity: 2,
+          unit_price: '24.00',
+          amount: '48.00',
+        },
+        { description: 'Mug, white', sku: 'MUG-WHT', quantity: 1, unit_price: '13.50', amount: '13.50' },
+      ],
+      external_id: 'ERP-INV-0815',
+      created_at: '2026-11-23T17:00:00.000Z',
+      updated_at: '2026-11-24T09:45:00.000Z',
+      version: 2,
+    },
+    update: { amount_paid: '30.00' },
+    previous: { status: 'open', amount_paid: '0.00', amount_due: '61.50' },
+    events: {
+      'invoice.paid': {
+        record: { status: 'paid', amount_paid: '61.50', amount_due: '0.00' },
+        previous: { status: 'partially_paid', amount_paid: '30.00', amount_due: '31.50' },
+      },
+    },
+  },
   deletable: false,
   events: {
     'invoice.paid': 'An invoice was paid in full (sent instead of invoice.updated)',
@@ -440,6 +700,38 @@ export const returns = defineModel({
   name: 'returns',
   singular: 'return',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 2301,
+      rma_number: 'RMA-2026-0077',
+      order_id: 5120,
+      warehouse: 'SFO-1',
+      status: 'authorized',
+      reason: 'Wrong size',
+      received_at: null,
+      lines: [{ sku: 'TSHIRT-BLK-M', quantity: 1, quantity_received: 0, disposition: 'restock' }],
+      external_id: 'SHOP-RET-311',
+      created_at: '2026-11-26T10:00:00.000Z',
+      updated_at: '2026-11-26T11:20:00.000Z',
+      version: 2,
+    },
+    update: { status: 'authorized' },
+    previous: { status: 'requested' },
+    events: {
+      'return.received': {
+        record: {
+          status: 'received',
+          received_at: '2026-11-28T14:03:00.000Z',
+          lines: [{ sku: 'TSHIRT-BLK-M', quantity: 1, quantity_received: 1, disposition: 'restock' }],
+        },
+        previous: {
+          status: 'authorized',
+          received_at: null,
+          lines: [{ sku: 'TSHIRT-BLK-M', quantity: 1, quantity_received: 0, disposition: 'restock' }],
+        },
+      },
+    },
+  },
   // Authorizing, receiving, refunding and rejecting are the operator's changes (API.md §6).
   operatorChanges: true,
   events: {
@@ -528,6 +820,23 @@ export const inventory = defineModel({
   name: 'inventory',
   singular: 'inventory',
   writeScope: 'operations',
+  example: {
+    record: {
+      id: 8001,
+      item_id: 3001,
+      sku: 'TSHIRT-BLK-M',
+      warehouse: 'SFO-1',
+      on_hand: 118,
+      committed: 2,
+      available: 116,
+      inbound: 80,
+      external_id: null,
+      created_at: '2026-11-02T08:00:00.000Z',
+      updated_at: '2026-11-23T16:05:00.000Z',
+      version: 14,
+    },
+    previous: { on_hand: 120, committed: 4 },
+  },
   // Derived from events by the inventory process manager (API.md §6); no client writes it.
   writes: 'read-only',
   events: {
@@ -573,6 +882,20 @@ export const inventoryAdjustments = defineModel({
   name: 'inventory_adjustments',
   singular: 'inventory_adjustment',
   writeScope: 'write',
+  example: {
+    record: {
+      id: 2201,
+      sku: 'TSHIRT-BLK-M',
+      warehouse: 'SFO-1',
+      quantity_delta: -2,
+      reason: 'Damaged, found in cycle count',
+      external_id: 'CC-2026-11-22-07',
+      created_at: '2026-11-22T18:30:00.000Z',
+      updated_at: '2026-11-22T18:30:00.000Z',
+      version: 1,
+    },
+    previous: {},
+  },
   writes: 'append-only',
   fields: {
     sku: column.string({ required: true, description: 'The sku adjusted' }),

@@ -415,12 +415,15 @@ export class ComponentSchemas {
       $schema: _dialect,
       ...rest
     } = converted as Json & { $defs?: Record<string, Json>; definitions?: Record<string, Json> };
-    for (const [id, definition] of Object.entries({ ...$defs, ...definitions }))
-      this.keep(id, relocated(definition));
+    // zod leaves the examples of a request schema that transforms (decimals) out of its input form.
+    const { id = name, examples } = z.globalRegistry.get(schema) ?? {};
+    const withExamples = (definition: Json): Json =>
+      examples === undefined || definition.examples !== undefined ? definition : { ...definition, examples };
+    for (const [defined, definition] of Object.entries({ ...$defs, ...definitions }))
+      this.keep(defined, relocated(defined === id ? withExamples(definition) : definition));
     // A schema with an id comes back as a reference to itself among its definitions.
-    const id = z.globalRegistry.get(schema)?.id ?? name;
     if (id === undefined || typeof rest.$ref === 'string') return relocated(rest);
-    this.keep(id, relocated(rest));
+    this.keep(id, relocated(withExamples(rest)));
     return { $ref: `#/components/schemas/${id}` };
   }
 

@@ -140,15 +140,24 @@ export const metadataSchema = z
 
 /** `GET /v2/authenticate` (API.md §7). */
 export const authenticatedSchema = singleEnvelopeOf(
-  z.strictObject({
-    message: z.string().describe('A greeting that confirms the token works'),
-    organization: z
-      .strictObject({
-        id: z.int().describe("The organization's id"),
-        name: z.string().describe("The organization's name"),
-      })
-      .describe("The token's organization"),
-  }),
+  z
+    .strictObject({
+      message: z.string().describe('A greeting that confirms the token works'),
+      organization: z
+        .strictObject({
+          id: z.int().describe("The organization's id"),
+          name: z.string().describe("The organization's name"),
+        })
+        .describe("The token's organization"),
+    })
+    .meta({
+      examples: [
+        {
+          message: 'Successfully authenticated as Acme Retail',
+          organization: { id: 17, name: 'Acme Retail' },
+        },
+      ],
+    }),
   'AuthenticatedEnvelope',
 );
 

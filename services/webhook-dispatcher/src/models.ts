@@ -1,4 +1,4 @@
-import { column, defineModel, joined, list, LONG_TEXT, MAX_ID } from '@ofp/models';
+import { column, defineModel, eventExample, joined, list, LONG_TEXT, MAX_ID, orders } from '@ofp/models';
 
 // The dispatcher's models (API.md §8), declared with the registry's functions like the api's: it serves
 // them (`/v2/webhooks*`, `/v2/webhook_deliveries*`) from its own schema, and keeps `secret` out of them.
@@ -40,6 +40,23 @@ export const webhooks = defineModel({
   name: 'webhooks',
   singular: 'webhook',
   writeScope: 'write',
+  // In the API's form, `events` a list of strings: the only form the descriptions publish.
+  example: {
+    record: {
+      id: 12,
+      url: 'https://erp.example.com/hooks/ofp',
+      events: ['order.created', 'order.cancelled', 'shipment.delivered'],
+      description: 'ERP order sync',
+      enabled: true,
+      external_id: null,
+      created_at: '2026-11-20T09:15:00.000Z',
+      updated_at: '2026-11-21T07:30:00.000Z',
+      version: 2,
+    },
+    update: { events: ['order.created', 'order.cancelled', 'shipment.delivered'] },
+    previous: { events: ['order.created', 'order.cancelled'] },
+    events: { 'webhook.disabled': { record: { enabled: false }, previous: { enabled: true } } },
+  },
   events: {
     'webhook.disabled':
       "An endpoint was disabled by the dispatcher (a 410, or 5 days of failures); sent to the organization's other endpoints",
@@ -84,6 +101,43 @@ export const webhookDeliveries = defineModel({
   // (the migrations), not one per column, so that recording an attempt is a HOT update.
   storedDocuments: false,
   indexed: false,
+  example: {
+    record: {
+      id: 88001,
+      webhook_id: 12,
+      event_id: '3f2c9a7e-5b1d-4e8a-9c61-0d7b2e4f8a15',
+      event_type: 'order.cancelled',
+      status: 'pending',
+      attempts: 2,
+      next_attempt_at: '2026-11-21T08:05:10.000Z',
+      last_status_code: 503,
+      last_error: 'HTTP 503',
+      attempt_log: [
+        {
+          started_at: '2026-11-21T07:30:01.000Z',
+          duration_ms: 212,
+          status_code: 503,
+          error_kind: 'http_status',
+          error: 'HTTP 503',
+          response_excerpt: 'Service Unavailable',
+        },
+        {
+          started_at: '2026-11-21T07:30:06.000Z',
+          duration_ms: 15000,
+          status_code: null,
+          error_kind: 'timeout',
+          error: 'no answer within 15 s',
+          response_excerpt: null,
+        },
+      ],
+      payload: JSON.stringify(eventExample(orders, 'order.cancelled')),
+      external_id: null,
+      created_at: '2026-11-21T07:30:01.000Z',
+      updated_at: '2026-11-21T07:30:21.000Z',
+      version: 3,
+    },
+    previous: {},
+  },
   fields: {
     webhook_id: column.integer({
       readOnly: true,

@@ -181,5 +181,17 @@ function eventsPageSchema(eventTypes: readonly PublishedEventType[]): z.ZodType 
     .meta({
       id: 'EventsPage',
       description: `A page of the events feed: the organization's events of the last ${FEED_RETENTION_DAYS} days, in order`,
+      examples: [
+        {
+          count: 1,
+          results: eventTypes
+            .map(({ payload }) => z.globalRegistry.get(payload)?.examples?.[0 as never] as unknown)
+            .filter((example) => example !== undefined)
+            .slice(0, 1),
+          errors: null,
+          has_more: false,
+          next_cursor: 'NzQ1NjMuMTAyMzQ',
+        },
+      ],
     }));
 }

@@ -58,11 +58,13 @@ function responseSchemas() {
       'WebhookEventTypes',
     ),
     recovered: singleEnvelopeOf(
-      z.strictObject({
-        webhook_id: z.int().describe('The webhook recovered'),
-        since: z.iso.datetime().describe('The moment given (RFC 3339, UTC)'),
-        recovered: z.int().min(0).describe('Deliveries queued again'),
-      }),
+      z
+        .strictObject({
+          webhook_id: z.int().describe('The webhook recovered'),
+          since: z.iso.datetime().describe('The moment given (RFC 3339, UTC)'),
+          recovered: z.int().min(0).describe('Deliveries queued again'),
+        })
+        .meta({ examples: [{ webhook_id: 12, since: '2026-11-20T00:00:00.000Z', recovered: 3 }] }),
       'RecoveryEnvelope',
     ),
   };

@@ -64,6 +64,12 @@ function eventTypes(value: unknown, errors: FieldErrors): string[] | undefined {
 
 const bodySchemas = new Map<'create' | 'update', z.ZodType>();
 
+/** The example webhook's create body: its writable fields, `events` a list of strings. */
+function createExample(): Record<string, unknown> {
+  const { url, events, description, enabled, external_id } = webhooks.example!.record;
+  return { url, events, description, enabled, external_id };
+}
+
 /** A webhook write body as the published description shows it: `events` a list of strings. */
 export function webhookBodySchema(mode: 'create' | 'update'): z.ZodType {
   let schema = bodySchemas.get(mode);
@@ -71,7 +77,10 @@ export function webhookBodySchema(mode: 'create' | 'update'): z.ZodType {
     const events = z.array(z.string()).min(1).max(100).describe('Event types, or ["*"] for all');
     schema = (requestBodySchema(webhooks, mode) as z.ZodObject)
       .extend({ events: mode === 'create' ? events : events.optional() })
-      .meta({ id: `${schemaName(webhooks.singular)}${mode === 'create' ? 'Create' : 'Update'}` });
+      .meta({
+        id: `${schemaName(webhooks.singular)}${mode === 'create' ? 'Create' : 'Update'}`,
+        examples: [mode === 'create' ? createExample() : webhooks.example!.update],
+      });
     bodySchemas.set(mode, schema);
   }
   return schema;

@@ -1,6 +1,14 @@
 import { closest } from 'fastest-levenshtein';
 import { z } from 'zod';
-import { MODELS, eventPayloadSchema, recordSchema, type EventType, type ModelDefinition } from '@ofp/models';
+import {
+  MODELS,
+  eventExample,
+  eventPayloadSchema,
+  recordSchema,
+  type EventExample,
+  type EventType,
+  type ModelDefinition,
+} from '@ofp/models';
 import { DELIVERY_FAILED_EVENT_TYPE, webhookDeliveries, webhooks } from '../models.js';
 
 /**
@@ -11,13 +19,22 @@ import { DELIVERY_FAILED_EVENT_TYPE, webhookDeliveries, webhooks } from '../mode
 export function webhookSchema(): z.ZodObject {
   return (webhookSchemas.record ??= recordSchema(webhooks)
     .extend({ events: z.array(z.string()).describe('Event types, or ["*"] for all') })
-    .meta({ id: 'Webhook', description: 'A webhook subscription (API.md §8)' }));
+    .meta({
+      id: 'Webhook',
+      description: 'A webhook subscription (API.md §8)',
+      examples: [webhooks.example!.record],
+    }));
 }
 
 export function webhookWithSecretSchema(): z.ZodObject {
   return (webhookSchemas.withSecret ??= webhookSchema()
     .extend({ secret: z.string().describe('whsec_ and the base64 of 32 random bytes: shown this once') })
-    .meta({ id: 'WebhookWithSecret' }));
+    .meta({
+      id: 'WebhookWithSecret',
+      examples: [
+        { ...webhooks.example!.record, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/jyQ1ZNvhh0=' },
+      ],
+    }));
 }
 
 const webhookSchemas: { record?: z.ZodObject; withSecret?: z.ZodObject } = {};
@@ -44,9 +61,23 @@ export function eventCatalog(): (EventType & { readonly payload: z.ZodType })[] 
   return EVENT_MODELS.flatMap((model) =>
     model.eventTypes.map((eventType) => ({
       ...eventType,
-      payload: eventPayloadSchema(model, eventType, dataSchema(model, eventType.type)),
+      payload: eventPayloadSchema(
+        model,
+        eventType,
+        dataSchema(model, eventType.type),
+        example(model, eventType.type),
+      ),
     })),
   );
+}
+
+/** The example delivery body of an event type: a given-up delivery's notice carries the delivery. */
+function example(model: ModelDefinition, type: string): EventExample | undefined {
+  const body = eventExample(model, type);
+  if (type !== DELIVERY_FAILED_EVENT_TYPE || body === undefined) return body;
+  const { record } = webhookDeliveries.example!;
+  const delivery = { ...record, status: 'failed', next_attempt_at: null };
+  return { ...body, sequence: record.version as number, data: delivery, previous_attributes: {} };
 }
 
 /** The record an event of `type` carries as its data: a webhook in its API form, a delivery, a record. */
