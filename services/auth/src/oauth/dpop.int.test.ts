@@ -9,6 +9,14 @@ import { startAuthTestServer, TEST_REDIRECT_URI, type AuthTestServer } from '../
  * DPoP support end to end (client credentials, the code flow, refresh), the tokens bound to the proof's
  * key, and the proofs the endpoint refuses.
  */
+/** openid-client configured for a client by RFC 8414 discovery (plain http is fine on loopback in a test). */
+function discover(server: AuthTestServer, client: RegisteredClient): Promise<oidc.Configuration> {
+  return oidc.discovery(new URL(server.issuer), client.client_id, client.client_secret, undefined, {
+    algorithm: 'oauth2',
+    execute: [oidc.allowInsecureRequests],
+  });
+}
+
 describe('DPoP at the token endpoint', () => {
   let server: AuthTestServer;
   let registered: RegisteredClient;
@@ -21,13 +29,7 @@ describe('DPoP at the token endpoint', () => {
     server = await startAuthTestServer();
     registered = await server.registerClient({ dpopBoundAccessTokens: true });
     expect(registered).toMatchObject({ dpop_bound_access_tokens: true });
-    config = await oidc.discovery(
-      new URL(server.issuer),
-      registered.client_id,
-      registered.client_secret,
-      undefined,
-      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
-    );
+    config = await discover(server, registered);
     keys = await oidc.randomDPoPKeyPair('ES256');
     dpop = oidc.getDPoPHandle(config, keys);
     jkt = await calculateJwkThumbprint(await exportJWK(keys.publicKey), 'sha256');
@@ -152,13 +154,7 @@ describe('DPoP at the token endpoint', () => {
 
   it('binds the token of a client that does not require DPoP when it sends a proof, and not otherwise', async () => {
     const plain = await server.registerClient();
-    const plainConfig = await oidc.discovery(
-      new URL(server.issuer),
-      plain.client_id,
-      plain.client_secret,
-      undefined,
-      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
-    );
+    const plainConfig = await discover(server, plain);
     const bound = await oidc.clientCredentialsGrant(plainConfig, undefined, {
       DPoP: oidc.getDPoPHandle(plainConfig, keys),
     });
@@ -295,13 +291,7 @@ describe('DPoP with server nonces (RFC 9449 §8-9)', () => {
   beforeAll(async () => {
     server = await startAuthTestServer({ dpopNonceSecret: 'the-deployment-nonce-secret-0123456789' });
     registered = await server.registerClient({ dpopBoundAccessTokens: true });
-    config = await oidc.discovery(
-      new URL(server.issuer),
-      registered.client_id,
-      registered.client_secret,
-      undefined,
-      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
-    );
+    config = await discover(server, registered);
     keys = await oidc.randomDPoPKeyPair('ES256');
   });
   afterAll(() => server.close());
