@@ -49,9 +49,9 @@ describe.each(RUN_MODES)('hostile values for every column of every model ($mode)
       return response.body.results.id;
     };
     const line = { sku: 'SKU-1', quantity: 2 };
-    const person = await create(MODELS.people!, { last_name: 'Base' });
-    const order = await create(MODELS.orders!, { order_number: `SO-${randomUUID()}`, customer_id: person });
-    const fulfillmentOrder = await create(MODELS.fulfillment_orders!, {
+    const person = await create(MODELS.people, { last_name: 'Base' });
+    const order = await create(MODELS.orders, { order_number: `SO-${randomUUID()}`, customer_id: person });
+    const fulfillmentOrder = await create(MODELS.fulfillment_orders, {
       order_id: order,
       warehouse: 'W',
       lines: [line],
@@ -66,12 +66,12 @@ describe.each(RUN_MODES)('hostile values for every column of every model ($mode)
         records.set(model, await create(model, body()));
     }
     // A shipment ships what its fulfillment order holds: one to update, of a second fulfillment order.
-    const shipped = await create(MODELS.fulfillment_orders!, {
+    const shipped = await create(MODELS.fulfillment_orders, {
       order_id: order,
       warehouse: 'W',
       lines: [line],
     });
-    records.set(MODELS.shipments!, await create(MODELS.shipments!, { fulfillment_order_id: shipped }));
+    records.set(MODELS.shipments, await create(MODELS.shipments, { fulfillment_order_id: shipped }));
   }, 180_000);
   afterAll(async () => {
     await platform?.stop();

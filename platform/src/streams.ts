@@ -19,7 +19,8 @@ export function dataSchemaOf(streamType: string): string {
 /**
  * Every stream the platform appends to: the models' records, the webhooks' own, the revocations. The
  * api's relay publishes all of them and the consumers read nearly all, so each Kafka process checks
- * them all at start; the chart's KafkaTopic resources are the same list (a test compares them).
+ * them all at start; the chart's KafkaTopic resources are the same list (`npm run describe` writes it
+ * into charts/ofp/templates/_helpers.tpl).
  */
 export function platformStreamTypes(): string[] {
   return [...intakeStreamTypes(), REVOCATIONS_STREAM_TYPE];

@@ -1,7 +1,7 @@
 import type { RecordChange } from '@ofp/contracts';
 import type { ModelDefinition } from './fields.js';
 import { inRegistryOrder } from './key-order.js';
-import { MODELS } from './registry.js';
+import { findModel } from './registry.js';
 
 /**
  * What an event's published body is made of: the one rendering that webhook deliveries and the
@@ -47,7 +47,7 @@ export function publishedEventOf(
     readonly version: number;
     readonly data: unknown;
   },
-  model: ModelDefinition | undefined = MODELS[event.streamType],
+  model: ModelDefinition | undefined = findModel(event.streamType),
 ): PublishedEvent {
   const change = event.data as RecordChange;
   return {

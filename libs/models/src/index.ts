@@ -53,6 +53,7 @@ export {
 export { transitionError, type StateMachine } from './state-machine.js';
 export {
   findModel,
+  isModelName,
   fulfillmentOrders,
   inventory,
   inventoryAdjustments,
@@ -60,6 +61,7 @@ export {
   items,
   LONG_TEXT,
   MODELS,
+  type ModelName,
   orders,
   people,
   PHONE_NUMBER_TYPE_SEEDS,

@@ -908,22 +908,38 @@ export const inventoryAdjustments = defineModel({
   },
 });
 
-/** Every model of the registry, by endpoint name. */
-export const MODELS: Readonly<Record<string, ModelDefinition>> = {
-  [phoneNumberTypes.name]: phoneNumberTypes,
-  [people.name]: people,
-  [items.name]: items,
-  [orders.name]: orders,
-  [fulfillmentOrders.name]: fulfillmentOrders,
-  [shipments.name]: shipments,
-  [purchaseOrders.name]: purchaseOrders,
-  [invoices.name]: invoices,
-  [returns.name]: returns,
-  [inventory.name]: inventory,
-  [inventoryAdjustments.name]: inventoryAdjustments,
-};
+/**
+ * Every model of the registry, by endpoint name. Its keys are the models' names (`ModelName`): a
+ * table with an entry per model (`Record<ModelName, ...>`, the api's rules, the inventory's effects)
+ * fails to compile until a new model is handled there.
+ */
+export const MODELS = {
+  phone_number_types: phoneNumberTypes,
+  people,
+  items,
+  orders,
+  fulfillment_orders: fulfillmentOrders,
+  shipments,
+  purchase_orders: purchaseOrders,
+  invoices,
+  returns,
+  inventory,
+  inventory_adjustments: inventoryAdjustments,
+} as const satisfies Readonly<Record<string, ModelDefinition>>;
+
+/** The name of a model of the registry: its endpoint `/v2/<name>` and its stream type. */
+export type ModelName = keyof typeof MODELS;
+
+for (const [name, model] of Object.entries(MODELS)) {
+  if (model.name !== name) throw new Error(`MODELS.${name} holds the model ${model.name}`);
+}
+
+/** Whether `name` is a model of the registry. */
+export function isModelName(name: string): name is ModelName {
+  return Object.hasOwn(MODELS, name);
+}
 
 /** The model served at `/v2/<name>`, or `undefined` for an unknown name. */
 export function findModel(name: string): ModelDefinition | undefined {
-  return Object.hasOwn(MODELS, name) ? MODELS[name] : undefined;
+  return isModelName(name) ? MODELS[name] : undefined;
 }

@@ -1,5 +1,5 @@
 import type { FieldErrors, RecordChange, RecordJson } from '@ofp/contracts';
-import { INT32, inventory } from '@ofp/models';
+import { INT32, inventory, isModelName, type ModelName } from '@ofp/models';
 import { listOf, plainRules, type RecordRules } from './record-rules.js';
 
 // Inventory (API.md §6) is a projection kept as event-sourced records, one per (sku, warehouse):
@@ -31,13 +31,51 @@ export const inventoryRules: RecordRules = {
   }),
 };
 
-/** The stream types whose events move stock. */
-export const STOCK_SOURCES = [
-  'inventory_adjustments',
-  'fulfillment_orders',
-  'purchase_orders',
-  'returns',
-] as const;
+/**
+ * A record's standing effect on stock: what it puts in `on_hand`, `committed` and `inbound`, line by
+ * line, in its warehouse (`deleted`: the record as it was when deleted).
+ */
+type StockEffect = (record: RecordJson, deleted: boolean, put: (sku: string, stock: Stock) => void) => void;
+
+/** What each model's records do to stock; null for a model whose records move none. */
+const STOCK_EFFECTS: Readonly<Record<ModelName, StockEffect | null>> = {
+  phone_number_types: null,
+  people: null,
+  items: null,
+  orders: null,
+  fulfillment_orders: (record, deleted, put) => {
+    const committing = !deleted && record.status !== 'cancelled' && record.status !== 'closed';
+    for (const line of listOf<Line>(record, 'lines')) {
+      const shipped = line.quantity_shipped ?? 0;
+      put(line.sku, { on_hand: -shipped, committed: committing ? line.quantity - shipped : 0, inbound: 0 });
+    }
+  },
+  // Through their fulfillment order's `quantity_shipped`, which changes in the same transaction.
+  shipments: null,
+  purchase_orders: (record, deleted, put) => {
+    const expecting = !deleted && (record.status === 'open' || record.status === 'partially_received');
+    for (const line of listOf<Line>(record, 'lines')) {
+      const received = line.quantity_received ?? 0;
+      put(line.sku, { on_hand: received, committed: 0, inbound: expecting ? line.quantity - received : 0 });
+    }
+  },
+  invoices: null,
+  returns: (record, _deleted, put) => {
+    for (const line of listOf<Line>(record, 'lines'))
+      if (line.disposition === 'restock')
+        put(line.sku, { on_hand: line.quantity_received ?? 0, committed: 0, inbound: 0 });
+  },
+  inventory: null,
+  inventory_adjustments: (record, deleted, put) => {
+    if (!deleted)
+      put(String(record.sku), { on_hand: Number(record.quantity_delta), committed: 0, inbound: 0 });
+  },
+};
+
+/** The stream types (models) whose events move stock. */
+export const STOCK_SOURCES: readonly ModelName[] = (Object.keys(STOCK_EFFECTS) as ModelName[]).filter(
+  (name) => STOCK_EFFECTS[name] !== null,
+);
 
 /**
  * What one event changes in stock, by (sku, warehouse): the effect of the record after the change
@@ -99,41 +137,14 @@ interface Line {
   readonly disposition?: string;
 }
 
-/** A record's standing effect on stock. */
+/** A record's standing effect on stock, by (sku, warehouse); none for a stream that moves no stock. */
 function effects(streamType: string, record: RecordJson, deleted: boolean): Map<string, Stock & StockKey> {
   const result = new Map<string, Stock & StockKey>();
   const warehouse = (record.warehouse as string | null | undefined) ?? null;
-  const put = (sku: string, stock: Stock) =>
-    add(result, stockKey({ sku, warehouse }), { ...stock, sku, warehouse }, 1);
-  switch (streamType) {
-    case 'inventory_adjustments':
-      if (!deleted)
-        put(String(record.sku), { on_hand: Number(record.quantity_delta), committed: 0, inbound: 0 });
-      break;
-    case 'fulfillment_orders': {
-      const committing = !deleted && record.status !== 'cancelled' && record.status !== 'closed';
-      for (const line of listOf<Line>(record, 'lines')) {
-        const shipped = line.quantity_shipped ?? 0;
-        put(line.sku, { on_hand: -shipped, committed: committing ? line.quantity - shipped : 0, inbound: 0 });
-      }
-      break;
-    }
-    case 'purchase_orders': {
-      const expecting = !deleted && (record.status === 'open' || record.status === 'partially_received');
-      for (const line of listOf<Line>(record, 'lines')) {
-        const received = line.quantity_received ?? 0;
-        put(line.sku, { on_hand: received, committed: 0, inbound: expecting ? line.quantity - received : 0 });
-      }
-      break;
-    }
-    case 'returns':
-      for (const line of listOf<Line>(record, 'lines'))
-        if (line.disposition === 'restock')
-          put(line.sku, { on_hand: line.quantity_received ?? 0, committed: 0, inbound: 0 });
-      break;
-    default:
-      break;
-  }
+  const effect = isModelName(streamType) ? STOCK_EFFECTS[streamType] : null;
+  effect?.(record, deleted, (sku, stock) =>
+    add(result, stockKey({ sku, warehouse }), { ...stock, sku, warehouse }, 1),
+  );
   return result;
 }
 

@@ -125,7 +125,7 @@ describe('the state machines of API.md §6', () => {
 });
 
 describe('decide', () => {
-  const people = MODELS.people!;
+  const people = MODELS.people;
   const person = decide(
     people,
     { kind: 'create', id: 1, fields: { last_name: 'Lovelace' }, at: AT, by: operator },
@@ -143,7 +143,7 @@ describe('decide', () => {
   });
 
   describe('compares nested values whatever their key order (a stored record comes back from jsonb)', () => {
-    const orders = MODELS.orders!;
+    const orders = MODELS.orders;
     const created = decide(
       orders,
       {
@@ -195,7 +195,7 @@ describe('decide', () => {
   });
 
   it('names the changed fields’ old values, derived ones included', () => {
-    const orders = MODELS.orders!;
+    const orders = MODELS.orders;
     const order = { ...recordIn('open'), order_number: 'SO-1', total: '0.00' };
     const [event] = decide(
       orders,
@@ -212,7 +212,7 @@ describe('decide', () => {
   });
 
   it('lets the system set a derived status a client may not', () => {
-    const orders = MODELS.orders!;
+    const orders = MODELS.orders;
     const [event] = decide(
       orders,
       { kind: 'update', fields: { status: 'fulfilled' }, at: AT, by: { kind: 'system' } },
@@ -225,7 +225,7 @@ describe('decide', () => {
     expect(
       thrown(() =>
         decide(
-          MODELS.invoices!,
+          MODELS.invoices,
           {
             kind: 'create',
             id: 2,

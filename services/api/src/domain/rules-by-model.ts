@@ -1,4 +1,12 @@
-import type { ModelDefinition } from '@ofp/models';
+import {
+  inventoryAdjustments,
+  items,
+  MODELS,
+  people,
+  phoneNumberTypes,
+  type ModelDefinition,
+  type ModelName,
+} from '@ofp/models';
 import { fulfillmentOrderRules, shipmentRules } from './fulfillment.js';
 import { inventoryRules } from './inventory.js';
 import { invoiceRules } from './invoices.js';
@@ -7,7 +15,11 @@ import { purchaseOrderRules } from './purchase-orders.js';
 import { plainRules, type RecordRules } from './record-rules.js';
 import { returnRules } from './returns.js';
 
-const RULES: Readonly<Record<string, RecordRules>> = {
+/** Every model's rules: its own, or plain CRUD rules (a new model fails to compile until it is here). */
+const RULES: Readonly<Record<ModelName, RecordRules>> = {
+  phone_number_types: plainRules(phoneNumberTypes),
+  people: plainRules(people),
+  items: plainRules(items),
   orders: orderRules,
   fulfillment_orders: fulfillmentOrderRules,
   shipments: shipmentRules,
@@ -15,9 +27,12 @@ const RULES: Readonly<Record<string, RecordRules>> = {
   invoices: invoiceRules,
   returns: returnRules,
   inventory: inventoryRules,
+  inventory_adjustments: plainRules(inventoryAdjustments),
 };
 
-/** A model's domain rules; plain CRUD rules for models without their own. */
+/** A model's domain rules. @throws Error for a model that is not the registry's. */
 export function rulesOf(model: ModelDefinition): RecordRules {
-  return Object.hasOwn(RULES, model.name) ? RULES[model.name]! : plainRules(model);
+  const name = model.name as ModelName;
+  if (MODELS[name] !== model) throw new Error(`${model.name} is not a model of the registry`);
+  return RULES[name];
 }

@@ -1,6 +1,6 @@
 import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
-import { MODELS, eventPayload, publishedEventOf, type ModelDefinition } from '@ofp/models';
+import { MODELS, eventPayload, findModel, publishedEventOf, type ModelDefinition } from '@ofp/models';
 import { webhooks } from '../models.js';
 import { validTraceparent, type Pool } from '@ofp/runtime';
 import { enabledSubscribers, subscribes } from '../subscriptions/subscribers.js';
@@ -16,7 +16,7 @@ export function intakeStreamTypes(): string[] {
 
 /** The model whose records a stream type's events carry: the api's models, and the webhooks' own. */
 function modelOfStream(streamType: string): ModelDefinition | undefined {
-  return streamType === webhooks.name ? webhooks : MODELS[streamType];
+  return streamType === webhooks.name ? webhooks : findModel(streamType);
 }
 
 /**
