@@ -365,8 +365,8 @@ const modules = {
   // After the database: a start that fails before it leaves DATA_DIR as it was (no key generated).
   // The file is read again while the process runs: rotating the key needs no restart (docs/secrets.md).
   'secrets-keys': module({
-    deps: ['preflight', 'database', 'pool'],
-    init: async ({ config, logger, pool }) => {
+    deps: ['preflight', 'database', 'pool', 'metrics'],
+    init: async ({ config, logger, pool, metrics }) => {
       const file = config.SECRETS_KEY_FILE ?? (await standaloneSecretsKeyFile(config.DATA_DIR));
       const keyring = await loadSecretsKeyring(file, 'SECRETS_KEY_FILE');
       const watch = secretsKeyFileWatch({
@@ -376,6 +376,7 @@ const modules = {
         setting: 'SECRETS_KEY_FILE',
         name: config.TARGET,
         logger,
+        metrics,
       });
       return { value: keyring, start: watch.start, stop: watch.stop };
     },

@@ -85,6 +85,12 @@ describe('rotating the secrets key while the platform serves', () => {
     return counts;
   }
 
+  /** The platform's `secrets_key_file_refused`, as scraped. */
+  async function refusedGauge(): Promise<string | undefined> {
+    const text = await (await fetch(`${platform.processes.all}/metrics`)).text();
+    return /^secrets_key_file_refused(?:{[^}]*})? (\d+)$/m.exec(text)?.[1];
+  }
+
   async function token(): Promise<number> {
     const basic = Buffer.from(`${integrator.clientId}:${integrator.clientSecret}`).toString('base64');
     const issued = await fetch(`${platform.authUrl}/oauth/token`, {
@@ -151,6 +157,7 @@ describe('rotating the secrets key while the platform serves', () => {
       'Nothing is sealed under key key-a any more: it may be removed from the key file.',
     );
     expect(await keysInUse()).toEqual({ 'key-b': expect.any(Number) });
+    expect(await refusedGauge()).toBe('0');
 
     expect(people.length).toBeGreaterThan(0);
     expect(tokenAnswers.every((status) => status === 200)).toBe(true);
@@ -182,6 +189,7 @@ describe('rotating the secrets key while the platform serves', () => {
       'SELECT key_ids FROM secrets.key_holders',
     );
     expect(rows.map((row) => row.key_ids)).toEqual([['key-b', 'key-a']]);
+    expect(await refusedGauge()).toBe('1');
 
     const rotated = await orderctl(['rotate-secrets-key', '--wait', '10'], keyFile);
     expect(rotated.code).toBe(1);

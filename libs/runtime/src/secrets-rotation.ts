@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from './logger.js';
 import { schemaTransaction } from './migrations.js';
+import { StartupError } from './preflight.js';
 import type { Pool, PoolClient } from './postgres.js';
 import {
   checkSealedColumn,
@@ -88,8 +90,18 @@ export function secretsKeyFileWatch(options: {
   /** The process, as the rotation names it when it waits for it: its TARGET. */
   name: string;
   logger: Logger;
+  /** Where `secrets_key_file_refused` goes. */
+  metrics?: Registry;
 }): { start: () => Promise<void>; stop: () => Promise<void> } {
   const { pool, keyring, logger } = options;
+  const refused = options.metrics
+    ? new Gauge({
+        name: 'secrets_key_file_refused',
+        help: 'Whether the process keeps other keys than its changed secrets key file holds, since those would not open what is stored, or the file does not read (1), or holds its keys (0)',
+        registers: [options.metrics],
+      })
+    : undefined;
+  refused?.set(0);
   const holder = `${options.name}@${hostname()}:${process.pid}`;
   let timer: NodeJS.Timeout | undefined;
   let refusal: string | undefined;
@@ -98,19 +110,28 @@ export function secretsKeyFileWatch(options: {
     let next: SecretsKeyring;
     try {
       next = await loadSecretsKeyring(options.file, options.setting);
+      const same =
+        next.keys.length === keyring.keys.length &&
+        next.keys.every(({ id, key }, i) => keyring.keys[i]!.id === id && keyring.keys[i]!.key.equals(key));
+      if (same) {
+        refusal = undefined;
+        refused?.set(0);
+        return;
+      }
+      // Only a changed file costs the check's queries (one value per key id and column).
       for (const column of await declaredColumns(pool)) await checkSealedColumn(pool, next, column);
     } catch (error) {
-      const message = (error as Error).message;
-      if (message !== refusal)
-        logger.error(`the secrets key file changed, and this process keeps the keys it holds: ${message}`);
-      refusal = message;
+      if (!(error instanceof StartupError)) throw error;
+      if (error.message !== refusal)
+        logger.error(
+          `the secrets key file changed, and this process keeps the keys it holds: ${error.message}`,
+        );
+      refusal = error.message;
+      refused?.set(1);
       return;
     }
     refusal = undefined;
-    const same =
-      next.keys.length === keyring.keys.length &&
-      next.keys.every(({ id, key }, i) => keyring.keys[i]!.id === id && keyring.keys[i]!.key.equals(key));
-    if (same) return;
+    refused?.set(0);
     keyring.adopt(next);
     logger.info(
       { keyIds: keyring.ids },
