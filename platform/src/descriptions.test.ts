@@ -4,6 +4,7 @@ import { Parser } from '@asyncapi/parser';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
+import { MODELS, parseQuery, searchExamples } from '@ofp/models';
 import { DESCRIPTION_FILES, repositoryDescriptions } from './descriptions.js';
 import { GENERATED_SECTIONS, withGeneratedSections } from './generated-docs.js';
 
@@ -198,5 +199,27 @@ describe('the examples of the reference (issue 26): each one valid against its s
     expect(messages.filter(([, message]) => message.examples === undefined).map(([name]) => name)).toEqual(
       [],
     );
+  });
+});
+
+describe('the worked examples of q (issue 26): each one a search the parser takes', () => {
+  it.each(Object.values(MODELS).map((model) => [model.name, model] as const))(
+    '%s: equality, a list of values, a range with order and page, and one related record',
+    (_name, model) => {
+      const examples = searchExamples(model);
+      expect(Object.keys(examples)).toEqual(expect.arrayContaining(['equality', 'range']));
+      for (const { value } of Object.values(examples))
+        expect(() => parseQuery(model, JSON.stringify(value))).not.toThrow();
+    },
+  );
+
+  it('shows the same-related-record filters of a nested list through dot syntax', () => {
+    expect(searchExamples(MODELS.people).relation?.value).toEqual({
+      filters: [
+        { operand: 'phone_numbers.number', operator: '=', value: '4155550123' },
+        { operand: 'phone_numbers.phone_number_type.name', operator: '=', value: 'Work' },
+      ],
+    });
+    expect(searchExamples(MODELS.orders).relation).toBeDefined();
   });
 });

@@ -175,7 +175,103 @@ export function searchParameter(model: ModelDefinition): QueryParameter {
     description: `The search, as a URI-escaped JSON object of at most ${Q_LIMITS.maxBytes} bytes: filters (ANDed), order and page. See "Searching with q" above.`,
     schema: querySchema(model),
     json: true,
+    examples: searchExamples(model),
   };
+}
+
+type SearchExample = { readonly summary: string; readonly value: Record<string, unknown> };
+
+/**
+ * Worked examples of a model's `q` (API.md §4), made from its example record so that they name its
+ * real columns and values: an equality, a list of values, a range with an order and a page, and
+ * filters through a relation that match the same related record.
+ */
+export function searchExamples(model: ModelDefinition): Record<string, SearchExample> {
+  const record = model.example?.record;
+  if (record === undefined) return {};
+  const examples: Record<string, SearchExample> = {};
+  const columns = Object.entries(model.fields).flatMap(([name, field]) =>
+    field.kind === 'column' && field.type === 'string' ? [{ name, field }] : [],
+  );
+  const enumerated = columns.find(({ field }) => field.values !== undefined);
+  const equal = enumerated ?? columns.find(({ name }) => typeof record[name] === 'string');
+  if (equal !== undefined && typeof record[equal.name] === 'string')
+    examples.equality = {
+      summary: `${equal.name} equal to ${String(record[equal.name])}`,
+      value: { filters: [{ operand: equal.name, operator: '=', value: record[equal.name] }] },
+    };
+  if (enumerated?.field.values !== undefined)
+    examples.oneOf = {
+      summary: `${enumerated.name} one of several, ordered by id descending`,
+      value: {
+        filters: [{ operand: enumerated.name, operator: 'in', value: enumerated.field.values.slice(0, 2) }],
+        order: [{ column: 'id', direction: 'desc' }],
+      },
+    };
+  examples.range = {
+    summary: 'Created in November 2026, newest first, 20 per page',
+    value: {
+      filters: [
+        { operand: 'created_at', operator: '>=', value: '2026-11-01T00:00:00Z' },
+        { operand: 'created_at', operator: '<', value: '2026-12-01T00:00:00Z' },
+      ],
+      order: [{ column: 'created_at', direction: 'desc' }],
+      limit: 20,
+    },
+  };
+  const related = relatedFilters(model.fields, record);
+  if (related !== undefined) examples.relation = related;
+  return examples;
+}
+
+/**
+ * Two filters through the model's first relation that has values to show, which the same related
+ * record must meet (`lines.sku` and `lines.quantity` of one line): from the example record's first
+ * element, or from the example of a joined model.
+ */
+function relatedFilters(
+  fields: FieldMap,
+  record: Readonly<Record<string, unknown>>,
+): SearchExample | undefined {
+  // Lists first: "the same related record" matters most where there are several.
+  const relations = Object.entries(fields).sort(
+    ([, a], [, b]) => Number(b.kind === 'list') - Number(a.kind === 'list'),
+  );
+  for (const [name, field] of relations) {
+    let target: { fields: FieldMap; values: Readonly<Record<string, unknown>> } | undefined;
+    if (field.kind === 'list' && Array.isArray(record[name]) && record[name].length > 0)
+      target = { fields: field.fields, values: record[name][0] as Record<string, unknown> };
+    else if (field.kind === 'object' && record[name] !== null && typeof record[name] === 'object')
+      target = { fields: field.fields, values: record[name] as Record<string, unknown> };
+    else if (field.kind === 'joined' && field.target().example !== undefined)
+      target = { fields: field.target().fields, values: field.target().example!.record };
+    if (target === undefined) continue;
+    const filters = Object.entries(target.fields)
+      .flatMap(([column, definition]) => {
+        const value = target.values[column];
+        if (definition.kind === 'reference' && value !== null && typeof value === 'object') {
+          const [display] = definition.display;
+          const shown = display === undefined ? undefined : (value as Record<string, unknown>)[display];
+          return shown === undefined
+            ? []
+            : [{ operand: `${name}.${column}.${display}`, operator: '=', value: shown }];
+        }
+        if (definition.kind !== 'column' || value === null || value === undefined) return [];
+        if (definition.type === 'integer' && column !== 'id' && !column.endsWith('_id'))
+          return [{ operand: `${name}.${column}`, operator: '>=', value }];
+        if (definition.type === 'string' && column !== 'external_id')
+          return [{ operand: `${name}.${column}`, operator: '=', value }];
+        return [];
+      })
+      .slice(0, 2);
+    if (filters.length < 2) continue;
+    const [first, second] = filters;
+    return {
+      summary: `One of its ${name.replace(/_/g, ' ')} with ${first!.operand.slice(name.length + 1)} ${first!.operator} ${JSON.stringify(first!.value)} and, on the same one, ${second!.operand.slice(name.length + 1)} ${second!.operator} ${JSON.stringify(second!.value)}`,
+      value: { filters },
+    };
+  }
+  return undefined;
 }
 
 /** The delivery body of one event type (API.md §8), its `data` the record after the change. */

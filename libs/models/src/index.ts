@@ -86,6 +86,7 @@ export {
   schemaName,
   searchDescription,
   searchEnvelopeSchema,
+  searchExamples,
   searchParameter,
   singleEnvelopeSchema,
   writableOf,
