@@ -142,7 +142,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
     eventTypes: readonly string[],
     dataschema: string,
     payload: z.ZodType,
-    example?: { readonly headers: Json; readonly payload: Json },
+    examples: readonly { readonly headers: Json; readonly payload: Json }[],
   ) => {
     const reference = schemas.add(payload, 'output', name);
     messages[name] = {
@@ -152,21 +152,12 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
       contentType: 'application/json',
       headers: headers(eventTypes, dataschema),
       payload: reference,
-      ...(example === undefined
-        ? {}
-        : {
-            examples: [
-              {
-                name: String(example.headers.ce_type),
-                headers: {
-                  ...example.headers,
-                  ce_dataschema: dataschema,
-                  'content-type': 'application/json',
-                },
-                payload: example.payload,
-              },
-            ],
-          }),
+      // One example per event type the message carries.
+      examples: examples.map((example) => ({
+        name: String(example.headers.ce_type),
+        headers: { ...example.headers, ce_dataschema: dataschema, 'content-type': 'application/json' },
+        payload: example.payload,
+      })),
       bindings: {
         kafka: {
           key: {
@@ -188,8 +179,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
   };
   for (const model of Object.values(MODELS)) {
     const record = recordSchema(model);
-    const type = types(model).find((eventType) => eventType.endsWith('.updated')) ?? types(model)[0];
-    const event = type === undefined ? undefined : eventExample(model, type);
+    const events = types(model).flatMap((type) => eventExample(model, type) ?? []);
     add(
       model.name,
       `${schemaName(model.singular)}Change`,
@@ -201,7 +191,7 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
         deleted: z.boolean().describe('True when the change deleted the record'),
         heldFrom: z.string().optional().describe('While the record is on hold: the status it returns to'),
       }),
-      event && {
+      events.map((event) => ({
         headers: {
           ce_specversion: '1.0',
           ce_id: event.id,
@@ -216,9 +206,9 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
         payload: {
           record: event.data,
           previous: event.previous_attributes,
-          deleted: type === `${model.singular}.deleted`,
+          deleted: event.type === `${model.singular}.deleted`,
         },
-      },
+      })),
     );
   }
   add(
@@ -242,23 +232,25 @@ function asyncApiDocument(topicPrefix: string, catalog: readonly { type: string 
         .describe('Every token of this client is revoked (it was disabled); absent in older announcements'),
       expires_at: z.iso.datetime().describe('When the last token concerned expires'),
     }),
-    {
-      headers: {
-        ce_specversion: '1.0',
-        ce_id: '8d0b6c4e-2f7a-4b19-a3d5-71e9c0f4b2a6',
-        ce_source: '/ofp/revocations',
-        ce_type: 'grant.revoked',
-        ce_time: '2026-11-21T07:31:12.000Z',
-        ce_subject: 'grants-4b7e1c2a',
-        ce_streamtype: 'revocations',
+    [
+      {
+        headers: {
+          ce_specversion: '1.0',
+          ce_id: '8d0b6c4e-2f7a-4b19-a3d5-71e9c0f4b2a6',
+          ce_source: '/ofp/revocations',
+          ce_type: 'grant.revoked',
+          ce_time: '2026-11-21T07:31:12.000Z',
+          ce_subject: 'grants-4b7e1c2a',
+          ce_streamtype: 'revocations',
+        },
+        payload: {
+          grant_id: '4b7e1c2a-9d3f-4e6b-8a15-2c7d9e0f1a3b',
+          token_id: null,
+          client_id: null,
+          expires_at: '2026-11-21T10:31:12.000Z',
+        },
       },
-      payload: {
-        grant_id: '4b7e1c2a-9d3f-4e6b-8a15-2c7d9e0f1a3b',
-        token_id: null,
-        client_id: null,
-        expires_at: '2026-11-21T10:31:12.000Z',
-      },
-    },
+    ],
   );
   return {
     asyncapi: '3.1.0',
