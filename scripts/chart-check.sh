@@ -466,7 +466,10 @@ for s in admin_services:
         problems.append(f"{name_of(s)}: does not reach the auth container's ADMIN_PORT ({env.get('ADMIN_PORT')}, ports {ports})")
 
 # Kafka security: every file setting points into a mounted Secret; no credential inline.
-STREAMS = set(open(sys.argv[4]).read().split('define "ofp.streamTypes" -}}\n', 1)[1].split("\n", 1)[0].split())
+# The streams as the template gives them: the words of its define, its template comments left out.
+import re
+streams_define = open(sys.argv[4]).read().split('define "ofp.streamTypes" -}}', 1)[1].split("{{- end -}}", 1)[0]
+STREAMS = set(re.sub(r"\{\{-? */\*.*?\*/ *-?\}\}", " ", streams_define, flags=re.S).split())
 users = {u["metadata"]["name"]: u for u in by_kind("KafkaUser")}
 config_env = next(iter(by_kind("ConfigMap")), {}).get("data", {})
 for d in deployments:
