@@ -9,6 +9,7 @@ import {
   DatabaseTimeout,
   createPool,
   inTransaction,
+  isDependencyDown,
   statementName,
   withDatabaseDeadline,
   type Pool,
@@ -49,7 +50,12 @@ describe('createPool', () => {
         await closed;
         await client.query('SELECT 1');
       });
-      await expect(transaction).rejects.toThrow();
+      // What pg answers then is the database being away (a 503), not a fault of the request (a 500).
+      const error: unknown = await transaction.catch((failure: unknown) => failure);
+      expect({ message: (error as Error).message, down: isDependencyDown(error) }).toEqual({
+        message: expect.stringMatching(/not queryable/),
+        down: true,
+      });
       const { rows } = await pool.query<{ one: number }>('SELECT 1 AS one');
       expect(rows).toEqual([{ one: 1 }]);
     } finally {

@@ -291,7 +291,9 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
  * down or out of connections (SQLSTATE classes 08 and 57P, 53300), a statement or lock wait that the
  * server timed out (57014, 55P03, and 25P03 for a session idle in its transaction too long), a
  * transaction that lost to a concurrent one (40001 serialization failure, 40P01 deadlock), a pool
- * that found no connection in time, and the client's own deadline ({@link DatabaseTimeout}).
+ * that found no connection in time, a pooled client whose connection broke mid-transaction (pg's "Client
+ * has encountered a connection error and is not queryable", which has no code: seen as a 500 in the chaos
+ * run's Postgres restart), and the client's own deadline ({@link DatabaseTimeout}).
  */
 export function isDependencyDown(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -308,6 +310,6 @@ export function isDependencyDown(error: unknown): boolean {
   const message = (error as { message?: unknown }).message;
   return (
     typeof message === 'string' &&
-    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+    /timeout exceeded when trying to connect|Connection terminated|is not queryable/.test(message)
   );
 }
