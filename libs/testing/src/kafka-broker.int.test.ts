@@ -218,7 +218,7 @@ describe('startKafkaCluster', () => {
       await producer.connect();
       await send('before');
 
-      const { leader } = await partition(admin, topic);
+      const { leader } = await partition(kafka, topic);
       const victim = cluster.nodes.find((node) => node.id === leader)!;
       await victim.kill();
       expect({ running: victim.running(), alive: isAlive(pids[leader - 1]!) }).toEqual({
@@ -227,13 +227,13 @@ describe('startKafkaCluster', () => {
       });
       await send('while-killed');
       const others = cluster.nodes.filter((node) => node !== victim).map((node) => node.id);
-      expect([...(await partition(admin, topic)).isr].sort()).toEqual(others);
+      expect([...(await partition(kafka, topic)).isr].sort()).toEqual(others);
 
       await victim.restart();
       pids.push(victim.pid()!);
       const restarted = Date.now();
       const deadline = restarted + 60_000;
-      while ((await partition(admin, topic)).isr.length < 3) {
+      while ((await partition(kafka, topic)).isr.length < 3) {
         if (Date.now() > deadline) throw new Error('the restarted node did not rejoin the ISR within 60 s');
         await sleep(250);
       }
@@ -255,10 +255,9 @@ describe('startKafkaCluster', () => {
       await within(allReceived, 60_000, () => `received ${received.length} of ${sent.length} messages`);
       // Exactly once: the log holds as many records as were sent, no retried duplicates.
       // The client's 5 s default for the metadata it reads first is short on a loaded machine.
-      const [offsets] = await admin.fetchTopicOffsets(topic, {
-        timeout: 30_000,
-        isolationLevel: IsolationLevel.READ_UNCOMMITTED,
-      });
+      const [offsets] = await askCluster(kafka, (asked) =>
+        asked.fetchTopicOffsets(topic, { timeout: 30_000, isolationLevel: IsolationLevel.READ_UNCOMMITTED }),
+      );
       expect({ received, high: offsets?.high }).toEqual({ received: sent, high: String(sent.length) });
     } finally {
       await Promise.all([consumer.disconnect(), producer.disconnect()]);
@@ -270,19 +269,31 @@ describe('startKafkaCluster', () => {
 });
 
 /**
- * The topic's only partition as the cluster describes it now. Right after a broker is killed or comes
- * back, the admin client's request may go to a connection that is gone and time out (5 s, the client's
- * default): it is asked again, for up to 30 s, as any client of a cluster in a fault would.
+ * `ask` of a fresh admin client, asked again for up to 30 s. Right after a broker is killed or comes
+ * back, a request may go to a connection that is gone and time out (5 s, the client's default), and a
+ * long-lived admin client kept timing out so for 30 s in one CI run on a quiet machine: each attempt
+ * connects anew from every broker's address, as a client of a cluster in a fault would.
  */
-async function partition(admin: KafkaJS.Admin, topic: string): Promise<KafkaJS.PartitionMetadata> {
+async function askCluster<T>(kafka: KafkaJS.Kafka, ask: (admin: KafkaJS.Admin) => Promise<T>): Promise<T> {
   const deadline = Date.now() + 30_000;
   for (;;) {
+    const admin = kafka.admin();
     try {
-      const [described] = await admin.fetchTopicMetadata({ topics: [topic] });
-      return described!.partitions[0]!;
+      await admin.connect();
+      return await ask(admin);
     } catch (error) {
       if (Date.now() > deadline) throw error;
       await sleep(250);
+    } finally {
+      await admin.disconnect().catch(() => {});
     }
   }
+}
+
+/** The topic's only partition as the cluster describes it now. */
+async function partition(kafka: KafkaJS.Kafka, topic: string): Promise<KafkaJS.PartitionMetadata> {
+  return askCluster(
+    kafka,
+    async (admin) => (await admin.fetchTopicMetadata({ topics: [topic] }))[0]!.partitions[0]!,
+  );
 }
