@@ -83,7 +83,7 @@ export interface AuthService {
 /** The auth service's migrations (plain SQL, applied by `@ofp/runtime`'s `migrate`). */
 export const AUTH_MIGRATIONS_DIRECTORY = fileURLToPath(new URL('../migrations', import.meta.url));
 
-/** Creates or updates schema `auth`. Run before {@link createAuthModule}'s start. */
+/** Creates or updates schema `auth`. Run before the modules of {@link createAuthService} start. */
 export function migrateAuth(pool: Pool, logger: Logger): Promise<void> {
   return migrate(pool, { component: 'auth', directory: AUTH_MIGRATIONS_DIRECTORY, logger });
 }

@@ -66,7 +66,7 @@ export const webhookDispatcherConfigShape = {
 
 type WebhookDispatcherConfig = z.infer<z.ZodObject<typeof webhookDispatcherConfigShape>>;
 
-/** The dispatcher settings of a parsed config, for `createWebhookDispatcherModule`'s dependencies. */
+/** The dispatcher settings of a parsed config, for `createWebhookDispatcher`'s dependencies (module.ts). */
 export function webhookDispatcherSettings(config: WebhookDispatcherConfig): {
   allowPrivateTargets: boolean;
   allowedNetworks: readonly string[];
