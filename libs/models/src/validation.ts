@@ -226,12 +226,14 @@ function columnSchema(column: ColumnDefinition): z.ZodType {
     case 'date':
       return z
         .string({ error: typeError('a date (YYYY-MM-DD)') })
-        .refine(isDate, 'must be a date (YYYY-MM-DD)');
+        .refine(isDate, 'must be a date (YYYY-MM-DD)')
+        .meta({ format: 'date' });
     case 'timestamp':
       return z
         .string({ error: typeError('an RFC 3339 timestamp') })
         .refine(isTimestamp, 'must be an RFC 3339 timestamp such as 2026-11-21T07:30:00.000Z')
-        .transform(canonicalTimestamp);
+        .transform(canonicalTimestamp)
+        .meta({ format: 'date-time' });
     default: {
       const unhandled: never = column;
       throw new Error(`unknown column type ${JSON.stringify(unhandled)}`);
