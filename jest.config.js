@@ -15,7 +15,7 @@ for (const dir of ['libs', 'services']) {
 
 const base = {
   rootDir: import.meta.dirname,
-  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/platform'].filter((r) =>
+  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/platform', '<rootDir>/scripts'].filter((r) =>
     existsSync(r.replace('<rootDir>/', '')),
   ),
   testEnvironment: 'node',

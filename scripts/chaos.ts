@@ -38,6 +38,7 @@ import {
   checkPeople,
   checkReadModel,
   checkHostile,
+  checkInternalErrors,
   checkWebhooks,
   checkWrites,
   organizationEvents,
@@ -294,6 +295,8 @@ try {
     await checkReadModel(pool),
     checkWebhooks(receivers, events),
     checkHostile(hostile),
+    // Last: the checks' own reads above may be answered 500 too.
+    checkInternalErrors(tally, hostile),
   ];
 
   console.log('');

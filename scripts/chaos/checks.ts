@@ -82,7 +82,6 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       acknowledged: tally.acknowledged.length,
       events: events.length,
       retries: tally.retries,
-      internalErrors: tally.internalErrors,
       ...writeLatencies(tally),
       replays: tally.replays,
     },
@@ -283,8 +282,26 @@ export function checkHostile(hostile: HostileTally): Check {
       accepted: count(200, 300),
       refused: count(400, 500),
       retries: hostile.tally.retries,
-      internalErrors: hostile.tally.internalErrors,
     },
     examples: hostile.unanswered.slice(0, EXAMPLES),
+  };
+}
+
+/**
+ * No request was answered 500, by either kind of writer, in the workload or in the checks' reads: a
+ * fault shows as a 503 (a dependency away), a timeout or a refused connection, never as the platform
+ * failing on a request. A 500 counts even when the same request, sent again, was answered otherwise:
+ * an integrator who does not send it again has lost the write. Each one is named, with its
+ * `X-Request-Id` for the platform's logs.
+ */
+export function checkInternalErrors(tally: WorkloadTally, hostile: HostileTally): Check {
+  return {
+    name: 'no request answered 500',
+    failures: { writers: tally.internalErrors.length, hostile: hostile.tally.internalErrors.length },
+    figures: {},
+    examples: [
+      ...tally.internalErrors.slice(0, EXAMPLES),
+      ...hostile.tally.internalErrors.slice(0, EXAMPLES).map((error) => ({ hostile: error })),
+    ],
   };
 }

@@ -27,6 +27,14 @@ export interface Acknowledged {
   readonly ms: number;
 }
 
+/** An attempt the platform answered 500: the request, its `X-Request-Id` (to find it in the logs), the answer. */
+export interface InternalError {
+  readonly request: string;
+  readonly requestId: string | null;
+  /** The answer's body (its start). */
+  readonly answer: string;
+}
+
 /** What the writers did and saw. */
 export interface WorkloadTally {
   acknowledged: Acknowledged[];
@@ -36,8 +44,11 @@ export interface WorkloadTally {
   unanswered: string[];
   /** Attempts sent again (timeouts, connection errors, 5xx, 429, a key still in progress). */
   retries: number;
-  /** Of those, attempts answered 500: a fault's when the same request is answered otherwise later. */
-  internalErrors: number;
+  /**
+   * Of those, attempts answered 500: each one a finding, even when the same request was answered
+   * otherwise later (a fault must show as a 503, a timeout or a refused connection, never as a 500).
+   */
+  internalErrors: InternalError[];
   /** Answers that were replays of an earlier attempt (`Idempotent-Replayed: true`). */
   replays: number;
   /** Reads right after an acknowledged person write that did not show it (API.md §5, read-your-writes). */
@@ -55,7 +66,7 @@ export function emptyTally(): WorkloadTally {
     refused: [],
     unanswered: [],
     retries: 0,
-    internalErrors: 0,
+    internalErrors: [],
     replays: 0,
     staleReads: [],
     onHand: new Map(),
@@ -80,6 +91,12 @@ interface Written {
 /** A request body sent as it is (JSON text of values no JavaScript value holds, or no JSON at all). */
 export class RawBody {
   constructor(readonly bytes: string | Buffer) {}
+}
+
+/** A request as a finding names it: method, path and (the start of) its body. */
+export function describeRequest(method: string, path: string, body?: unknown): string {
+  const text = body instanceof RawBody ? String(body.bytes) : JSON.stringify(body);
+  return `${method} ${path}${text === undefined ? '' : ` ${text.slice(0, 200)}`}`;
 }
 
 /** An integrator's client: a token of the client-credentials grant, fetched again when refused. */
@@ -128,8 +145,14 @@ export class ChaosClient {
           this.token = undefined;
           continue;
         }
+        // Before the body is parsed: a 500 that is not the envelope is one all the same.
+        if (response.status === 500)
+          tally.internalErrors.push({
+            request: describeRequest(method, path, body),
+            requestId: response.headers.get('x-request-id'),
+            answer: text.slice(0, 300),
+          });
         const parsed = JSON.parse(text) as Answer['body'];
-        if (response.status === 500) tally.internalErrors++;
         if (response.status >= 500 || response.status === 429) continue;
         if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) continue;
         return {
@@ -201,7 +224,7 @@ export class Writer {
     body: unknown,
     model: string,
   ): Promise<Written | undefined> {
-    const request = `${method} ${path} ${JSON.stringify(body)}`;
+    const request = describeRequest(method, path, body);
     const begun = Date.now();
     const answer = await this.client.send(this.tally, method, path, body, randomUUID());
     if (!answer) {
@@ -387,15 +410,10 @@ export class HostileWriter {
       const method = id === undefined ? 'POST' : 'PUT';
       const path = `/v2/${write.model}${id === undefined ? '' : `/${id}`}`;
       const body = hostileBody(write, bodies);
-      const answer = await this.client.send(
-        this.hostile.tally,
-        method,
-        path,
-        new RawBody(body),
-        randomUUID(),
-      );
+      const raw = new RawBody(body);
+      const answer = await this.client.send(this.hostile.tally, method, path, raw, randomUUID());
       if (!answer) {
-        this.hostile.unanswered.push(`${method} ${path} ${String(body).slice(0, 200)}`);
+        this.hostile.unanswered.push(describeRequest(method, path, raw));
         continue;
       }
       this.hostile.statuses.set(answer.status, (this.hostile.statuses.get(answer.status) ?? 0) + 1);
