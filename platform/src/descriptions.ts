@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { apiServiceRouteSpecs } from '@ofp/api';
-import { authServiceRouteSpecs } from '@ofp/auth';
+import { authServiceRouteSpecs, oauthErrorSchema } from '@ofp/auth';
 import type { SCOPES } from '@ofp/auth-tokens';
 import { CLOUDEVENTS_HEADERS } from '@ofp/bus';
 import { errorEnvelopeSchema, recordStreamId } from '@ofp/contracts';
@@ -63,9 +63,7 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
       server: settings.publicUrl,
       scopes: SCOPE_DESCRIPTIONS,
       errorSchema: errorEnvelopeSchema,
-      oauthErrorSchema: z
-        .strictObject({ error: z.string(), error_description: z.string() })
-        .meta({ id: 'OAuthError' }),
+      oauthErrorSchema,
       webhooks: catalog,
       tags: [
         { name: 'Authentication', description: 'Whether a token works' },
