@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { MODELS, type ModelDefinition } from '@ofp/models';
-import { hostileBody, hostileWrite, junkBody, validBodies } from '@ofp/models/testing';
 import {
   createIntegrator,
+  hostileBody,
+  hostileWrite,
+  junkBody,
+  validBodies,
   RUN_MODES,
   searchPath,
   startTestPlatform,

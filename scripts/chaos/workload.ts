@@ -10,7 +10,7 @@ import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
 import fc from 'fast-check';
 import { clientCredentialsToken } from '@ofp/client';
 import { MODELS } from '@ofp/models';
-import { hostileBody, hostileWrite, junkBody, validBodies } from '@ofp/models/testing';
+import { hostileBody, hostileWrite, junkBody, validBodies } from '@ofp/testing';
 
 export const SKUS = ['CHAOS-A', 'CHAOS-B', 'CHAOS-C'];
 export const WAREHOUSES = ['EAST', 'WEST'];
@@ -365,7 +365,7 @@ const API_WRITTEN = Object.values(MODELS).filter((model) => model.writes !== 're
 /**
  * The hostile writer (issue 23): an organization of its own that sends, among the others' writes, a
  * hostile value at a random column of a valid body of a random model, or a body that is no JSON object
- * or no UTF-8 (`@ofp/models/testing`, as the hostile-input property test). Any answer but a 5xx will do:
+ * or no UTF-8 (`@ofp/testing`, as the hostile-input property test). Any answer but a 5xx will do:
  * what it must not do shows in the other checks (every consumer goes on, the read model equals a
  * rebuild, which includes whatever of its writes was accepted).
  */

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '@ofp/testing';
+import { createTestDatabase, oracleSearch, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
 import type { ModelDefinition } from './fields.js';
 import { writeRecord } from './projection.js';
@@ -6,7 +6,6 @@ import { parseQuery } from './query.js';
 import { orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { getRecord, searchRecords } from './search.js';
 import type { RecordDocument } from './projection.js';
-import { oracleSearch } from './search-oracle.fixture.js';
 
 const ORG = 1;
 const OTHER_ORG = 2;

@@ -1,13 +1,16 @@
 import fc from 'fast-check';
-import { createTestDatabase, type TestDatabase } from '@ofp/testing';
+import {
+  createTestDatabase,
+  oracleSearch,
+  queryArbitrary as queryArbitraryOf,
+  type TestDatabase,
+} from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
 import { writeRecord } from './projection.js';
 import { parseQuery } from './query.js';
 import { people, phoneNumberTypes } from './registry.js';
 import { searchRecords } from './search.js';
 import type { RecordDocument } from './projection.js';
-import { oracleSearch } from './search-oracle.fixture.js';
-import { queryArbitrary as queryArbitraryOf } from './query-arbitrary.fixture.js';
 
 // Random valid `q` over random people, compared with the in-memory reading of API.md §4. Values come
 // from small pools so that filters match some records, ties and nulls are common, and strings differ

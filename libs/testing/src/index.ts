@@ -14,3 +14,6 @@ export * from './contract.js';
 export * from './until.js';
 export * from './secrets.js';
 export * from './network-namespace.js';
+export * from './search-oracle.js';
+export * from './query-arbitrary.js';
+export * from './hostile-write.js';

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { parseQuery, people, phoneNumberTypes } from '@ofp/models';
-import { oracleSearch, queryArbitrary } from '@ofp/models/testing';
 import {
   createIntegrator,
+  oracleSearch,
+  queryArbitrary,
   searchPath,
   type Integrator,
   type RunningPlatform,

@@ -1,6 +1,5 @@
 // Random valid `q` objects for property tests (fast-check), over the operands and columns a test
-// chooses, with values from pools it gives so that filters match some records. Not exported from the
-// package's main entry; see `@ofp/models/testing`.
+// chooses, with values from pools it gives so that filters match some records.
 import fc from 'fast-check';
 
 export interface QueryArbitraryOptions {

@@ -1,9 +1,9 @@
 // Hostile writes for property tests and the chaos run (issue 23, API.md §1, §3, §12): values no column
 // takes as they are, put at any column of a valid body of a model, and bodies that are no JSON object
-// or no UTF-8. Not exported from the package's main entry; see `@ofp/models/testing`.
+// or no UTF-8.
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import type { FieldMap, ModelDefinition } from './fields.js';
+import type { FieldMap, ModelDefinition } from '@ofp/models';
 
 type Path = readonly (string | number)[];
 

@@ -1,8 +1,7 @@
 // An in-memory reading of API.md §4, written independently of the SQL compiler, against which the
-// integration tests check what the read model answers. Not exported from the package.
-import type { ColumnType, FieldMap, ModelDefinition } from './fields.js';
-import type { Filter, SearchQuery } from './query.js';
-import type { RecordDocument } from './projection.js';
+// integration tests (the search compiler's own, and the api's over HTTP) check what the read model
+// answers.
+import type { ColumnType, FieldMap, Filter, ModelDefinition, RecordDocument, SearchQuery } from '@ofp/models';
 
 /** The current records of one organization, by model name. */
 export type OracleWorld = (modelName: string) => readonly RecordDocument[];
