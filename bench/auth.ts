@@ -28,10 +28,10 @@ import {
   createMetricsRegistry,
   jsonReply,
   listen,
-  startEmbeddedPostgres,
   type Access,
   type Route,
 } from '@ofp/runtime';
+import { startEmbeddedPostgres } from '@ofp/standalone';
 import {
   CACHE_DIR,
   createIntegrator,

@@ -22,7 +22,8 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { Kafka, logLevel } from '@ofp/bus';
-import { createPool, startEmbeddedPostgres } from '@ofp/runtime';
+import { createPool } from '@ofp/runtime';
+import { startEmbeddedPostgres } from '@ofp/standalone';
 import {
   CACHE_DIR,
   UNLIMITED_RATE,

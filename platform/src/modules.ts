@@ -34,7 +34,6 @@ import {
 import { EventStore, ParkedEvents, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
-  STANDALONE_FILES,
   closeServer,
   createDependencyHealth,
   createHttpApp,
@@ -46,9 +45,7 @@ import {
   postgresCheck,
   standaloneSecretsKeyFile,
   PostgresSession,
-  startEmbeddedPostgres,
   type DatabaseTimeouts,
-  type InstanceLock,
   type LogFormat,
   type Logger,
   type ModuleDefinition,
@@ -58,6 +55,7 @@ import {
   type Route,
   type SecretsKeyring,
 } from '@ofp/runtime';
+import { STANDALONE_FILES, startEmbeddedPostgres, type InstanceLock } from '@ofp/standalone';
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {
   createWebhookDispatcher,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { startEmbeddedPostgres, type RunningPostgres } from '@ofp/runtime';
+import { startEmbeddedPostgres, type RunningPostgres } from '@ofp/standalone';
 import {
   CACHE_DIR,
   RUN_MODES,

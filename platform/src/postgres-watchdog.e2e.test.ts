@@ -1,7 +1,7 @@
 import { lstat, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processExists } from '@ofp/runtime';
+import { processExists } from '@ofp/standalone';
 import { startStandalone, waitUntil, type StandaloneProcess } from '@ofp/testing';
 
 /** What the instance said about its Postgres, and whether it still runs: for a failure's message. */

@@ -1,18 +1,20 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
-  LockHeldError,
-  STANDALONE_FILES,
   StartupError,
-  acquireInstanceLock,
   checkDatabaseReachable,
   checkPortFree,
   checkWritableDirectory,
-  findRunningInstance,
   loadSecretsKeyring,
+} from '@ofp/runtime';
+import {
+  LockHeldError,
+  STANDALONE_FILES,
+  acquireInstanceLock,
+  findRunningInstance,
   type InstanceLock,
   type RunningInstance,
-} from '@ofp/runtime';
+} from '@ofp/standalone';
 import type { PlatformConfig } from './config.js';
 
 /**

@@ -3,7 +3,7 @@ import { lstat, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, writeF
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SYSTEM_STATE_DIR, processExists } from '@ofp/runtime';
+import { SYSTEM_STATE_DIR, processExists } from '@ofp/standalone';
 import {
   CACHE_DIR,
   copyWorkspace,

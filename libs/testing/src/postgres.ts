@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { PostgresSession, createPool, startEmbeddedPostgres, type Logger, type Pool } from '@ofp/runtime';
+import { PostgresSession, createPool, type Logger, type Pool } from '@ofp/runtime';
+import { startEmbeddedPostgres } from '@ofp/standalone';
 import { testLogger } from './logger.js';
 import { freePort } from './ports.js';
 

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { STANDALONE_FILES, acquireInstanceLock, type InstanceLock } from '@ofp/runtime';
+import { STANDALONE_FILES, acquireInstanceLock, type InstanceLock } from '@ofp/standalone';
 import { freePort } from '@ofp/testing';
 import { startAuthTestServer, type AuthTestServer } from '../testing/auth-test-server.js';
 import { runOrderctl } from './run-orderctl.js';

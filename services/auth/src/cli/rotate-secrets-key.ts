@@ -4,10 +4,10 @@ import {
   SECRETS_KEY_FILE_NAME,
   StartupError,
   createPool,
-  instanceSettings,
   loadSecretsKeyring,
   rotateSecretsKey,
 } from '@ofp/runtime';
+import { instanceSettings } from '@ofp/standalone';
 import type { OrderctlIo } from './run-orderctl.js';
 
 /** How often a progress line is printed while values are re-sealed. */

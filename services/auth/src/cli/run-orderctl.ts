@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { describeError, instanceSettings } from '@ofp/runtime';
+import { describeError } from '@ofp/runtime';
+import { instanceSettings } from '@ofp/standalone';
 import { rotateSecretsKeyCommand } from './rotate-secrets-key.js';
 
 export interface OrderctlIo {

@@ -12,10 +12,10 @@ import {
   createPool,
   env,
   exitOnStartupError,
-  instanceSettings,
   loadConfig,
   logFormatFor,
 } from '@ofp/runtime';
+import { instanceSettings } from '@ofp/standalone';
 import { rebuildReadModel } from '../rebuild.js';
 
 let config;

@@ -20,8 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { acquireInstanceLock, LockHeldError, processExists, type InstanceLock } from './instance-lock.js';
-import type { Logger } from './logger.js';
-import { checkPortFree, StartupError } from './preflight.js';
+import { checkPortFree, StartupError, type Logger } from '@ofp/runtime';
 
 export interface EmbeddedPostgresOptions {
   /** The cluster's directory (created and initialised on first use), or a link to where it lives. */
