@@ -16,7 +16,7 @@ import {
   createTokenVerifier,
   DpopProofVerifier,
   issuerFromPublicUrl,
-  revocationsModule,
+  revocationSubscription,
 } from '@ofp/auth-tokens';
 import {
   KafkaBus,
@@ -24,6 +24,7 @@ import {
   Parking,
   PgLogBus,
   checkKafka,
+  consumerModule,
   createKafkaClient,
   kafkaBrokerCheck,
   topicOf,
@@ -348,7 +349,10 @@ const modules = {
             proofs: new DpopProofVerifier(clock, config.DPOP_NONCE_SECRET),
           },
         ),
-        ...revocationsModule(bus, denyList, `revocations-${config.TARGET}-${hostname()}`),
+        ...consumerModule(bus, {
+          name: 'revocations',
+          subscriptions: [revocationSubscription(denyList, `revocations-${config.TARGET}-${hostname()}`)],
+        }),
       };
     },
   }),

@@ -7,6 +7,6 @@ export * from './dpop.js';
 export * from './revocations.js';
 export * from './token-bucket.js';
 export * from './rate-limit.js';
-export * from './revocations-module.js';
+export * from './revocation-announcements.js';
 export * from './bearer-gate.js';
 export * from './auth-metrics.js';

@@ -4,13 +4,13 @@ import {
   BearerGate,
   createJwksKeySource,
   createTokenVerifier,
-  revocationsModule,
+  revocationSubscription,
   RevocationDenyList,
   TokenBucketLimiter,
   type AuthContext,
   type Clock,
 } from '@ofp/auth-tokens';
-import { PgLogBus } from '@ofp/bus';
+import { PgLogBus, consumerModule } from '@ofp/bus';
 import { singleEnvelope } from '@ofp/contracts';
 import { jsonReply, sealedContext, type Module, type Route } from '@ofp/runtime';
 import { testLogger } from '@ofp/testing';
@@ -42,13 +42,12 @@ describe('bearer token verification against the auth service', () => {
     const logger = testLogger('resource-server');
     const clock: Clock = () => verifierClock();
     const denyList = new RevocationDenyList(clock);
-    revocations = revocationsModule(
+    revocations = consumerModule(
       new PgLogBus(auth.pool, auth.session, auth.store, logger, {
         batchSize: 100,
         pollIntervalMs: 1_000,
       }),
-      denyList,
-      'resource-server',
+      { name: 'revocations', subscriptions: [revocationSubscription(denyList, 'resource-server')] },
     );
     const verifier = createTokenVerifier({
       issuer: auth.issuer,

@@ -1,5 +1,3 @@
-import { consumerModule, type Bus } from '@ofp/bus';
-import type { Module } from '@ofp/runtime';
 import type { Revocation, RevocationDenyList } from './revocations.js';
 
 /** The stream type of the auth service's revocation announcements (`grant.revoked`), one stream each. */
@@ -42,30 +40,33 @@ export function revocationOf(announced: RevocationAnnouncement): Revocation | un
   return undefined;
 }
 
+/** What {@link revocationSubscription} reads of an event: the bus's events have more. */
+export interface AnnouncedEvent {
+  readonly type: string;
+  readonly data: unknown;
+}
+
 /**
- * Keeps `denyList` fed with the revocations the auth service announces (API.md §7): `grant.revoked`
- * events, appended to the event store in the transaction that revokes and carried by the bus (Kafka
- * in the distributed shape, the Postgres log standalone). Every process reads every announcement
- * from the beginning (a transient subscription), so the announcements still in force come first. The
- * module is ready once subscribed; the backlog follows within moments.
+ * The bus subscription that keeps `denyList` fed with the revocations the auth service announces
+ * (API.md §7): `grant.revoked` events, appended to the event store in the transaction that revokes
+ * and carried by the bus (Kafka in the distributed shape, the Postgres log standalone). Transient:
+ * every process reads every announcement from the beginning, so the announcements still in force
+ * come first. The composition root runs it as a bus consumer module (`consumerModule` of
+ * `@ofp/bus`), ready once subscribed; the backlog follows within moments. This package knows the
+ * announcements, not the bus.
  */
-export function revocationsModule(bus: Bus, denyList: RevocationDenyList, group: string): Module {
-  return consumerModule(bus, {
-    name: 'revocations',
-    subscriptions: [
-      {
-        group,
-        streamTypes: [REVOCATIONS_STREAM_TYPE],
-        transient: true,
-        handle: (events) => {
-          for (const event of events) {
-            if (event.type !== GRANT_REVOKED) continue;
-            const revocation = revocationOf(event.data as RevocationAnnouncement);
-            if (revocation !== undefined) denyList.add(revocation);
-          }
-          return Promise.resolve();
-        },
-      },
-    ],
-  });
+export function revocationSubscription(denyList: RevocationDenyList, group: string) {
+  return {
+    group,
+    streamTypes: [REVOCATIONS_STREAM_TYPE],
+    transient: true,
+    handle: (events: readonly AnnouncedEvent[]): Promise<void> => {
+      for (const event of events) {
+        if (event.type !== GRANT_REVOKED) continue;
+        const revocation = revocationOf(event.data as RevocationAnnouncement);
+        if (revocation !== undefined) denyList.add(revocation);
+      }
+      return Promise.resolve();
+    },
+  };
 }
