@@ -3,18 +3,21 @@ import type { StoredEvent } from '@ofp/event-store';
 import { validTraceparent } from '@ofp/runtime';
 import type { KafkaMessage, Message } from './kafka-javascript.js';
 
-/** The headers of every message, as the AsyncAPI document describes them. */
+/**
+ * The headers of every message, as the AsyncAPI document describes them: in the bus's terms (streams,
+ * their types and organizations), whatever the services put in the event store.
+ */
 export const CLOUDEVENTS_HEADERS: Readonly<Record<string, string>> = {
   ce_specversion: 'CloudEvents version: 1.0',
   ce_id: 'The event id: deduplicate on it (delivery is at least once); also the webhook-id of its deliveries',
   ce_source: '/ofp/<stream type>',
-  ce_type: 'The event type (order.created, order.cancelled, grant.revoked, ...)',
+  ce_type: 'The event type (order.created, order.cancelled, ...: one message of this document each)',
   ce_time: 'When the change was recorded (RFC 3339)',
   ce_subject: "The record's stream id (<model>-<id>), also the message key",
   ce_sequence: "The record's version after the change (CloudEvents sequence extension)",
   ce_dataschema: 'The schema of the message body (a components.schemas $id)',
-  ce_streamtype: 'The stream type: the model, or revocations',
-  ce_orgid: 'The organization the record belongs to (absent for revocations)',
+  ce_streamtype: 'The stream type, which names the topic: a model, or a stream of no record',
+  ce_orgid: "The organization the record belongs to (absent for a stream of no organization's)",
   ce_ofpposition: 'The position in the event store: <transaction id>.<position>',
   ce_ofpmetadata: 'The change’s metadata as JSON (actor, request id, traceparent)',
   ce_traceparent:
