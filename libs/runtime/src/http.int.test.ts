@@ -3,8 +3,9 @@ import type { Server } from 'node:http';
 import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
 import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, MAX_BODY_DEPTH } from './http.js';
+import { IdempotencyStore } from './idempotency.js';
 import { createMetricsRegistry } from './metrics.js';
-import { createPool, type Pool } from './postgres.js';
+import { createPool, inTransaction, type Pool } from './postgres.js';
 import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
 
 /** A stand-in for a bearer access: `Bearer <org>:<scope,scope>`. */
@@ -66,6 +67,16 @@ describe('the HTTP pipeline', () => {
     await pool.query(`CREATE TABLE IF NOT EXISTS http_test_values (
   short varchar(3), amount numeric(5,2), indexed text, whole integer, at date, document jsonb)`);
     await pool.query('CREATE INDEX IF NOT EXISTS http_test_values_indexed ON http_test_values (indexed)');
+    await pool.query('DROP TABLE IF EXISTS http_test_writes, http_test_keys');
+    await pool.query('CREATE TABLE http_test_writes (id serial PRIMARY KEY, note text)');
+    const keys = new IdempotencyStore(pool, 'public.http_test_keys');
+    await inTransaction(pool, (client) => keys.layOut(client));
+    const writes = {
+      access: bearer(['write']),
+      body: 'json',
+      headers: ['Idempotency-Key', 'Prefer'],
+      idempotency: keys,
+    } as const;
     const app = createHttpApp({
       logger: pino(
         { level: 'info' },
@@ -107,6 +118,28 @@ describe('the HTTP pipeline', () => {
             query: { names: ['q'] },
           },
         ),
+        // A write that records its answer with its change, slowly enough for requests to race; a body
+        // with `fail` fails after recording, in the same transaction.
+        route(
+          'POST',
+          '/v2/writes',
+          (request) =>
+            inTransaction(pool, async (client) => {
+              const { note, fail } = request.body as { note: string; fail?: boolean };
+              const { rows } = await client.query<{ id: number }>(
+                'INSERT INTO http_test_writes (note) SELECT $1 FROM pg_sleep(0.1) RETURNING id',
+                [note],
+              );
+              const id = rows[0]!.id;
+              const reply = jsonReply(201, { id, note }, { Location: `/v2/writes/${id}`, ETag: `W/"${id}"` });
+              await request.idempotency?.record(client, reply);
+              if (fail) throw baseError('Unprocessable', 'failed after recording');
+              return reply;
+            }),
+          writes,
+        ),
+        // A write that forgets to record its answer: a defect the pipeline does not let pass.
+        route('POST', '/v2/forgetful', () => Promise.resolve(jsonReply(201, {})), writes),
         route(
           'DELETE',
           '/v2/things/{id}',
@@ -123,7 +156,7 @@ describe('the HTTP pipeline', () => {
   });
   afterAll(async () => {
     await closeServer(server);
-    await pool.query('DROP TABLE IF EXISTS http_test_values');
+    await pool.query('DROP TABLE IF EXISTS http_test_values, http_test_writes, http_test_keys');
     await pool.end();
   });
 
@@ -251,6 +284,88 @@ describe('the HTTP pipeline', () => {
     expect(logged).toContainEqual(
       expect.objectContaining({ level: 40, err: expect.objectContaining({ code }) as unknown }),
     );
+  });
+
+  describe('a write with an Idempotency-Key (API.md §5)', () => {
+    const write = (path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: 'Bearer 7:write',
+          'content-type': 'application/json',
+          'idempotency-key': key,
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+    const written = async (note: string) =>
+      (await pool.query('SELECT id FROM http_test_writes WHERE note = $1', [note])).rowCount;
+
+    it('runs once however many requests with the key race, and each gets the first response, headers included', async () => {
+      const paths = ['/v2/writes', '/api/v2/writes', '/v2/writes/', '/v2/writes'];
+      const responses = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => write(paths[i % paths.length]!, 'race-1', { note: 'race' })),
+      );
+      expect(await written('race')).toBe(1);
+      const bodies = await Promise.all(responses.map((response) => response.text()));
+      expect(new Set(bodies).size).toBe(1);
+      expect(responses.map((response) => response.status)).toEqual(Array(8).fill(201));
+      for (const header of ['location', 'etag', 'content-type'])
+        expect(new Set(responses.map((response) => response.headers.get(header))).size).toBe(1);
+      const replayed = responses.filter((response) => response.headers.get('idempotent-replayed') === 'true');
+      expect(replayed).toHaveLength(7);
+      const later = await write('/v2/writes', 'race-1', { note: 'race' });
+      expect(later.headers.get('idempotent-replayed')).toBe('true');
+      expect(later.headers.get('location')).toBe(responses[0]!.headers.get('location'));
+      expect(await later.text()).toBe(bodies[0]);
+    });
+
+    it('keeps nothing of a write that failed, its recorded answer included: the key serves the next request', async () => {
+      expect((await write('/v2/writes', 'failed-1', { note: 'failed', fail: true })).status).toBe(422);
+      expect(await written('failed')).toBe(0);
+      const corrected = await write('/v2/writes', 'failed-1', { note: 'corrected' });
+      expect(corrected.status).toBe(201);
+      expect(corrected.headers.get('idempotent-replayed')).toBeNull();
+      const other = await write('/v2/writes', 'failed-1', { note: 'another' });
+      expect(other.status).toBe(422);
+      expect(await other.json()).toEqual(
+        envelope(['Idempotency-Key was already used with a different request']),
+      );
+      expect(await written('another')).toBe(0);
+    });
+
+    it('answers Prefer: respond-async with Preference-Applied, first and replayed', async () => {
+      const prefer = { prefer: 'respond-async' };
+      const first = await write('/v2/writes', 'prefer-1', { note: 'prefer' }, prefer);
+      const again = await write('/v2/writes', 'prefer-1', { note: 'prefer' }, prefer);
+      for (const response of [first, again]) {
+        expect(response.status).toBe(201);
+        expect(response.headers.get('preference-applied')).toBe('respond-async');
+      }
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      const plain = await write('/v2/writes', 'prefer-1', { note: 'prefer' });
+      expect(plain.headers.get('preference-applied')).toBeNull();
+    });
+
+    it('refuses a malformed key, and lets no write answer without recording its response', async () => {
+      for (const key of ['é', 'x'.repeat(256), 'tab\tkey']) {
+        const refused = await write('/v2/writes', key, { note: 'malformed' });
+        expect(refused.status).toBe(400);
+        expect(await refused.json()).toMatchObject({
+          errors: { 'Idempotency-Key': ['must be 1 to 255 printable ASCII characters'] },
+        });
+      }
+      expect(await written('malformed')).toBe(0);
+      logged.length = 0;
+      expect((await write('/v2/forgetful', 'forgot-1', {})).status).toBe(500);
+      expect(logged).toContainEqual(expect.objectContaining({ level: 50 }));
+      const withoutKey = await fetch(`${base}/v2/forgetful`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer 7:write', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(withoutKey.status).toBe(201);
+    });
   });
 
   it('refuses a query parameter the operation does not take, naming it and pointing at q', async () => {

@@ -22,6 +22,14 @@ import {
 } from '@ofp/contracts';
 import type { Logger } from './logger.js';
 import { refusedValueError, statusOf } from './http-errors.js';
+import {
+  idempotentReply,
+  parseIdempotencyKey,
+  requestHash,
+  type IdempotencyStore,
+  type IdempotentWrite,
+} from './idempotency.js';
+import { prefersAsync } from './record-http.js';
 import { createHttpMetrics } from './metrics.js';
 import { isDependencyDown, withDatabaseDeadline } from './postgres.js';
 import { currentTraceparent, nameServerSpan, validTraceparent } from './tracing.js';
@@ -128,6 +136,8 @@ class Exchange implements RouteRequest {
   query: Readonly<Record<string, string | undefined>> = {};
   body: unknown = undefined;
   principal: unknown = undefined;
+  idempotency: IdempotentWrite | undefined = undefined;
+  respondAsync = false;
   private route: Route | undefined;
   private admission: Admission<unknown> | undefined;
   /**
@@ -178,6 +188,7 @@ class Exchange implements RouteRequest {
       nameServerSpan(this.method, `${this.prefix}${route.path}`, route.operationId);
       this.params = found.params as Record<string, string>;
       this.query = checkQuery(route, found.searchParams);
+      this.respondAsync = route.headers?.includes('Prefer') === true && prefersAsync(this.header('prefer'));
       if (route.body !== undefined) this.body = await readBody(this.req, route.body);
       // The request is all here: from now on its database statements have a deadline (API.md §3).
       const deadlineMs = this.pipeline.databaseDeadlineMs;
@@ -198,7 +209,41 @@ class Exchange implements RouteRequest {
     if (admission.headers)
       for (const name in admission.headers) this.responseHeaders.push(name, admission.headers[name]!);
     checkScope(route, admission.scopes);
-    return route.handle(this);
+    if (route.idempotency) return this.write(route, route.idempotency);
+    return this.preferred(await route.handle(this));
+  }
+
+  /**
+   * A write that declares `Idempotency-Key` (API.md §5): with a key, the key's first response, or the
+   * operation's, which it records in its transaction ({@link idempotentReply}); the same request
+   * through `/api/v2` or with a trailing slash is the same request.
+   */
+  private async write(route: Route, store: IdempotencyStore): Promise<Reply> {
+    const key = parseIdempotencyKey(this.header('idempotency-key'));
+    if (key === undefined) return this.preferred(await route.handle(this));
+    const orgId = this.admission?.organization;
+    if (orgId === undefined)
+      throw new Error(
+        `${route.operationId}: an Idempotency-Key is kept per organization, and the request has none`,
+      );
+    const path = (this.url.split('?')[0] ?? this.url).slice(this.prefix.length).replace(/\/+$/, '');
+    const reply = await idempotentReply(
+      store,
+      orgId,
+      key,
+      requestHash(this.method, path, this.body),
+      (write) => {
+        this.idempotency = write;
+        return route.handle(this);
+      },
+    );
+    return this.preferred(reply);
+  }
+
+  /** `Prefer: respond-async` on an operation that declares `Prefer`, acknowledged (RFC 7240 §3). */
+  private preferred(reply: Reply): Reply {
+    if (!this.respondAsync) return reply;
+    return { ...reply, headers: { ...reply.headers, 'Preference-Applied': 'respond-async' } };
   }
 
   private fail(error: unknown): void {

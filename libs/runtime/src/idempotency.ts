@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { baseError, fieldError } from '@ofp/contracts';
+import { baseError, fieldError, isDomainError } from '@ofp/contracts';
 import type { Pool, PoolClient } from './postgres.js';
+import type { Reply } from './routes.js';
 import { isSealed, sealedContext, type SealedColumn, type SecretsKeyring } from './secrets-at-rest.js';
 
 /** Printable ASCII, 1 to 255 characters (API.md §5). */
@@ -31,21 +32,16 @@ export function requestHash(method: string, path: string, body: unknown): string
     .digest('hex');
 }
 
-/** A request that holds a key until its response is recorded with {@link IdempotencyStore.finish}. */
-const IN_PROGRESS = 0;
-/** How long a key stays held by a request that never finished (its process died), before another may take it. */
-const HOLD_SECONDS = 60;
+/** The status of a key held by a process of an earlier version while its request ran. */
+const HELD_BY_EARLIER_VERSION = 0;
 
 /**
  * Idempotency records (API.md §5), one table per service that writes: `(org_id, key)`, the request's
- * hash, and the response to replay for 24 h. Two ways to use it:
- *
- * - in the write's transaction (`find` first, then `record` with the transaction's client), so a replay
- *   can never see a response whose change did not commit: the api's record writes;
- * - around a request (`begin`, then `finish` or `abandon`), for writes made of several statements of
- *   their own: the key is held while the request runs, and a second request with it meanwhile is a 409.
- *   A process that dies between its write's commit and `finish` leaves the key held for a minute; a
- *   request with it after that runs again.
+ * hash, and the response to replay for 24 h. The HTTP pipeline keeps them for every write that
+ * declares `Idempotency-Key` ({@link idempotentReply}): a stored response is replayed; otherwise the
+ * write records its response in its own transaction ({@link IdempotentWrite}), so that a replay never
+ * sees a response whose change did not commit, a change never commits without its response, and of
+ * requests racing with one key one commits and the others answer its response.
  */
 export class IdempotencyStore {
   /**
@@ -66,7 +62,7 @@ export class IdempotencyStore {
     return { table: this.table, key: ['org_id', 'key'], column: 'body' };
   }
 
-  /** A body as stored: sealed for its row with `secrets`; an empty body (a held key) as it is. */
+  /** A body as stored: sealed for its row with `secrets`; an empty body as it is. */
   private stored(orgId: number, key: string, body: string): string {
     if (this.secrets === undefined || body === '') return body;
     return this.secrets.seal(body, sealedContext(this.table, [orgId, key]));
@@ -121,47 +117,11 @@ export class IdempotencyStore {
     if (row.request_hash !== hash) {
       throw baseError('Unprocessable', 'Idempotency-Key was already used with a different request');
     }
-    if (row.status === IN_PROGRESS)
+    // Held by a process of the version before the pipeline kept keys, which recorded the response
+    // after its write (status 0 until then): during a rolling upgrade, its request may still run.
+    if (row.status === HELD_BY_EARLIER_VERSION)
       throw baseError('Conflict', 'A request with this Idempotency-Key is still in progress');
     return { status: row.status, headers: row.headers, body: this.opened(orgId, key, row.body) };
-  }
-
-  /**
-   * Holds the key for this request: undefined when the request is to run (then `finish` or `abandon`
-   * it), the stored response when it ran already; a 422 for another request's key, a 409 while the
-   * request that holds it runs.
-   */
-  async begin(orgId: number, key: string, hash: string): Promise<StoredResponse | undefined> {
-    const held = await this.pool.query(
-      `INSERT INTO ${this.table} AS k (org_id, key, request_hash, status, headers, body)
-       VALUES ($1, $2, $3, ${IN_PROGRESS}, '{}', '')
-       ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = ${IN_PROGRESS},
-         headers = '{}', body = '', created_at = now()
-         WHERE k.created_at <= now() - make_interval(hours => $4)
-            OR k.status = ${IN_PROGRESS} AND k.created_at <= now() - make_interval(secs => $5)`,
-      [orgId, key, hash, IDEMPOTENCY_WINDOW_HOURS, HOLD_SECONDS],
-    );
-    if (held.rowCount === 1) return undefined;
-    const stored = await this.find(orgId, key, hash);
-    // Gone between the two statements (abandoned, or expired): the request may run.
-    return stored ?? this.begin(orgId, key, hash);
-  }
-
-  /** Stores the response of a request that `begin` let run. */
-  async finish(orgId: number, key: string, response: StoredResponse): Promise<void> {
-    await this.pool.query(
-      `UPDATE ${this.table} SET status = $3, headers = $4, body = $5
-        WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
-      [orgId, key, response.status, JSON.stringify(response.headers), this.stored(orgId, key, response.body)],
-    );
-  }
-
-  /** Frees the key of a request that `begin` let run and that changed nothing (it failed). */
-  async abandon(orgId: number, key: string): Promise<void> {
-    await this.pool.query(
-      `DELETE FROM ${this.table} WHERE org_id = $1 AND key = $2 AND status = ${IN_PROGRESS}`,
-      [orgId, key],
-    );
   }
 
   /**
@@ -202,4 +162,81 @@ export class IdempotencyStore {
     );
     return result.rowCount ?? 0;
   }
+}
+
+/**
+ * A write with an `Idempotency-Key`, as its operation sees it: {@link record} stores its response in
+ * the write's own transaction.
+ */
+export interface IdempotentWrite {
+  /**
+   * Stores `reply` as the key's response with `client`, inside the transaction of the write it
+   * answers. When a concurrent request with the key committed first it throws, so that the write
+   * rolls back and the pipeline answers that request's response instead.
+   */
+  record(client: PoolClient, reply: Reply): Promise<void>;
+}
+
+/** Thrown by {@link IdempotentWrite.record} when another request with the key committed first. */
+class KeyTakenMeanwhile extends Error {
+  constructor() {
+    super('a concurrent request with the same Idempotency-Key committed first');
+  }
+}
+
+class KeyedWrite implements IdempotentWrite {
+  recorded = false;
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly orgId: number,
+    private readonly key: string,
+    private readonly hash: string,
+  ) {}
+
+  async record(client: PoolClient, reply: Reply): Promise<void> {
+    const stored = { status: reply.status, headers: reply.headers ?? {}, body: reply.body ?? '' };
+    if (!(await this.store.record(client, this.orgId, this.key, this.hash, stored)))
+      throw new KeyTakenMeanwhile();
+    this.recorded = true;
+  }
+}
+
+/**
+ * The answer to a write with `key` (API.md §5): the key's first response, replayed byte for byte
+ * with its headers and `Idempotent-Replayed: true` (the same key with another request is a 422); else
+ * what `write` answers, given the {@link IdempotentWrite} through which it records that answer in its
+ * transaction. A write that failed while a concurrent request with the key committed (it lost the key,
+ * or lost the race for what that request changed: a 412 under If-Match, a 409 for a chosen id) answers
+ * that request's response. A successful answer left unrecorded is a defect of the operation (a 500).
+ */
+export async function idempotentReply(
+  store: IdempotencyStore,
+  orgId: number,
+  key: string,
+  hash: string,
+  write: (idempotency: IdempotentWrite) => Promise<Reply>,
+): Promise<Reply> {
+  const replay = async (): Promise<Reply | undefined> => {
+    const stored = await store.find(orgId, key, hash);
+    return stored && { ...stored, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } };
+  };
+  const replayed = await replay();
+  if (replayed) return replayed;
+  const keyed = new KeyedWrite(store, orgId, key, hash);
+  let reply: Reply;
+  try {
+    reply = await write(keyed);
+  } catch (error) {
+    // Nothing of a failed write is kept, its record included: a record now is a concurrent request's.
+    const winner = await replay().catch((failed: unknown) => {
+      if (isDomainError(failed)) throw failed;
+      return undefined;
+    });
+    if (winner) return winner;
+    throw error;
+  }
+  if (reply.status < 300 && !keyed.recorded)
+    throw new Error('the write answered without recording its response to its Idempotency-Key');
+  return reply;
 }

@@ -1,3 +1,4 @@
+import type { IdempotencyStore } from './idempotency.js';
 import { PUBLIC, bindRoutes, type RouteSpec } from './routes.js';
 
 const spec = (operationId: string, more: Partial<RouteSpec> = {}): RouteSpec => ({
@@ -48,5 +49,15 @@ describe('bindRoutes', () => {
     expect(() =>
       bindRoutes([spec('a')], { a: { ...reply, renderError: () => undefined } }, () => PUBLIC),
     ).toThrow("a: its errorFormat and its operation's renderError disagree");
+  });
+
+  it("gives the service's idempotency store to the writes that declare Idempotency-Key, and refuses one without a store", () => {
+    const store = {} as IdempotencyStore;
+    const write = spec('w', { method: 'POST', headers: ['Idempotency-Key', 'Prefer'] });
+    const routes = bindRoutes([spec('a'), write], { a: reply, w: reply }, () => PUBLIC, store);
+    expect(routes.map((route) => route.idempotency)).toEqual([undefined, store]);
+    expect(() => bindRoutes([write], { w: reply }, () => PUBLIC)).toThrow(
+      'w: takes Idempotency-Key, and no store keeps them',
+    );
   });
 });

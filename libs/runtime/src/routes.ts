@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
+import type { IdempotencyStore, IdempotentWrite } from './idempotency.js';
 import type { Logger } from './logger.js';
 
 /**
@@ -30,7 +31,12 @@ export interface RouteSpec {
   readonly access: AccessSpec;
   /** Query parameters the operation takes; any other is a 400 naming it (API.md §4). */
   readonly query?: QueryParameters;
-  /** Request headers the operation reads besides `Authorization` (documented, not enforced). */
+  /**
+   * Request headers the operation reads besides `Authorization`. Two of them the pipeline keeps for
+   * the operation (API.md §5): `Idempotency-Key` (a write's replays, bound to its service's
+   * {@link IdempotencyStore} by {@link bindRoutes}) and `Prefer` (`respond-async`, acknowledged with
+   * `Preference-Applied`); the others are the operation's to read.
+   */
   readonly headers?: readonly RequestHeader[];
   /**
    * The request body: `json` (parsed; another content type is a 415), `form` (the raw text of an
@@ -73,17 +79,26 @@ export type Operations = Readonly<Record<string, Operation>>;
  */
 export interface Route<P = unknown> extends Omit<RouteSpec, 'access'>, Operation<P> {
   readonly access: Access<P>;
+  /**
+   * Where the pipeline keeps the `Idempotency-Key`s of a write that declares the header: it replays a
+   * key's first response, or runs the operation with {@link RouteRequest.idempotency}, through which
+   * the operation records its response in the write's own transaction.
+   */
+  readonly idempotency?: IdempotencyStore;
 }
 
 /**
  * The routes of `specs`, each bound to the operation of its `operationId` and admitted as `admit`
- * says for its access. A spec without an operation, an operation without a spec, or an OAuth-format
- * spec whose operation renders no errors is a programming error found at composition.
+ * says for its access; a write that declares `Idempotency-Key` keeps its keys in `idempotency`, the
+ * service's store. A spec without an operation, an operation without a spec, an OAuth-format spec
+ * whose operation renders no errors, or an idempotent write without a store is a programming error
+ * found at composition.
  */
 export function bindRoutes(
   specs: readonly RouteSpec[],
   operations: Operations,
   admit: (access: AccessSpec) => Access,
+  idempotency?: IdempotencyStore,
 ): Route[] {
   const unused = new Set(Object.keys(operations));
   const routes = specs.map((spec): Route => {
@@ -92,7 +107,10 @@ export function bindRoutes(
     if ((spec.errorFormat === 'oauth') !== (operation.renderError !== undefined))
       throw new Error(`${spec.operationId}: its errorFormat and its operation's renderError disagree`);
     unused.delete(spec.operationId);
-    return { ...spec, ...operation, access: admit(spec.access) };
+    if (!spec.headers?.includes('Idempotency-Key'))
+      return { ...spec, ...operation, access: admit(spec.access) };
+    if (!idempotency) throw new Error(`${spec.operationId}: takes Idempotency-Key, and no store keeps them`);
+    return { ...spec, ...operation, access: admit(spec.access), idempotency };
   });
   if (unused.size > 0) throw new Error(`operations without a spec: ${[...unused].join(', ')}`);
   return routes;
@@ -186,6 +204,16 @@ export interface RouteRequest<P = unknown> extends IncomingRequest {
    * request makes carries it to its events and webhooks (API.md §8, §9).
    */
   traceparent(): string | undefined;
+  /**
+   * The client sent `Prefer: respond-async` (RFC 7240) to an operation that declares `Prefer`: answer
+   * once the change is durably recorded, without waiting for the read model (API.md §5).
+   */
+  readonly respondAsync: boolean;
+  /**
+   * A write with an `Idempotency-Key` (its operation declares the header): the operation records its
+   * response with {@link IdempotentWrite.record}, in the write's own transaction. Undefined otherwise.
+   */
+  readonly idempotency: IdempotentWrite | undefined;
 }
 
 /** What a handler answers. `body` is the serialized body; JSON unless `Content-Type` says otherwise. */

@@ -92,7 +92,6 @@ export function createApiService(deps: ApiDependencies): ApiService {
     records,
     new ReferenceResolver(records, unique),
     unique,
-    idempotency,
     deps.clock,
   );
   const processManagers = [
@@ -137,11 +136,12 @@ export function createApiService(deps: ApiDependencies): ApiService {
     routes: bindRoutes(
       apiServiceRouteSpecs(deps.eventTypes),
       {
-        ...apiOperations({ commands, queries: new RecordQueries(deps.pool), readYourWrites, idempotency }),
+        ...apiOperations({ commands, queries: new RecordQueries(deps.pool), readYourWrites }),
         ...eventFeedOperations({ feed: new EventFeed(deps.store, deps.clock), eventTypes: deps.eventTypes }),
       },
       // Every organization has its seed records (phone number types) before its first request is served.
       (access) => deps.gate.access(access.scopes ?? [], seed),
+      idempotency,
     ),
   };
 }

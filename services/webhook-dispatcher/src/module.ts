@@ -244,8 +244,9 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     intake: intakeModule,
     routes: bindRoutes(
       webhookRouteSpecs(),
-      webhookOperations({ pool: deps.pool, commands, idempotency }),
+      webhookOperations({ pool: deps.pool, commands }),
       (access) => deps.gate.access(access.scopes ?? []),
+      idempotency,
     ),
     metrics,
   };

@@ -1,13 +1,7 @@
 import { fieldError, baseError, recordStreamId, type RecordChange, type RecordJson } from '@ofp/contracts';
 import { handleCommand, WrongExpectedVersion, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
-import {
-  describeActiveSpan,
-  inTracesOf,
-  type IdempotencyStore,
-  type PoolClient,
-  type StoredResponse,
-} from '@ofp/runtime';
+import { describeActiveSpan, inTracesOf, type PoolClient } from '@ofp/runtime';
 import {
   decide,
   type Actor,
@@ -27,12 +21,8 @@ export interface WriteContext extends EventMetadata {
   readonly by: Actor;
 }
 
-/** An Idempotency-Key's request, and how to build the response to store with the change. */
-export interface IdempotentWrite {
-  readonly key: string;
-  readonly hash: string;
-  readonly respond: (outcome: WriteOutcome) => StoredResponse;
-}
+/** What a write's caller commits with it, given its outcome: the response to its Idempotency-Key. */
+export type Alongside = (client: PoolClient, outcome: WriteOutcome) => Promise<void>;
 
 export type WriteRequest =
   | { readonly kind: 'create'; readonly id?: number; readonly body: RecordBody }
@@ -49,8 +39,8 @@ export interface WriteOutcome {
 /**
  * Record writes through the command handler: references resolved, the record loaded (and the record
  * its model's rules decide on with it, such as a shipment's fulfillment order), decided, and both
- * records' events appended with the unique-value reservations and the idempotency record in one
- * transaction. A lost race is decided again on the new state, unless the client pinned its record's
+ * records' events appended with the unique-value reservations and the caller's `alongside` in one
+ * transaction (a write that changes nothing commits `alongside` alone). A lost race is decided again on the new state, unless the client pinned its record's
  * version with If-Match (then it is a 412).
  */
 export class RecordCommands {
@@ -61,7 +51,6 @@ export class RecordCommands {
     private readonly records: RecordStore,
     private readonly references: ReferenceResolver,
     private readonly unique: UniqueValues,
-    private readonly idempotency: IdempotencyStore,
     private readonly clock: () => Date,
   ) {
     this.stock = new StockLimits(records, unique);
@@ -71,7 +60,7 @@ export class RecordCommands {
     model: ModelDefinition,
     context: WriteContext,
     request: WriteRequest,
-    idempotent?: IdempotentWrite,
+    alongside?: Alongside,
   ): Promise<WriteOutcome> {
     const body =
       request.kind === 'delete' ? {} : await this.references.resolve(model, context.orgId, request.body);
@@ -99,7 +88,12 @@ export class RecordCommands {
             const { events } = decision;
             if (events.length === 0) {
               if (state.status !== 'live') throw new Error('a decision without events needs a live record');
-              return { appends: [], outcome: () => ({ record: state.record, created: false, written: [] }) };
+              const unchanged: WriteOutcome = { record: state.record, created: false, written: [] };
+              return {
+                appends: [],
+                outcome: () => unchanged,
+                ...(alongside && { alsoInTransaction: (client: PoolClient) => alongside(client, unchanged) }),
+              };
             }
             const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
             if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
@@ -126,18 +120,7 @@ export class RecordCommands {
               outcome,
               alsoInTransaction: async (client, results) => {
                 await this.reserveUniqueValues(client, model, context.orgId, id, creating, events);
-                if (
-                  idempotent &&
-                  !(await this.idempotency.record(
-                    client,
-                    context.orgId,
-                    idempotent.key,
-                    idempotent.hash,
-                    idempotent.respond(outcome(results)),
-                  ))
-                ) {
-                  throw baseError('Conflict', 'A request with the same Idempotency-Key is being processed');
-                }
+                await alongside?.(client, outcome(results));
               },
             };
           },

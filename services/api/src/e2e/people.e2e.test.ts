@@ -296,6 +296,56 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(changed.status).toBe(422);
   });
 
+  it('makes a write once however many requests with its key race, and keeps nothing of a failed one', async () => {
+    const key = randomUUID();
+    const racing = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        acme.request<Person>('POST', i % 2 === 0 ? '/v2/people' : '/api/v2/people/', {
+          body: { last_name: `Raced ${key}` },
+          headers: { 'idempotency-key': key },
+        }),
+      ),
+    );
+    expect(racing.map((response) => response.status)).toEqual(Array(6).fill(201));
+    expect(new Set(racing.map((response) => response.text)).size).toBe(1);
+    expect(racing.filter((response) => response.headers.get('idempotent-replayed') === 'true')).toHaveLength(
+      5,
+    );
+    const found = await acme.request(
+      'GET',
+      searchPath('people', { filters: [{ operand: 'last_name', operator: '=', value: `Raced ${key}` }] }),
+    );
+    expect(found.body.total_results).toBe(1);
+    const { id, version } = racing[0]!.body.results;
+
+    // Changes pinned to one version with one key: one change, and each answer is its answer (no 412).
+    const pinned = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        acme.request<Person>('PUT', `/v2/people/${id}`, {
+          body: { first_name: 'Pinned' },
+          headers: { 'idempotency-key': `${key}-pinned`, 'if-match': `W/"${version}"` },
+        }),
+      ),
+    );
+    expect(pinned.map((response) => response.status)).toEqual(Array(4).fill(200));
+    expect(new Set(pinned.map((response) => response.text)).size).toBe(1);
+    expect(pinned[0]!.body.results.version).toBe(version + 1);
+
+    // A create at a taken id fails in its transaction and keeps nothing: the key serves another request.
+    const failed = randomUUID();
+    const taken = await acme.request('POST', `/v2/people/${id}`, {
+      body: { last_name: 'Taken' },
+      headers: { 'idempotency-key': failed },
+    });
+    expect(taken.status).toBe(409);
+    const next = await acme.request('POST', '/v2/people', {
+      body: { last_name: 'Taken' },
+      headers: { 'idempotency-key': failed },
+    });
+    expect(next.status).toBe(201);
+    expect(next.headers.get('idempotent-replayed')).toBeNull();
+  });
+
   it('serves reads behind the same gate as writes, with HEAD and conditional GET', async () => {
     const path = `/v2/people/${people[0]!.id}`;
     const read = await acme.request<Person>('GET', path, { headers: { 'x-request-id': 'read-1' } });

@@ -15,19 +15,14 @@ import {
 import {
   etagOf,
   noneMatchHits,
-  parseIdempotencyKey,
   parseIfMatch,
-  prefersAsync,
   recordIdOf,
-  requestHash,
   type HttpMethod,
-  type IdempotencyStore,
   type Operation,
   type Operations,
   type Reply,
   type RouteRequest,
   type RouteSpec,
-  type StoredResponse,
 } from '@ofp/runtime';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ReadYourWrites } from '../queries/read-your-writes.js';
@@ -37,7 +32,6 @@ export interface ApiRoutesDependencies {
   readonly commands: RecordCommands;
   readonly queries: RecordQueries;
   readonly readYourWrites: ReadYourWrites;
-  readonly idempotency: IdempotencyStore;
 }
 
 type Request = RouteRequest<AuthContext>;
@@ -262,9 +256,9 @@ function modelOperation(
 type WriteHandler = (request: Request) => WriteRequest;
 
 /**
- * A write: an Idempotency-Key's stored response replayed, else the command run (its response stored
- * with the change when a key was given), then, unless the client prefers not to wait, the answer held
- * until the read model shows what was written and what it derives (API.md §5).
+ * A write: the command run (its response recorded with the change when the request has an
+ * Idempotency-Key, which the pipeline keeps), then, unless the client prefers not to wait, the answer
+ * held until the read model shows what was written and what it derives (API.md §5).
  */
 async function write(
   deps: ApiRoutesDependencies,
@@ -273,9 +267,8 @@ async function write(
   command: WriteRequest,
 ): Promise<Reply> {
   const { orgId, clientId, scopes } = request.principal;
-  const key = parseIdempotencyKey(request.header('idempotency-key'));
   const location = `${request.prefix}/v2/${model.name}`;
-  const respond = (outcome: WriteOutcome): StoredResponse => {
+  const respond = (outcome: WriteOutcome): Reply => {
     const headers: Record<string, string> = { ETag: etagOf(outcome.record.version) };
     if (outcome.created) headers.Location = `${location}/${outcome.record.id}`;
     return {
@@ -284,18 +277,7 @@ async function write(
       body: JSON.stringify(singleEnvelope(outcome.record)),
     };
   };
-  const idempotent =
-    key === undefined
-      ? undefined
-      : {
-          key,
-          hash: requestHash(request.method, `${model.name}/${request.params.id ?? ''}`, request.body),
-          respond,
-        };
-  if (idempotent) {
-    const replay = await deps.idempotency.find(orgId, idempotent.key, idempotent.hash);
-    if (replay) return { ...replay, headers: { ...replay.headers, 'Idempotent-Replayed': 'true' } };
-  }
+  const { idempotency } = request;
   const outcome = await deps.commands.write(
     model,
     {
@@ -306,14 +288,10 @@ async function write(
       by: { kind: 'client', scopes },
     },
     command,
-    idempotent,
+    idempotency && ((client, written) => idempotency.record(client, respond(written))),
   );
-  const response = respond(outcome);
-  if (prefersAsync(request.header('prefer'))) {
-    return { ...response, headers: { ...response.headers, 'Preference-Applied': 'respond-async' } };
-  }
-  await deps.readYourWrites.settle(outcome.written);
-  return response;
+  if (!request.respondAsync) await deps.readYourWrites.settle(outcome.written);
+  return respond(outcome);
 }
 
 function idOf(model: ModelDefinition, request: RouteRequest): number {

@@ -1,5 +1,12 @@
 import type { Queryable } from '@ofp/models';
-import { SecretsKeyError, inTransaction, prepared, type Pool, type SecretsKeyring } from '@ofp/runtime';
+import {
+  SecretsKeyError,
+  inTransaction,
+  prepared,
+  type Pool,
+  type PoolClient,
+  type SecretsKeyring,
+} from '@ofp/runtime';
 import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
 import { TEST_EVENT_TYPE, endpointSecretContext } from '../subscriptions/webhook-commands.js';
 import type { AttemptRecord } from './attempt.js';
@@ -109,6 +116,13 @@ const DEADLOCK_DETECTED = '40P01';
 const PASS_TURNS_ATTEMPTS = 5;
 
 /**
+ * What a caller commits with a change of the queue, given its result, in the change's transaction:
+ * the checks that decide whether the request that asked for it succeeded, and the response to its
+ * Idempotency-Key (API.md §5). It throws to undo the change.
+ */
+export type CommitWith<T> = (client: PoolClient, result: T) => Promise<void>;
+
+/**
  * The durable delivery queue: each delivery's searchable record in `webhooks.webhook_deliveries`,
  * written when it is queued and when each attempt is recorded (a HOT update: nothing it changes is
  * indexed), and while it is open a narrow row in `webhooks.delivery_queue` that holds its turn, its
@@ -132,17 +146,41 @@ export class DeliveryQueue {
   /**
    * Queues deliveries for endpoints that still exist (and are enabled, unless `includeDisabled`), once
    * per (endpoint, event): a repeated event changes nothing. Returns the new deliveries' ids.
+   * `commitWith` (given them) commits with them, in one transaction.
    */
   async enqueue(
     deliveries: readonly NewDelivery[],
     now: Date,
-    options: { includeDisabled: boolean } = { includeDisabled: false },
+    options: { includeDisabled: boolean; commitWith?: CommitWith<number[]> } = { includeDisabled: false },
   ): Promise<number[]> {
     if (deliveries.length === 0) return [];
     for (const { payload } of deliveries) {
       if (payload.includes(PAYLOAD_SEPARATOR)) throw new Error('a delivery payload must be a JSON text');
     }
-    const { rows } = await this.pool.query<{
+    const { commitWith } = options;
+    const { rows } = commitWith
+      ? await inTransaction(this.pool, async (client) => {
+          const inserted = await this.insert(client, deliveries, now, options.includeDisabled);
+          await commitWith(
+            client,
+            inserted.rows.map((row) => row.id),
+          );
+          return inserted;
+        })
+      : await this.insert(this.pool, deliveries, now, options.includeDisabled);
+    if (rows.some((row) => !row.waiting)) await this.wake();
+    // Queued behind an open delivery of their record: if that one finished meanwhile, its turn-passing
+    // could not see these yet; now it is this side's to pass (see `passTurns`).
+    const waiting = rows.flatMap(({ webhook_id: webhookId, stream_id: streamId, waiting }) =>
+      waiting && streamId !== null ? [{ webhookId, streamId }] : [],
+    );
+    if (waiting.length > 0) await this.passTurns(now, waiting);
+    return rows.map((row) => row.id);
+  }
+
+  /** The statement of {@link enqueue}. */
+  private insert(db: Queryable, deliveries: readonly NewDelivery[], now: Date, includeDisabled: boolean) {
+    return db.query<{
       id: number;
       webhook_id: number;
       stream_id: string | null;
@@ -192,18 +230,10 @@ export class DeliveryQueue {
           deliveries.map((d) => d.traceparent ?? null),
           deliveries.map((d) => d.payload).join(PAYLOAD_SEPARATOR),
           now,
-          options.includeDisabled,
+          includeDisabled,
         ],
       ),
     );
-    if (rows.some((row) => !row.waiting)) await this.wake();
-    // Queued behind an open delivery of their record: if that one finished meanwhile, its turn-passing
-    // could not see these yet; now it is this side's to pass (see `passTurns`).
-    const waiting = rows.flatMap(({ webhook_id: webhookId, stream_id: streamId, waiting }) =>
-      waiting && streamId !== null ? [{ webhookId, streamId }] : [],
-    );
-    if (waiting.length > 0) await this.passTurns(now, waiting);
-    return rows.map((row) => row.id);
   }
 
   /**
@@ -439,9 +469,14 @@ export class DeliveryQueue {
   /**
    * Queues a finished delivery again for a new round of attempts (`POST /v2/webhook_deliveries/{id}/retry`).
    * @returns false when the delivery is not finished (or not the organization's), or its endpoint is
-   * disabled.
+   * disabled. `commitWith` (given how many: 1 or 0) commits with it.
    */
-  async retry(orgId: number, deliveryId: number, now: Date): Promise<boolean> {
+  async retry(
+    orgId: number,
+    deliveryId: number,
+    now: Date,
+    commitWith?: CommitWith<number>,
+  ): Promise<boolean> {
     const requeued = await this.requeue(
       `d.id = $2 AND d.org_id = $3 AND d.status IN ('succeeded', 'failed')`,
       [now, deliveryId, orgId],
@@ -449,19 +484,27 @@ export class DeliveryQueue {
         sql: 'SELECT webhook_id AS id FROM webhooks.webhook_deliveries WHERE id = $1 AND org_id = $2',
         values: [deliveryId, orgId],
       },
+      commitWith,
     );
     return requeued === 1;
   }
 
   /**
    * Queues again every given-up delivery of an endpoint queued since `since` (`POST /v2/webhooks/{id}/recover`).
-   * @returns how many (none when the endpoint is disabled).
+   * @returns how many (none when the endpoint is disabled); `commitWith` (given how many) commits with them.
    */
-  async recover(orgId: number, webhookId: number, since: Date, now: Date): Promise<number> {
+  async recover(
+    orgId: number,
+    webhookId: number,
+    since: Date,
+    now: Date,
+    commitWith?: CommitWith<number>,
+  ): Promise<number> {
     return this.requeue(
       `d.webhook_id = $2 AND d.org_id = $3 AND d.status = 'failed' AND d.created_at >= $4`,
       [now, webhookId, orgId, since],
       { sql: 'SELECT $1::bigint AS id', values: [webhookId] },
+      commitWith,
     );
   }
 
@@ -470,12 +513,14 @@ export class DeliveryQueue {
    * `d`) while their endpoint (`endpoint` selects its id) is enabled: under the endpoint's lock held
    * shared, as recordings do, so that a disable gives up what this queued, or this sees the disable.
    * A delivery queued again has its record's turn unless an earlier delivery of the record is open;
-   * the record's later deliveries that were due wait for it (those on the wire finish).
+   * the record's later deliveries that were due wait for it (those on the wire finish). `commitWith`
+   * (given how many) commits with them.
    */
   private async requeue(
     condition: string,
     values: unknown[],
     endpoint: { sql: string; values: unknown[] },
+    commitWith?: CommitWith<number>,
   ): Promise<number> {
     const requeued = await inTransaction(this.pool, async (client) => {
       await client.query(
@@ -514,7 +559,9 @@ export class DeliveryQueue {
          SELECT count(*)::int AS requeued FROM queued`,
         values,
       );
-      return rows[0]?.requeued ?? 0;
+      const count = rows[0]?.requeued ?? 0;
+      await commitWith?.(client, count);
+      return count;
     });
     if (requeued > 0) await this.wake();
     return requeued;

@@ -20,20 +20,18 @@ import {
 import {
   etagOf,
   jsonReply,
-  parseIdempotencyKey,
   parseIfMatch,
-  prefersAsync,
   recordIdOf,
-  requestHash,
   type HttpMethod,
-  type IdempotencyStore,
   type Operation,
   type Operations,
   type Pool,
+  type PoolClient,
   type Reply,
   type RouteRequest,
   type RouteSpec,
 } from '@ofp/runtime';
+import type { CommitWith } from '../delivery/delivery-queue.js';
 import { webhookDeliveries, webhooks } from '../models.js';
 import { TABLES } from '../schema.js';
 import type { Requester, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
@@ -73,7 +71,6 @@ function responseSchemas() {
 export interface WebhookRoutesDependencies {
   readonly pool: Pool;
   readonly commands: WebhookCommands;
-  readonly idempotency: IdempotencyStore;
 }
 
 type Request = RouteRequest<AuthContext>;
@@ -85,8 +82,8 @@ const DELIVERIES = `/v2/${webhookDeliveries.name}`;
 /**
  * The dispatcher's part of the route table as data: `/v2/webhooks*` and `/v2/webhook_deliveries*`
  * (API.md §8). Reads need `read`, writes the webhooks' write scope. Every write takes
- * `Idempotency-Key`, and answers once its change is durably recorded and visible to reads: what
- * `Prefer: respond-async` asks for (API.md §5) is what every write here does.
+ * `Idempotency-Key` (which the pipeline keeps), and answers once its change is durably recorded and
+ * visible to reads: what `Prefer: respond-async` asks for (API.md §5) is what every write here does.
  */
 export function webhookRouteSpecs(): RouteSpec[] {
   /** A route of the table; `response` is its success status and body schema. */
@@ -309,19 +306,23 @@ export function webhookRouteSpecs(): RouteSpec[] {
   ];
 }
 
-/** What serves {@link webhookRouteSpecs}, by operationId; every write under `Idempotency-Key`. */
+/**
+ * What serves {@link webhookRouteSpecs}, by operationId. Each write makes its answer in its change's
+ * transaction and records it there for the request's Idempotency-Key ({@link answer}).
+ */
 export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
-  const reading = (handle: (request: Request) => Promise<Reply>): Operation<AuthContext> => ({ handle });
-  const writing = (handle: (request: Request) => Promise<Reply>): Operation<AuthContext> => ({
-    handle: (request) => idempotent(deps.idempotency, request, () => handle(request)),
-  });
-  const update = async (request: Request): Promise<Reply> => {
+  const serve = (handle: (request: Request) => Promise<Reply>): Operation<AuthContext> => ({ handle });
+  const update = (request: Request): Promise<Reply> => {
     const ifMatch = parseIfMatch(request.header('if-match'));
     const body = webhookBody(request.body, 'update');
-    return recordReply(await deps.commands.update(requesterOf(request), idOf(request), body, ifMatch));
+    return answer(
+      request,
+      (commitWith) => deps.commands.update(requesterOf(request), idOf(request), body, ifMatch, commitWith),
+      (record: RecordJson) => recordReply(record),
+    );
   };
-  const delivery = async (orgId: number, id: number): Promise<RecordJson> => {
-    const found = await deps.commands.delivery(orgId, id);
+  const delivery = async (orgId: number, id: number, db?: PoolClient): Promise<RecordJson> => {
+    const found = await deps.commands.delivery(orgId, id, db);
     if (!found) throw baseError('NotFound', `${webhookDeliveries.singular} ${id} not found`);
     return found;
   };
@@ -340,57 +341,79 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
       headers: { ...reply.headers, Location: `${request.prefix}${COLLECTION}/${created.record.id}` },
     };
   };
-  const create = (request: Request, id?: number) =>
-    deps.commands.create(requesterOf(request), webhookBody(request.body, 'create'), id);
+  const create = (request: Request, id?: number): Promise<Reply> => {
+    const body = webhookBody(request.body, 'create');
+    return answer(
+      request,
+      (commitWith) => deps.commands.create(requesterOf(request), body, id, commitWith),
+      (created: WebhookWithSecret) => withSecret(request, created, 201),
+    );
+  };
   return {
-    'webhooks.search': reading(search(webhooks, toApiRecord)),
-    'webhooks.create': writing(async (request) => withSecret(request, await create(request), 201)),
-    'webhooks.get': reading(async (request) => {
+    'webhooks.search': serve(search(webhooks, toApiRecord)),
+    'webhooks.create': serve((request) => create(request)),
+    'webhooks.get': serve(async (request) => {
       const found = await deps.commands.get(request.principal.orgId, idOf(request));
       if (!found) throw baseError('NotFound', `${webhooks.singular} ${request.params.id} not found`);
       return recordReply(found);
     }),
-    'webhooks.createAt': writing(async (request) =>
-      withSecret(request, await create(request, idOf(request)), 201),
-    ),
-    'webhooks.update': writing(update),
-    'webhooks.patch': writing(update),
-    'webhooks.delete': writing(async (request) =>
-      recordReply(
-        await deps.commands.delete(
-          requesterOf(request),
-          idOf(request),
-          parseIfMatch(request.header('if-match')),
-        ),
+    'webhooks.createAt': serve((request) => create(request, idOf(request))),
+    'webhooks.update': serve(update),
+    'webhooks.patch': serve(update),
+    'webhooks.delete': serve((request) => {
+      const ifMatch = parseIfMatch(request.header('if-match'));
+      return answer(
+        request,
+        (commitWith) => deps.commands.delete(requesterOf(request), idOf(request), ifMatch, commitWith),
+        (record: RecordJson) => recordReply(record),
+      );
+    }),
+    'webhooks.rotateSecret': serve((request) =>
+      answer(
+        request,
+        (commitWith) => deps.commands.rotateSecret(request.principal.orgId, idOf(request), commitWith),
+        (rotated: WebhookWithSecret) => withSecret(request, rotated, 200),
       ),
     ),
-    'webhooks.rotateSecret': writing(async (request) =>
-      withSecret(request, await deps.commands.rotateSecret(request.principal.orgId, idOf(request)), 200),
-    ),
-    'webhooks.test': writing(async (request) => {
+    'webhooks.test': serve((request) => {
       const { orgId } = request.principal;
-      const id = await deps.commands.sendTest(orgId, idOf(request));
-      const reply = recordReply(await delivery(orgId, id), 201);
-      return { ...reply, headers: { ...reply.headers, Location: `${request.prefix}${DELIVERIES}/${id}` } };
+      return answer(
+        request,
+        (commitWith) => deps.commands.sendTest(orgId, idOf(request), commitWith),
+        async (id: number, db: PoolClient) => {
+          const reply = recordReply(await delivery(orgId, id, db), 201);
+          return {
+            ...reply,
+            headers: { ...reply.headers, Location: `${request.prefix}${DELIVERIES}/${id}` },
+          };
+        },
+      );
     }),
-    'webhooks.recover': writing(async (request) => {
+    'webhooks.recover': serve((request) => {
       const id = idOf(request);
       const since = sinceOf(request.body);
-      const recovered = await deps.commands.recover(request.principal.orgId, id, since);
-      return jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered }));
+      return answer(
+        request,
+        (commitWith) => deps.commands.recover(request.principal.orgId, id, since, commitWith),
+        (recovered: number) =>
+          jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered })),
+      );
     }),
-    'webhooks.eventTypes': reading(() =>
+    'webhooks.eventTypes': serve(() =>
       Promise.resolve(jsonReply(200, searchEnvelope([...EVENT_TYPES], EVENT_TYPES.length, 0))),
     ),
-    'webhook_deliveries.search': reading(search(webhookDeliveries, (stored) => stored as RecordJson)),
-    'webhook_deliveries.get': reading(async (request) =>
+    'webhook_deliveries.search': serve(search(webhookDeliveries, (stored) => stored as RecordJson)),
+    'webhook_deliveries.get': serve(async (request) =>
       recordReply(await delivery(request.principal.orgId, idOf(request))),
     ),
-    'webhook_deliveries.retry': writing(async (request) => {
+    'webhook_deliveries.retry': serve((request) => {
       const { orgId } = request.principal;
       const id = idOf(request);
-      await deps.commands.retryDelivery(orgId, id);
-      return recordReply(await delivery(orgId, id));
+      return answer(
+        request,
+        (commitWith) => deps.commands.retryDelivery(orgId, id, commitWith),
+        async (_: void, db: PoolClient) => recordReply(await delivery(orgId, id, db)),
+      );
     }),
   };
 }
@@ -398,51 +421,23 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
 /** How every write here behaves, in the reference. */
 const WRITE_NOTES = `An \`Idempotency-Key\` makes a retry safe: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`). The answer comes once reads show the change. Needs the \`${webhooks.writeScope}\` scope.`;
 
-/** The headers of a write's response that its replays carry too. */
-const REPLAYED_HEADERS = ['ETag', 'Location', 'Preference-Applied'];
-
 /**
- * `Idempotency-Key` on a write (API.md §5): the key is held while the request runs (a second request
- * with it meanwhile is a 409), and a successful response is stored and replayed for 24 h, byte for
- * byte, with `Idempotent-Replayed: true`; a failed request frees the key. The same key with another
- * method, path or body is a 422.
+ * A write's answer, made from the change's result in the change's transaction, and recorded there
+ * for the request's Idempotency-Key (API.md §5): the change and its answer commit together, or
+ * neither does.
  */
-async function idempotent(
-  store: IdempotencyStore,
+async function answer<T>(
   request: Request,
-  run: () => Promise<Reply>,
+  write: (commitWith: CommitWith<T>) => Promise<T>,
+  reply: (result: T, db: PoolClient) => Reply | Promise<Reply>,
 ): Promise<Reply> {
-  const key = parseIdempotencyKey(request.header('idempotency-key'));
-  const preference: Record<string, string> = prefersAsync(request.header('prefer'))
-    ? { 'Preference-Applied': 'respond-async' }
-    : {};
-  if (key === undefined) {
-    const reply = await run();
-    return { ...reply, headers: { ...reply.headers, ...preference } };
-  }
-  const { orgId } = request.principal;
-  const path = request.url.split('?')[0] ?? request.url;
-  const stored = await store.begin(
-    orgId,
-    key,
-    requestHash(request.method, path.replace(/^\/api/, ''), request.body),
-  );
-  if (stored) return { ...stored, headers: { ...stored.headers, 'Idempotent-Replayed': 'true' } };
-  let reply: Reply;
-  try {
-    reply = await run();
-  } catch (error) {
-    await store.abandon(orgId, key).catch((freeing: unknown) => {
-      request.log.warn({ err: freeing }, 'freeing an idempotency key failed');
-    });
-    throw error;
-  }
-  const headers = { ...reply.headers, ...preference };
-  const kept = Object.fromEntries(
-    REPLAYED_HEADERS.flatMap((name) => (headers[name] === undefined ? [] : [[name, headers[name]]])),
-  );
-  await store.finish(orgId, key, { status: reply.status, headers: kept, body: reply.body ?? '' });
-  return { ...reply, headers };
+  let answered: Reply | undefined;
+  await write(async (client, result) => {
+    answered = await reply(result, client);
+    await request.idempotency?.record(client, answered);
+  });
+  if (!answered) throw new Error(`${request.method} ${request.url}: the write committed without its answer`);
+  return answered;
 }
 
 function requesterOf(request: Request): Requester {

@@ -1,6 +1,5 @@
 import type { RecordChange, RecordJson } from '@ofp/contracts';
 import { START } from '@ofp/event-store';
-import { IdempotencyStore } from '@ofp/runtime';
 import type { HostResolver } from '../delivery/address-guard.js';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 
@@ -82,26 +81,89 @@ describe('the webhooks endpoints', () => {
     expect(malformed.status).toBe(400);
   });
 
-  it('holds an Idempotency-Key while its request runs, and for a minute at most', async () => {
-    const store = new IdempotencyStore(harness.database.pool, 'webhooks.idempotency_keys');
+  it('makes each write with an Idempotency-Key once, racing requests included, and replays its first response', async () => {
     const org = 42;
-    expect(await store.begin(org, 'k', 'hash')).toBeUndefined();
-    await expect(store.begin(org, 'k', 'hash')).rejects.toMatchObject({ kind: 'Conflict' });
-    await expect(store.begin(org, 'k', 'other')).rejects.toMatchObject({ kind: 'Unprocessable' });
-    await store.abandon(org, 'k');
-    expect(await store.begin(org, 'k', 'hash')).toBeUndefined();
-    await store.finish(org, 'k', { status: 201, headers: { etag: 'W/"1"' }, body: '{"id": 1}' });
-    expect(await store.begin(org, 'k', 'hash')).toEqual({
-      status: 201,
-      headers: { etag: 'W/"1"' },
-      body: '{"id": 1}',
-    });
+    const keyed = (key: string) => ({ orgId: org, headers: { 'idempotency-key': key } });
+    const twice = async (method: string, path: string, key: string, body?: unknown) => {
+      const first = await harness.request(method, path, { ...keyed(key), body });
+      const again = await harness.request(method, path, { ...keyed(key), body });
+      expect(first.status).toBeLessThan(300);
+      expect(again.status).toBe(first.status);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+      expect(again.headers.get('location')).toBe(first.headers.get('location'));
+      expect(again.body).toEqual(first.body);
+      return first;
+    };
 
-    expect(await store.begin(org, 'dead', 'hash')).toBeUndefined();
-    await harness.database.pool.query(
-      "UPDATE webhooks.idempotency_keys SET created_at = now() - interval '61 seconds' WHERE key = 'dead'",
+    // Racing creates with one key: one webhook, and every answer is its creation's, secret included.
+    const racing = await Promise.all(
+      Array.from({ length: 6 }, () => harness.request('POST', '/webhooks', { ...keyed('race'), body: HOOK })),
     );
-    expect(await store.begin(org, 'dead', 'hash')).toBeUndefined();
+    expect(racing.map((response) => response.status)).toEqual(Array(6).fill(201));
+    expect(new Set(racing.map((response) => JSON.stringify(response.body))).size).toBe(1);
+    expect(new Set(racing.map((response) => response.headers.get('location'))).size).toBe(1);
+    expect((await harness.request('GET', '/webhooks', { orgId: org })).body.total_results).toBe(1);
+    const id = (racing[0]!.body.results as RecordJson).id;
+
+    // Racing changes pinned to one version with one key: one change, and no loser's 412.
+    const pinned = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        harness.request('PATCH', `/webhooks/${id}`, {
+          orgId: org,
+          headers: { 'idempotency-key': 'pinned', 'if-match': 'W/"1"' },
+          body: { description: 'once' },
+        }),
+      ),
+    );
+    expect(pinned.map((response) => response.status)).toEqual(Array(4).fill(200));
+    expect(new Set(pinned.map((response) => JSON.stringify(response.body))).size).toBe(1);
+    expect(pinned[0]!.body.results).toMatchObject({ description: 'once', version: 2 });
+
+    // A write that changes nothing is answered, and replayed, all the same.
+    await twice('PATCH', `/webhooks/${id}`, 'unchanged', { description: 'once' });
+    const rotated = await twice('POST', `/webhooks/${id}/rotate_secret`, 'rotate');
+    const { rows } = await harness.database.pool.query<{ body: string }>(
+      "SELECT body FROM webhooks.idempotency_keys WHERE org_id = $1 AND key = 'rotate'",
+      [org],
+    );
+    // The new secret is kept only sealed (API.md §12), and replayed in clear.
+    const secret = (rotated.body.results as { secret: string }).secret;
+    expect(rows[0]!.body).toMatch(/^ofp-sealed:v1:/);
+    expect(rows[0]!.body).not.toContain(secret);
+    const tested = await twice('POST', `/webhooks/${id}/test`, 'test');
+    expect(tested.status).toBe(201);
+    const sent = await harness.database.pool.query(
+      "SELECT 1 FROM webhooks.webhook_deliveries WHERE webhook_id = $1 AND event_type = 'webhook.test'",
+      [id],
+    );
+    expect(sent.rowCount).toBe(1);
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    await twice('POST', `/webhooks/${id}/recover`, 'recover', { since });
+
+    // A write refused inside its transaction (a disabled endpoint's recover) keeps no answer for its key.
+    await harness.request('PATCH', `/webhooks/${id}`, { orgId: org, body: { enabled: false } });
+    const disabled = await harness.request('POST', `/webhooks/${id}/recover`, {
+      ...keyed('refused'),
+      body: { since },
+    });
+    expect(disabled.status).toBe(409);
+
+    const deleted = await twice('DELETE', `/webhooks/${id}`, 'delete');
+    expect(deleted.body.results).toMatchObject({ id, version: 4 });
+    const kept = await harness.database.pool.query<{ key: string }>(
+      'SELECT key FROM webhooks.idempotency_keys WHERE org_id = $1 ORDER BY key',
+      [org],
+    );
+    expect(kept.rows.map((row) => row.key)).toEqual([
+      'delete',
+      'pinned',
+      'race',
+      'recover',
+      'rotate',
+      'test',
+      'unchanged',
+    ]);
   });
 
   it('answers rotate_secret with a new secret, still absent from GET', async () => {

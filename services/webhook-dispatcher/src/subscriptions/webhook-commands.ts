@@ -4,13 +4,14 @@ import { handleCommand, type Decided, type EventStore } from '@ofp/event-store';
 import { deleteRecord, eventPayload, getRecord, writeRecord, type Queryable } from '@ofp/models';
 import { webhookDeliveries, webhooks } from '../models.js';
 import {
+  inTransaction,
   sealedContext,
   type Pool,
   type PoolClient,
   type SealedColumn,
   type SecretsKeyring,
 } from '@ofp/runtime';
-import type { DeliveryQueue } from '../delivery/delivery-queue.js';
+import type { CommitWith, DeliveryQueue } from '../delivery/delivery-queue.js';
 import { generateSecret } from '../delivery/signing.js';
 import { TABLES } from '../schema.js';
 import type { UrlPolicy } from './url-policy.js';
@@ -73,7 +74,9 @@ const DISPATCHER = 'webhook-dispatcher';
  * The write side of the `webhooks` model. Each change appends its event (`webhook.created|updated|
  * deleted|disabled`, stream `webhooks-<id>`, the record without its secret) and, in the same
  * transaction, writes the registry table and the endpoint's secrets and health, so that what GET shows,
- * what is delivered and what the event store says never disagree.
+ * what is delivered and what the event store says never disagree. Each change a request asks for
+ * takes a `commitWith`, given the change's result in its transaction: what the request answers, and
+ * records for its Idempotency-Key (API.md §5), commits with the change or not at all.
  */
 export class WebhookCommands {
   constructor(
@@ -95,6 +98,7 @@ export class WebhookCommands {
     requester: Requester,
     fields: Partial<WebhookFields>,
     chosenId?: number,
+    commitWith?: CommitWith<WebhookWithSecret>,
   ): Promise<WebhookWithSecret> {
     await this.checkUrl(fields.url);
     const secret = generateSecret();
@@ -103,11 +107,12 @@ export class WebhookCommands {
       async () => {
         const id = chosenId ?? (await this.nextId());
         const event = decide({ kind: 'create', id, fields, at: this.now() }, undefined);
-        return this.decided(requester, id, undefined, event, async (client) => {
+        return this.decided(requester, id, undefined, event, async (client, record) => {
           await client.query(
             'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
             [id, requester.orgId, this.secrets.seal(secret, endpointSecretContext(id))],
           );
+          await commitWith?.(client, { record, secret });
         });
       },
       {
@@ -125,22 +130,30 @@ export class WebhookCommands {
     id: number,
     fields: Partial<WebhookFields>,
     ifMatch?: number,
+    commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {
     await this.checkUrl(fields.url);
-    return this.change(requester, id, ifMatch, (at) => ({
+    const command = (at: string): WebhookCommand => ({
       kind: 'update',
       fields,
       at,
       ...(ifMatch === undefined ? {} : { ifMatch }),
-    }));
+    });
+    return this.change(requester, id, ifMatch, command, commitWith);
   }
 
-  async delete(requester: Requester, id: number, ifMatch?: number): Promise<RecordJson> {
-    return this.change(requester, id, ifMatch, (at) => ({
+  async delete(
+    requester: Requester,
+    id: number,
+    ifMatch?: number,
+    commitWith?: CommitWith<RecordJson>,
+  ): Promise<RecordJson> {
+    const command = (at: string): WebhookCommand => ({
       kind: 'delete',
       at,
       ...(ifMatch === undefined ? {} : { ifMatch }),
-    }));
+    });
+    return this.change(requester, id, ifMatch, command, commitWith);
   }
 
   /**
@@ -164,29 +177,36 @@ export class WebhookCommands {
   }
 
   /** A new secret; the previous one keeps signing for {@link ROTATION_GRACE_MS} (API.md §8). */
-  async rotateSecret(orgId: number, id: number): Promise<WebhookWithSecret> {
+  async rotateSecret(
+    orgId: number,
+    id: number,
+    commitWith?: CommitWith<WebhookWithSecret>,
+  ): Promise<WebhookWithSecret> {
     const secret = generateSecret();
-    const { rowCount } = await this.pool.query(
-      `UPDATE webhooks.endpoints
-          SET previous_secret = secret, previous_secret_expires_at = $3, secret = $4
-        WHERE webhook_id = $1 AND org_id = $2`,
-      [
-        id,
-        orgId,
-        new Date(this.clock().getTime() + ROTATION_GRACE_MS),
-        this.secrets.seal(secret, endpointSecretContext(id)),
-      ],
-    );
-    const record = rowCount === 1 ? await this.get(orgId, id) : undefined;
-    if (!record) throw baseError('NotFound', `webhook ${id} not found`);
-    return { record, secret };
+    return inTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE webhooks.endpoints
+            SET previous_secret = secret, previous_secret_expires_at = $3, secret = $4
+          WHERE webhook_id = $1 AND org_id = $2`,
+        [
+          id,
+          orgId,
+          new Date(this.clock().getTime() + ROTATION_GRACE_MS),
+          this.secrets.seal(secret, endpointSecretContext(id)),
+        ],
+      );
+      const record = rowCount === 1 ? await this.get(orgId, id, client) : undefined;
+      if (!record) throw baseError('NotFound', `webhook ${id} not found`);
+      await commitWith?.(client, { record, secret });
+      return { record, secret };
+    });
   }
 
   /**
    * Queues one `webhook.test` event for this endpoint alone (API.md §8), disabled or not: a subscriber
    * may check that an endpoint works again before enabling it. Returns the delivery's id.
    */
-  async sendTest(orgId: number, id: number): Promise<number> {
+  async sendTest(orgId: number, id: number, commitWith?: CommitWith<number>): Promise<number> {
     const record = await this.get(orgId, id);
     if (!record) throw baseError('NotFound', `webhook ${id} not found`);
     const now = this.clock();
@@ -210,50 +230,61 @@ export class WebhookCommands {
         },
       ],
       now,
-      { includeDisabled: true },
+      {
+        includeDisabled: true,
+        commitWith: async (client, [queued]) => {
+          // Deleted meanwhile: nothing was queued.
+          if (queued === undefined) throw baseError('NotFound', `webhook ${id} not found`);
+          await commitWith?.(client, queued);
+        },
+      },
     );
-    if (deliveryId === undefined) throw baseError('NotFound', `webhook ${id} not found`);
-    return deliveryId;
+    return deliveryId!;
   }
 
   /**
    * Re-sends every given-up delivery of the endpoint queued since `since`, at most
    * {@link RECOVERY_WINDOW_MS} back (API.md §8). Returns how many.
    */
-  async recover(orgId: number, id: number, since: Date): Promise<number> {
+  async recover(orgId: number, id: number, since: Date, commitWith?: CommitWith<number>): Promise<number> {
     const now = this.clock();
     if (since.getTime() < now.getTime() - RECOVERY_WINDOW_MS)
       throw fieldError('Unprocessable', 'since', 'must be at most 14 days ago');
     if (since.getTime() > now.getTime())
       throw fieldError('Unprocessable', 'since', 'must not be in the future');
     await this.enabledEndpoint(orgId, id);
-    const recovered = await this.queue.recover(orgId, id, since, now);
-    // Disabled meanwhile: nothing was queued again, and the answer says why.
-    if (recovered === 0) await this.enabledEndpoint(orgId, id);
-    return recovered;
+    return this.queue.recover(orgId, id, since, now, async (client, recovered) => {
+      // Disabled meanwhile: nothing was queued again, and the answer says why.
+      if (recovered === 0) await this.enabledEndpoint(orgId, id, client);
+      await commitWith?.(client, recovered);
+    });
   }
 
   /** The organization's delivery `id`, or undefined. */
-  async delivery(orgId: number, id: number): Promise<RecordJson | undefined> {
-    return (await getRecord(this.pool, webhookDeliveries, orgId, id, TABLES)) as RecordJson | undefined;
+  async delivery(orgId: number, id: number, db: Queryable = this.pool): Promise<RecordJson | undefined> {
+    return (await getRecord(db, webhookDeliveries, orgId, id, TABLES)) as RecordJson | undefined;
   }
 
   /** Sends a finished delivery again, in a new round of attempts (API.md §8 `retry`). */
-  async retryDelivery(orgId: number, id: number): Promise<void> {
+  async retryDelivery(orgId: number, id: number, commitWith?: CommitWith<void>): Promise<void> {
     const current = await this.delivery(orgId, id);
     if (!current) throw baseError('NotFound', `webhook_delivery ${id} not found`);
     if (current.status !== 'succeeded' && current.status !== 'failed')
       throw fieldError('Conflict', 'status', `cannot retry a delivery that is ${String(current.status)}`);
-    await this.enabledEndpoint(orgId, Number(current.webhook_id));
-    if (!(await this.queue.retry(orgId, id, this.clock()))) {
-      await this.enabledEndpoint(orgId, Number(current.webhook_id));
-      throw fieldError('Conflict', 'status', 'the delivery was queued again meanwhile');
-    }
+    const webhookId = Number(current.webhook_id);
+    await this.enabledEndpoint(orgId, webhookId);
+    await this.queue.retry(orgId, id, this.clock(), async (client, requeued) => {
+      if (requeued !== 1) {
+        await this.enabledEndpoint(orgId, webhookId, client);
+        throw fieldError('Conflict', 'status', 'the delivery was queued again meanwhile');
+      }
+      await commitWith?.(client);
+    });
   }
 
   /** The endpoint `id`, which must exist and be enabled for its deliveries to be sent again. */
-  async enabledEndpoint(orgId: number, id: number): Promise<RecordJson> {
-    const record = await this.get(orgId, id);
+  async enabledEndpoint(orgId: number, id: number, db: Queryable = this.pool): Promise<RecordJson> {
+    const record = await this.get(orgId, id, db);
     if (!record) throw baseError('NotFound', `webhook ${id} not found`);
     if (record.enabled !== true)
       throw fieldError('Conflict', 'enabled', 'the webhook is disabled: enable it before sending again');
@@ -265,6 +296,7 @@ export class WebhookCommands {
     id: number,
     ifMatch: number | undefined,
     command: (at: string) => WebhookCommand,
+    commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {
     return handleCommand(
       this.store,
@@ -273,9 +305,16 @@ export class WebhookCommands {
         const event = decide(command(this.now()), current);
         if (!event) {
           if (!current) throw baseError('NotFound', `webhook ${id} not found`);
-          return { appends: [], outcome: () => current };
+          return {
+            appends: [],
+            outcome: () => current,
+            ...(commitWith && { alsoInTransaction: (client: PoolClient) => commitWith(client, current) }),
+          };
         }
-        return this.decided(requester, id, current, event, (client) => this.alongside(client, id, event));
+        return this.decided(requester, id, current, event, async (client, record) => {
+          await this.alongside(client, id, event);
+          await commitWith?.(client, record);
+        });
       },
       {
         onRace: () => {
@@ -318,7 +357,7 @@ export class WebhookCommands {
     id: number,
     current: RecordJson | undefined,
     event: WebhookEvent | undefined,
-    alsoInTransaction: (client: PoolClient) => Promise<void>,
+    alsoInTransaction: (client: PoolClient, record: RecordJson) => Promise<void>,
   ): Decided<RecordJson> {
     if (!event) throw new Error('a create always decides an event');
     const { record, deleted } = event.data;
@@ -350,7 +389,7 @@ export class WebhookCommands {
             throw fieldError('Conflict', 'external_id', 'has already been taken');
           throw error;
         }
-        await alsoInTransaction(client);
+        await alsoInTransaction(client, record);
       },
       outcome: () => record,
     };
