@@ -10838,6 +10838,7 @@ export interface components {
          *       ],
          *       "description": "ERP order sync",
          *       "enabled": true,
+         *       "rate_limit": 50,
          *       "external_id": null,
          *       "created_at": "2026-11-20T09:15:00.000Z",
          *       "updated_at": "2026-11-21T07:30:00.000Z",
@@ -10855,6 +10856,8 @@ export interface components {
             description: string | null;
             /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled: boolean;
+            /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+            rate_limit: number | null;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
             /**
@@ -10880,6 +10883,7 @@ export interface components {
          *       ],
          *       "description": "ERP order sync",
          *       "enabled": true,
+         *       "rate_limit": 50,
          *       "external_id": null
          *     }
          */
@@ -10895,6 +10899,8 @@ export interface components {
              * @default true
              */
             enabled?: boolean;
+            /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+            rate_limit?: number | null;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
@@ -10914,6 +10920,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-20T09:15:00.000Z",
@@ -10953,6 +10960,8 @@ export interface components {
                 description?: string | null;
                 /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+                rate_limit?: number | null;
                 /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
                 /**
@@ -10986,6 +10995,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",
@@ -11025,6 +11035,8 @@ export interface components {
                 description?: string | null;
                 /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+                rate_limit?: number | null;
                 /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
                 /**
@@ -11530,6 +11542,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": false,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",
@@ -11571,6 +11584,8 @@ export interface components {
                 description?: string | null;
                 /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+                rate_limit?: number | null;
                 /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
                 /**
@@ -11600,6 +11615,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",
@@ -11655,6 +11671,7 @@ export interface components {
          *           ],
          *           "description": "ERP order sync",
          *           "enabled": true,
+         *           "rate_limit": 50,
          *           "external_id": null,
          *           "created_at": "2026-11-20T09:15:00.000Z",
          *           "updated_at": "2026-11-21T07:30:00.000Z",
@@ -11694,7 +11711,7 @@ export interface components {
                  * @description A column of the model (not dotted)
                  * @enum {string}
                  */
-                column: "id" | "url" | "description" | "enabled" | "external_id" | "created_at" | "updated_at" | "version";
+                column: "id" | "url" | "description" | "enabled" | "rate_limit" | "external_id" | "created_at" | "updated_at" | "version";
                 /**
                  * @description Nulls sort last ascending, first descending; strings by byte order
                  * @default asc
@@ -11708,7 +11725,7 @@ export interface components {
                  * @description An integer column, or one reached through relations with dot syntax
                  * @enum {string}
                  */
-                operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
+                operand: "id" | "rate_limit" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
                 /**
                  * @description Equal, not equal (strings case-sensitive; with null: IS NULL, IS NOT NULL)
                  * @enum {string}
@@ -11721,7 +11738,7 @@ export interface components {
                  * @description An integer column, or one reached through relations with dot syntax
                  * @enum {string}
                  */
-                operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
+                operand: "id" | "rate_limit" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
                 /**
                  * @description A range bound
                  * @enum {string}
@@ -11734,7 +11751,7 @@ export interface components {
                  * @description An integer column, or one reached through relations with dot syntax
                  * @enum {string}
                  */
-                operand: "id" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
+                operand: "id" | "rate_limit" | "deliveries.id" | "deliveries.webhook_id" | "deliveries.attempts" | "deliveries.last_status_code" | "deliveries.attempt_log.duration_ms" | "deliveries.attempt_log.status_code" | "deliveries.version" | "version";
                 /**
                  * @description One of the values, or none of them
                  * @enum {string}
@@ -11881,6 +11898,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",
@@ -11925,6 +11943,8 @@ export interface components {
                 description?: string | null;
                 /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+                rate_limit?: number | null;
                 /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
                 /**
@@ -11959,6 +11979,8 @@ export interface components {
             description?: string | null;
             /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled?: boolean;
+            /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+            rate_limit?: number | null;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
         };
@@ -11979,6 +12001,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",
@@ -12023,6 +12046,8 @@ export interface components {
                 description?: string | null;
                 /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
                 enabled?: boolean;
+                /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+                rate_limit?: number | null;
                 /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
                 external_id?: string | null;
                 /**
@@ -12050,6 +12075,7 @@ export interface components {
          *       ],
          *       "description": "ERP order sync",
          *       "enabled": true,
+         *       "rate_limit": 50,
          *       "external_id": null,
          *       "created_at": "2026-11-20T09:15:00.000Z",
          *       "updated_at": "2026-11-21T07:30:00.000Z",
@@ -12068,6 +12094,8 @@ export interface components {
             description: string | null;
             /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
             enabled: boolean;
+            /** @description Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY) */
+            rate_limit: number | null;
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id: string | null;
             /**
@@ -12098,6 +12126,7 @@ export interface components {
          *         ],
          *         "description": "ERP order sync",
          *         "enabled": true,
+         *         "rate_limit": 50,
          *         "external_id": null,
          *         "created_at": "2026-11-20T09:15:00.000Z",
          *         "updated_at": "2026-11-21T07:30:00.000Z",

@@ -50,9 +50,10 @@ export const webhookDispatcherConfigShape = {
   WEBHOOK_WORKER_CONCURRENCY: env
     .positiveInt(DEFAULT_LIMITS.concurrency)
     .meta({ description: 'deliveries in flight per process' }),
-  WEBHOOK_ENDPOINT_CONCURRENCY: env
-    .positiveInt(DEFAULT_LIMITS.endpointConcurrency)
-    .meta({ description: 'deliveries of one endpoint claimed at once, across processes' }),
+  WEBHOOK_ENDPOINT_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.endpointConcurrency).meta({
+    description:
+      "deliveries of one endpoint claimed at once, across processes (a rate per second is the webhook's own rate_limit)",
+  }),
   WEBHOOK_POLL_INTERVAL_MS: env
     .positiveInt(DEFAULT_LIMITS.pollIntervalMs)
     .meta({ description: 'how often idle delivery workers look for retries that fell due' }),

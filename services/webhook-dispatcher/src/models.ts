@@ -36,6 +36,9 @@ const MAX_PAYLOAD_LENGTH = 4 * 1024 * 1024;
  */
 export const DELIVERY_FAILED_EVENT_TYPE = 'webhook.delivery_failed';
 
+/** The highest delivery rate an endpoint may ask for, per second (Svix's throttle, Convoy's limit). */
+export const MAX_RATE_LIMIT = 10_000;
+
 export const webhooks = defineModel({
   name: 'webhooks',
   singular: 'webhook',
@@ -48,6 +51,7 @@ export const webhooks = defineModel({
       events: ['order.created', 'order.cancelled', 'shipment.delivered'],
       description: 'ERP order sync',
       enabled: true,
+      rate_limit: 50,
       external_id: null,
       created_at: '2026-11-20T09:15:00.000Z',
       updated_at: '2026-11-21T07:30:00.000Z',
@@ -82,6 +86,12 @@ export const webhooks = defineModel({
       default: true,
       description:
         'False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures)',
+    }),
+    rate_limit: column.integer({
+      min: 1,
+      max: MAX_RATE_LIMIT,
+      description:
+        "Most deliveries per second to this endpoint, across every dispatcher (in bursts of at most a tenth of a second's worth); deliveries beyond it wait, in order, for their turn. Null: no limit but the concurrency cap (WEBHOOK_ENDPOINT_CONCURRENCY)",
     }),
     deliveries: joined(() => webhookDeliveries, {
       column: 'id',

@@ -25,7 +25,7 @@ function outcomeOf(verdict: AttemptVerdict): Outcome {
 
 /**
  * The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth by state,
- * the age of the oldest due delivery, endpoints disabled. Counters start at 0 for every known label
+ * the age of the oldest due delivery, endpoints disabled, deliveries held back by endpoints' rates. Counters start at 0 for every known label
  * value: a series born at its first event shows no `increase()`, so the chart's alert on the first
  * disabled endpoint after a pod start would not fire.
  */
@@ -34,6 +34,7 @@ export class DeliveryMetrics {
   private readonly duration: Histogram<'outcome'>;
   private readonly disables: Counter<'reason'>;
   private readonly unopened: Counter;
+  private readonly rateLimited: Counter;
 
   constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
     // One reading of the queue serves both gauges of a scrape.
@@ -83,6 +84,11 @@ export class DeliveryMetrics {
       help: "Webhook delivery attempts not sent because the endpoint's stored signing secret did not open (a key missing from SECRETS_KEY_FILE, an altered value)",
       registers: [registry],
     });
+    this.rateLimited = new Counter({
+      name: 'webhook_deliveries_rate_limited_total',
+      help: "Due webhook deliveries a claim held back because their endpoint's rate (rate_limit, per second) was spent, put off to when its next tokens come (one held back by several claims counts each time)",
+      registers: [registry],
+    });
     for (const outcome of OUTCOMES) this.attempts.inc({ outcome }, 0);
     for (const reason of DISABLE_REASONS) this.disables.inc({ reason }, 0);
   }
@@ -93,6 +99,10 @@ export class DeliveryMetrics {
 
   secretUnopened(): void {
     this.unopened.inc();
+  }
+
+  heldBackByRate(deliveries: number): void {
+    if (deliveries > 0) this.rateLimited.inc(deliveries);
   }
 
   observe(verdict: AttemptVerdict, durationMs: number): void {

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
-import { DeliveryQueue, type ClaimedDelivery, type NewDelivery } from './delivery-queue.js';
+import {
+  DeliveryQueue,
+  type ClaimedDelivery,
+  type ClaimOptions,
+  type NewDelivery,
+} from './delivery-queue.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
 const NOW = new Date('2026-11-21T07:30:00.000Z');
@@ -27,6 +32,9 @@ describe('the delivery queue', () => {
     );
   });
 
+  /** The deliveries a claim took. */
+  const claim = async (options: ClaimOptions, at: Date): Promise<ClaimedDelivery[]> =>
+    (await queue.claim(options, at)).deliveries;
   const delivery = (streamId: string | null, sequence: number | null): NewDelivery => ({
     orgId: 1,
     webhookId,
@@ -75,7 +83,7 @@ describe('the delivery queue', () => {
         ).rows[0]!.count,
       );
     await queue.enqueue([delivery('p1', 1), delivery('p2', 1), delivery('p3', 1), delivery('p4', 1)], NOW);
-    const claimed = await queue.claim(CLAIM, NOW);
+    const claimed = await claim(CLAIM, NOW);
     expect(claimed).toHaveLength(4);
     await succeed(claimed.slice(0, 3));
     const before = await counted();
@@ -98,7 +106,7 @@ describe('the delivery queue', () => {
   const claimedAtOwnEndpoint = async (path: string) => {
     const { id } = await harness.createWebhook(1, { url: `http://127.0.0.1:9/${path}`, events: ['*'] });
     await queue.enqueue([{ ...delivery(`people-${path}`, 1), webhookId: id }], NOW);
-    return { webhookId: id, claimed: await queue.claim(CLAIM, NOW) };
+    return { webhookId: id, claimed: await claim(CLAIM, NOW) };
   };
   /**
    * Runs `racing` while a disable of the endpoint is under way (changed, its queue given up, not
@@ -165,11 +173,11 @@ describe('the delivery queue', () => {
       'people-1@3': false,
       'people-2@1': true,
     });
-    const first = await queue.claim(CLAIM, NOW);
+    const first = await claim(CLAIM, NOW);
     expect(first.map((d) => d.streamId).sort()).toEqual(['people-1', 'people-2']);
     await succeed(first);
     expect(await heads()).toEqual({ 'people-1@2': true, 'people-1@3': false });
-    const second = await queue.claim(CLAIM, NOW);
+    const second = await claim(CLAIM, NOW);
     expect(second).toHaveLength(1);
     await succeed(second);
     expect(await heads()).toEqual({ 'people-1@3': true });
@@ -180,21 +188,21 @@ describe('the delivery queue', () => {
       record(claimed, 500, { status: 'failed', disableEndpoint: false });
     const [first, second] = [delivery('people-5', 1), delivery('people-5', 2)];
     await queue.enqueue([first, second], NOW);
-    const firstClaim = await queue.claim(CLAIM, NOW);
+    const firstClaim = await claim(CLAIM, NOW);
     expect(firstClaim.map((d) => d.eventId)).toEqual([first.eventId]);
-    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    expect(await claim(CLAIM, NOW)).toEqual([]);
     await fail(firstClaim);
-    const secondClaim = await queue.claim(CLAIM, NOW);
+    const secondClaim = await claim(CLAIM, NOW);
     expect(secondClaim.map((d) => d.eventId)).toEqual([second.eventId]);
     await fail(secondClaim);
     // Both given up, then sent again, the later one first: it waits again for the earlier one.
     expect(await queue.retry(1, secondClaim[0]!.id, NOW)).toBe(true);
     expect(await queue.retry(1, firstClaim[0]!.id, NOW)).toBe(true);
-    const again = await queue.claim(CLAIM, NOW);
+    const again = await claim(CLAIM, NOW);
     expect(again.map((d) => d.eventId)).toEqual([first.eventId]);
-    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    expect(await claim(CLAIM, NOW)).toEqual([]);
     await succeed(again);
-    expect((await queue.claim(CLAIM, NOW)).map((d) => d.eventId)).toEqual([second.eventId]);
+    expect((await claim(CLAIM, NOW)).map((d) => d.eventId)).toEqual([second.eventId]);
   });
 
   it('sweeps up a turn that a process which died before passing it left behind', async () => {
@@ -207,9 +215,9 @@ describe('the delivery queue', () => {
        )
        DELETE FROM webhooks.delivery_queue WHERE delivery_id IN (SELECT id FROM finished)`,
     );
-    expect(await queue.claim(CLAIM, NOW)).toEqual([]);
+    expect(await claim(CLAIM, NOW)).toEqual([]);
     expect(await queue.passTurns(NOW)).toBe(1);
-    expect(await queue.claim(CLAIM, NOW)).toHaveLength(1);
+    expect(await claim(CLAIM, NOW)).toHaveLength(1);
   });
 
   it('claims no more of an endpoint’s deliveries than its limit, counting those in flight', async () => {
@@ -217,23 +225,123 @@ describe('the delivery queue', () => {
       Array.from({ length: 10 }, (_, n) => delivery(`items-${n}`, 1)),
       NOW,
     );
-    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toHaveLength(3);
-    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toEqual([]);
-    expect(await queue.claim({ ...CLAIM, endpointConcurrency: 5 }, NOW)).toHaveLength(2);
+    expect(await claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toHaveLength(3);
+    expect(await claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toEqual([]);
+    expect(await claim({ ...CLAIM, endpointConcurrency: 5 }, NOW)).toHaveLength(2);
   });
 
   it('queues again what a worker that is gone had claimed, and what it hands back', async () => {
     await queue.enqueue([delivery(null, null), delivery(null, null)], NOW);
-    const [kept, handedBack] = await queue.claim(CLAIM, NOW);
+    const [kept, handedBack] = await claim(CLAIM, NOW);
     expect(await queue.claimHolders(99)).toEqual([CLAIM.worker]);
     expect(await queue.release({ worker: CLAIM.worker, ids: [handedBack!.id] }, NOW)).toBe(1);
     expect(await queue.release({ worker: CLAIM.worker }, NOW)).toBe(1);
-    expect((await queue.claim(CLAIM, NOW)).map((d) => d.id).sort()).toEqual(
-      [kept!.id, handedBack!.id].sort(),
-    );
+    expect((await claim(CLAIM, NOW)).map((d) => d.id).sort()).toEqual([kept!.id, handedBack!.id].sort());
     // Claims that lapse are due again, for any worker.
     const lapsed = new Date(NOW.getTime() + CLAIM.leaseMs + 1);
-    expect(await queue.claim({ ...CLAIM, worker: 12 }, new Date(lapsed.getTime() - 2))).toEqual([]);
-    expect(await queue.claim({ ...CLAIM, worker: 12 }, lapsed)).toHaveLength(2);
+    expect(await claim({ ...CLAIM, worker: 12 }, new Date(lapsed.getTime() - 2))).toEqual([]);
+    expect(await claim({ ...CLAIM, worker: 12 }, lapsed)).toHaveLength(2);
+  });
+
+  describe('with an endpoint rate (rate_limit)', () => {
+    /** A new endpoint with `rate_limit` (deliveries per second) and `n` due deliveries of its own records. */
+    const ratedEndpoint = async (rate: number | null, n: number, versions = 1) => {
+      const { id } = await harness.createWebhook(1, {
+        url: 'http://127.0.0.1:9/rated',
+        events: ['*'],
+        rate_limit: rate,
+      });
+      await queue.enqueue(
+        Array.from({ length: n * versions }, (_, k) => ({
+          ...delivery(`rated-${id}-${Math.floor(k / versions)}`, (k % versions) + 1),
+          webhookId: id,
+        })),
+        NOW,
+      );
+      return id;
+    };
+    const at = (ms: number): Date => new Date(NOW.getTime() + ms);
+    const setRate = async (id: number, rate: number | null) => {
+      const response = await harness.request('PATCH', `/webhooks/${id}`, { body: { rate_limit: rate } });
+      expect(response.status).toBe(200);
+    };
+
+    it('claims no faster than the rate across workers, holding back the rest until their tokens come', async () => {
+      await ratedEndpoint(10, 60);
+      // Two workers (as two processes would) claiming every 10 ms for 3 s: they share one bucket.
+      const first = await queue.claim({ ...CLAIM, worker: 21 }, NOW);
+      expect(first.deliveries).toHaveLength(1);
+      expect(first.heldBack).toBe(59);
+      expect(first.nextTokenAt).toEqual(at(100));
+      let claimed = 1;
+      for (let ms = 10; ms <= 3_000; ms += 10) {
+        const taken = await queue.claim({ ...CLAIM, worker: ms % 20 === 0 ? 21 : 22 }, at(ms));
+        // A bucket of one token at 10/s: never two within 100 ms.
+        expect(taken.deliveries.length).toBeLessThanOrEqual(1);
+        claimed += taken.deliveries.length;
+      }
+      // 10 per second: one at once, then one every 100 ms.
+      expect(claimed).toBe(31);
+    });
+
+    it('keeps each record’s order under the rate', async () => {
+      const id = await ratedEndpoint(20, 3, 4);
+      const sent: string[] = [];
+      for (let ms = 0; sent.length < 12 && ms <= 5_000; ms += 25) {
+        const { deliveries } = await queue.claim(CLAIM, at(ms));
+        for (const d of deliveries) {
+          const { rows } = await harness.database.pool.query<{ sequence: number }>(
+            'SELECT sequence FROM webhooks.webhook_deliveries WHERE id = $1',
+            [d.id],
+          );
+          sent.push(`${d.streamId}@${rows[0]!.sequence}`);
+        }
+        await succeed(deliveries);
+      }
+      expect(sent).toHaveLength(12);
+      for (const stream of [0, 1, 2].map((n) => `rated-${id}-${n}`)) {
+        expect(sent.filter((s) => s.startsWith(`${stream}@`))).toEqual(
+          [1, 2, 3, 4].map((v) => `${stream}@${v}`),
+        );
+      }
+    });
+
+    it('takes a raised or removed rate at the next claim, what the old one put off included', async () => {
+      const id = await ratedEndpoint(1, 150);
+      let sent = 0;
+      const within = async (from: number, to: number): Promise<number> => {
+        let claimed = 0;
+        for (let ms = from; ms < to; ms += 50) {
+          const { deliveries } = await queue.claim(CLAIM, at(ms));
+          await succeed(deliveries);
+          claimed += deliveries.length;
+        }
+        sent += claimed;
+        return claimed;
+      };
+      expect(await within(0, 2_000)).toBe(2);
+      await setRate(id, 20);
+      // 20 per second for 2 s (the bucket: two at once).
+      expect(await within(2_000, 4_000)).toBeGreaterThanOrEqual(39);
+      expect(await within(4_000, 6_000)).toBeLessThanOrEqual(41);
+      await setRate(id, null);
+      // No rate: everything left (what the rate had put off included) in the next claim.
+      expect(150 - sent).toBeLessThanOrEqual(CLAIM.limit);
+      expect((await queue.claim(CLAIM, at(6_000))).deliveries).toHaveLength(150 - sent);
+    });
+
+    it('does not hold other endpoints behind a backlog that its rate holds back', async () => {
+      await ratedEndpoint(1, 3 * CLAIM.limit);
+      const { id: other } = await harness.createWebhook(1, {
+        url: 'http://127.0.0.1:9/other',
+        events: ['*'],
+      });
+      await queue.enqueue([{ ...delivery('other-1', 1), webhookId: other }], at(1));
+      // The first claim sees only the oldest due rows: the rated endpoint's, held back but one.
+      expect((await queue.claim(CLAIM, at(1))).deliveries).toHaveLength(1);
+      // Put off, they no longer stand in front of the other endpoint's delivery.
+      const second = await queue.claim(CLAIM, at(1));
+      expect(second.deliveries.map((d) => d.webhookId)).toContain(other);
+    });
   });
 });

@@ -111,6 +111,21 @@ interface Lane {
   readonly streamId: string;
 }
 
+/**
+ * The burst an endpoint's rate allows, in seconds of its rate (at least one delivery): claims take up
+ * to a tenth of a second's deliveries at once, so that in any second an endpoint gets about its rate.
+ */
+const RATE_BURST_SECONDS = 0.1;
+
+/** What a claim took, and what the endpoints' rates made it leave. */
+export interface Claim {
+  readonly deliveries: ClaimedDelivery[];
+  /** Due deliveries put off because their endpoint's rate was spent. */
+  readonly heldBack: number;
+  /** When an endpoint whose rate this claim spent has a token again; undefined when none. */
+  readonly nextTokenAt: Date | undefined;
+}
+
 /** SQLSTATE 40P01. */
 const DEADLOCK_DETECTED = '40P01';
 const PASS_TURNS_ATTEMPTS = 5;
@@ -238,10 +253,13 @@ export class DeliveryQueue {
 
   /**
    * Claims due deliveries for a worker: oldest due first, only deliveries whose record's turn it is
-   * (API.md §8: in `sequence` order per endpoint), and no more per endpoint than its concurrency limit
-   * allows. A claim holds until the worker records the attempt, hands it back, dies, or `leaseMs` passes.
+   * (API.md §8: in `sequence` order per endpoint), no more per endpoint than its concurrency limit
+   * allows, and no faster than its rate (`rate_limit`, a token bucket in `webhooks.endpoint_rates`
+   * that claims, serialized, share across processes). What a rate holds back is put off to when its
+   * tokens come. A claim holds until the worker records the attempt, hands it back, dies, or `leaseMs`
+   * passes.
    */
-  async claim(options: ClaimOptions, now: Date): Promise<ClaimedDelivery[]> {
+  async claim(options: ClaimOptions, now: Date): Promise<Claim> {
     const client = await this.pool.connect();
     try {
       // The queue's statistics lag behind its churn, and a plan that reads every due row to sort them
@@ -249,7 +267,7 @@ export class DeliveryQueue {
       await client.query(
         `BEGIN; SET LOCAL enable_bitmapscan = off; SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
       );
-      const { rows } = await client.query<ClaimedRow>(
+      const { rows } = await client.query<ClaimRow>(
         prepared(
           `WITH due AS (
            SELECT q.delivery_id, q.webhook_id, q.due_at
@@ -266,11 +284,43 @@ export class DeliveryQueue {
              FROM webhooks.delivery_queue c
             WHERE c.claimed_by IS NOT NULL AND c.due_at > $1 AND c.webhook_id IN (SELECT webhook_id FROM due)
             GROUP BY c.webhook_id
+         ), rated AS (
+           -- The due endpoints that have a rate, each a token bucket (GCRA): one token every
+           -- \`spacing\` ms, at most \`burst\` at once; \`tat\` is when it would be full again.
+           SELECT w.id AS webhook_id, 1000 / w.rate_limit::float8 AS spacing,
+                  ceil(w.rate_limit * ${RATE_BURST_SECONDS})::int AS burst, greatest(t.tat, $1) AS tat,
+                  t.held_until
+             FROM webhooks.webhooks w LEFT JOIN webhooks.endpoint_rates t ON t.webhook_id = w.id
+            WHERE w.id IN (SELECT webhook_id FROM due) AND w.rate_limit IS NOT NULL
+         ), allowed AS (
+           -- The tokens in each bucket now (the epsilon: the microseconds a timestamp rounds away).
+           SELECT rated.*,
+                  greatest(0, burst + floor(extract(epoch FROM $1 - tat) * 1000 / spacing + 1e-6))::int AS tokens
+             FROM rated
          ), chosen AS (
-           SELECT r.delivery_id FROM ranked r LEFT JOIN busy b ON b.webhook_id = r.webhook_id
-            WHERE r.place + coalesce(b.claimed, 0) <= $3
+           SELECT r.delivery_id FROM ranked r
+             LEFT JOIN busy b ON b.webhook_id = r.webhook_id
+             LEFT JOIN allowed a ON a.webhook_id = r.webhook_id
+            WHERE r.place + coalesce(b.claimed, 0) <= $3 AND (a.tokens IS NULL OR r.place <= a.tokens)
             ORDER BY r.due_at, r.delivery_id
             LIMIT $4
+         ), held AS (
+           -- Due beyond their endpoint's tokens: put off, one spacing apart, to when its bucket has a
+           -- token for each (once its tokens are spent, after those put off before), so that they leave
+           -- the front of the queue to other endpoints' deliveries, each written once. (A lapsed claim
+           -- stays due.) Each record keeps its turn: order is untouched.
+           SELECT q.delivery_id, a.webhook_id,
+                  greatest(a.tat + ((a.tokens - a.burst + 1) * a.spacing) * interval '1 millisecond',
+                           a.held_until + a.spacing * interval '1 millisecond')
+                    + ((r.place - a.tokens - 1) * a.spacing) * interval '1 millisecond' AS due_at
+             FROM ranked r JOIN allowed a ON a.webhook_id = r.webhook_id
+             JOIN webhooks.delivery_queue q ON q.delivery_id = r.delivery_id
+            WHERE r.place > a.tokens AND q.claimed_by IS NULL AND q.due_at <= $1
+              FOR UPDATE OF q SKIP LOCKED
+         ), deferred AS (
+           UPDATE webhooks.delivery_queue q SET due_at = h.due_at
+             FROM held h WHERE q.delivery_id = h.delivery_id
+           RETURNING q.delivery_id
          ), locked AS (
            -- Only the rows taken are locked; one that changed since the scan is re-checked, or skipped.
            SELECT q.delivery_id FROM webhooks.delivery_queue q
@@ -280,15 +330,39 @@ export class DeliveryQueue {
            UPDATE webhooks.delivery_queue q SET due_at = $6, claimed_by = $5
              FROM locked l WHERE q.delivery_id = l.delivery_id
            RETURNING q.delivery_id, q.webhook_id, q.round_attempts
+         ), spent AS (
+           -- Each token taken moves its bucket's time on by one spacing.
+           SELECT a.webhook_id, a.burst, a.spacing, count(c.delivery_id) AS taken,
+                  a.tat + (count(c.delivery_id) * a.spacing) * interval '1 millisecond' AS tat
+             FROM allowed a LEFT JOIN claimed c ON c.webhook_id = a.webhook_id
+            GROUP BY a.webhook_id, a.burst, a.spacing, a.tat
+         ), kept AS (
+           INSERT INTO webhooks.endpoint_rates AS t (webhook_id, tat, held_until)
+           SELECT s.webhook_id, s.tat, h.until
+             FROM spent s LEFT JOIN (SELECT webhook_id, max(due_at) AS until FROM held GROUP BY webhook_id) h
+               ON h.webhook_id = s.webhook_id
+            WHERE s.taken > 0 OR h.until IS NOT NULL
+            ORDER BY s.webhook_id
+           ON CONFLICT (webhook_id) DO UPDATE
+             SET tat = excluded.tat, held_until = coalesce(excluded.held_until, t.held_until)
          )
-         SELECT c.delivery_id AS id, d.org_id, c.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload,
-                d.traceparent, c.round_attempts, w.url, s.secret,
-                CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret
-           FROM claimed c
-           JOIN webhooks.webhook_deliveries d ON d.id = c.delivery_id
-           JOIN webhooks.webhooks w ON w.id = c.webhook_id
-           JOIN webhooks.endpoints s ON s.webhook_id = c.webhook_id
-          ORDER BY c.delivery_id`,
+         -- One row even when nothing was claimed: what the rates held back, and when the first of
+         -- the buckets this claim emptied has a token again (the claiming worker looks again then:
+         -- the deliveries held back fall due one by one as their tokens come).
+         SELECT h.held_back, h.next_token_at, x.*
+           FROM (SELECT (SELECT count(*)::int FROM deferred) AS held_back,
+                        (SELECT min(n.at) FROM (SELECT tat - ((burst - 1) * spacing) * interval '1 millisecond' AS at
+                                                  FROM spent) n WHERE n.at > $1) AS next_token_at) h
+           LEFT JOIN (
+             SELECT c.delivery_id AS id, d.org_id, c.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload,
+                    d.traceparent, c.round_attempts, w.url, s.secret,
+                    CASE WHEN s.previous_secret_expires_at > $1 THEN s.previous_secret END AS previous_secret
+               FROM claimed c
+               JOIN webhooks.webhook_deliveries d ON d.id = c.delivery_id
+               JOIN webhooks.webhooks w ON w.id = c.webhook_id
+               JOIN webhooks.endpoints s ON s.webhook_id = c.webhook_id
+           ) x ON true
+          ORDER BY x.id`,
           [
             now,
             // Scanning further than the claim lets a saturated endpoint not starve the others behind it.
@@ -313,20 +387,32 @@ export class DeliveryQueue {
           return { unopened: error.message };
         }
       };
-      return rows.map((row) => ({
-        id: row.id,
-        orgId: row.org_id,
-        webhookId: row.webhook_id,
-        eventId: row.event_id,
-        eventType: row.event_type,
-        streamId: row.stream_id,
-        payload: row.payload,
-        traceparent: row.traceparent,
-        roundAttempts: row.round_attempts,
-        claimedBy: options.worker,
-        url: row.url,
-        secrets: secretsOf(row),
-      }));
+      const deliveries = rows.flatMap((row) =>
+        row.id === null
+          ? []
+          : [
+              {
+                id: row.id,
+                orgId: row.org_id,
+                webhookId: row.webhook_id,
+                eventId: row.event_id,
+                eventType: row.event_type,
+                streamId: row.stream_id,
+                payload: row.payload,
+                traceparent: row.traceparent,
+                roundAttempts: row.round_attempts,
+                claimedBy: options.worker,
+                url: row.url,
+                secrets: secretsOf(row),
+              },
+            ],
+      );
+      const [first] = rows;
+      return {
+        deliveries,
+        heldBack: first?.held_back ?? 0,
+        nextTokenAt: first?.next_token_at ?? undefined,
+      };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
@@ -589,6 +675,22 @@ export class DeliveryQueue {
   }
 
   /**
+   * After a change of an endpoint's rate, inside the caller's transaction: what the old rate put off
+   * is due again when it was before (the record's `next_attempt_at`, which putting off leaves alone;
+   * a delivery's queue row is never due before it), for the next claims to space at the new rate.
+   */
+  async respace(client: Queryable, webhookId: number): Promise<void> {
+    await client.query(
+      `WITH reset AS (UPDATE webhooks.endpoint_rates SET held_until = NULL WHERE webhook_id = $1)
+       UPDATE webhooks.delivery_queue q SET due_at = d.next_attempt_at
+         FROM webhooks.webhook_deliveries d
+        WHERE q.webhook_id = $1 AND q.claimed_by IS NULL AND d.id = q.delivery_id
+          AND q.due_at > d.next_attempt_at`,
+      [webhookId],
+    );
+  }
+
+  /**
    * Gives each record's turn (at an endpoint) to its first open delivery when that one is waiting: for
    * the given lanes, or for every lane with deliveries waiting.
    *
@@ -723,6 +825,9 @@ export interface QueueDepth {
   readonly sending: number;
   readonly oldestDueSeconds: number;
 }
+
+/** A claim's row: what the rates did, and a delivery claimed (none: a row of nulls). */
+type ClaimRow = { held_back: number; next_token_at: Date | null } & ({ id: null } | ClaimedRow);
 
 interface ClaimedRow {
   id: number;

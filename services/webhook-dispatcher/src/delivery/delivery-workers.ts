@@ -144,20 +144,29 @@ export class DeliveryWorkers {
         const room = concurrency + claimAhead - this.inFlight.size - this.ready.length;
         // Claims come in batches, when the deliveries ready to go run low, not one per freed slot.
         if (room > 0 && this.ready.length <= claimAhead / 2) {
-          const claimed = await this.deps.queue.claim(
+          const now = this.deps.clock();
+          const { deliveries, heldBack, nextTokenAt } = await this.deps.queue.claim(
             {
               worker: liveness.key,
               limit: room,
               endpointConcurrency: this.deps.limits.endpointConcurrency,
               leaseMs: this.deps.limits.leaseMs,
             },
-            this.deps.clock(),
+            now,
           );
-          this.ready.push(...claimed);
+          this.ready.push(...deliveries);
           this.sendReady();
+          this.deps.metrics.heldBackByRate(heldBack);
           failures = 0;
-          // A full claim may have left more due: look again at once.
-          if (claimed.length === room) continue;
+          // A full claim may have left more due, and deliveries a rate held back may have hidden
+          // others behind them: look again at once.
+          if (deliveries.length === room || heldBack > 0) continue;
+          // An endpoint whose rate the claim spent has more to send once its next token comes.
+          if (nextTokenAt !== undefined) {
+            const untilToken = nextTokenAt.getTime() - now.getTime();
+            await this.wakeup.wait(Math.min(Math.max(untilToken, 1), this.deps.limits.pollIntervalMs));
+            continue;
+          }
         }
         await this.wakeup.wait(this.deps.limits.pollIntervalMs);
       } catch (error) {

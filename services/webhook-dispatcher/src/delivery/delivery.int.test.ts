@@ -244,6 +244,37 @@ describe('webhook deliveries', () => {
     expect(most).toBe(2);
   });
 
+  it('delivers no faster than the endpoint’s rate, each record’s events in order', async () => {
+    const { orgId, receiver, webhook } = await subscriber();
+    const rate = 10;
+    const patched = await harness.request('PATCH', `/webhooks/${webhook.id}`, {
+      orgId,
+      body: { rate_limit: rate },
+    });
+    expect(patched.body.results).toMatchObject({ rate_limit: rate });
+    // 10 records, 3 versions each: 30 deliveries, queued faster than 10 a second.
+    for (let version = 1; version <= 3; version++)
+      for (let n = 1; n <= 10; n++)
+        await harness.appendRecordEvent({ orgId, id: recordId(orgId, n), version });
+    await receiver.waitFor((r) => r.length === 30, 20_000);
+
+    const times = receiver.received.map((r) => r.receivedAt.getTime());
+    const seconds = (times.at(-1)! - times[0]!) / 1000;
+    // One token at once at 10/s, then one every 100 ms: 29 spacings, about 2.9 s (a slower machine
+    // only stretches it). Without the rate, 30 deliveries to a local receiver take a fraction of that.
+    expect(seconds).toBeGreaterThanOrEqual(2.5);
+    // Held-back deliveries go as their tokens come, not at the next poll (a second apart).
+    expect(seconds).toBeLessThan(15);
+    const mostInOneSecond = Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + 1000).length));
+    expect(mostInOneSecond).toBeLessThanOrEqual(rate + 2);
+    for (let n = 1; n <= 10; n++) {
+      const sequences = receiver.received
+        .filter((r) => r.payload?.data.id === recordId(orgId, n))
+        .map((r) => r.payload?.sequence);
+      expect(sequences).toEqual([1, 2, 3]);
+    }
+  });
+
   it('records a timeout and keeps a bounded excerpt of the response body', async () => {
     const { orgId, receiver } = await subscriber();
     receiver.answerWith((delivery) =>

@@ -112,6 +112,47 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
     expect(list.data?.results.map((d) => d.event_type).sort()).toEqual(['person.created', 'person.updated']);
   }, 60_000);
 
+  it('keeps an endpoint to the rate set on its webhook, and lets it be raised', async () => {
+    let secret = '';
+    const receiver = await startWebhookReceiver({ secrets: () => [secret] });
+    try {
+      const { data: created } = await api.POST('/v2/webhooks', {
+        body: { url: receiver.url, events: ['item.created'], rate_limit: 4 },
+      });
+      secret = created!.results.secret;
+      const { id } = created!.results;
+      const read = await api.GET('/v2/webhooks/{id}', { params: { path: { id } } });
+      expect(read.data?.results.rate_limit).toBe(4);
+      const refused = await api.PATCH('/v2/webhooks/{id}', {
+        params: { path: { id } },
+        body: { rate_limit: 0 },
+      });
+      expect(refused.response.status).toBe(422);
+
+      await api.PATCH('/v2/webhooks/{id}', { params: { path: { id } }, body: { rate_limit: 2 } });
+      for (let k = 0; k < 9; k++) await api.POST('/v2/items', { body: { sku: `RATED-${mode}-${k}` } });
+      await receiver.waitFor((r) => r.length >= 3, 30_000);
+      const raisedAt = Date.now();
+      const raised = await api.PATCH('/v2/webhooks/{id}', {
+        params: { path: { id } },
+        body: { rate_limit: 1_000 },
+      });
+      expect(raised.data?.results.rate_limit).toBe(1_000);
+      await receiver.waitFor((r) => r.length === 9, 30_000);
+      const times = receiver.received.map((r) => r.receivedAt.getTime());
+      // 2 a second: the first at once, then one every 500 ms (more on a slow machine).
+      expect(times[2]! - times[0]!).toBeGreaterThanOrEqual(900);
+      // Raised, the 6 held back go at once, where 2 a second would take 3 s more.
+      expect(times.at(-1)! - raisedAt).toBeLessThan(2_000);
+      expect(receiver.received.map((r) => r.payload?.data.sku).sort()).toEqual(
+        Array.from({ length: 9 }, (_, k) => `RATED-${mode}-${k}`),
+      );
+      expect(receiver.received.every((r) => r.verified)).toBe(true);
+    } finally {
+      await receiver.close();
+    }
+  }, 90_000);
+
   it('sends every event of a fulfillment scenario with a body that the document describes for its type', async () => {
     const webhook = await subscribe(everything, ['*']);
     secrets.everything = webhook.secret;

@@ -66,8 +66,8 @@ const bodySchemas = new Map<'create' | 'update', z.ZodType>();
 
 /** The example webhook's create body: its writable fields, `events` a list of strings. */
 function createExample(): Record<string, unknown> {
-  const { url, events, description, enabled, external_id } = webhooks.example!.record;
-  return { url, events, description, enabled, external_id };
+  const { url, events, description, enabled, rate_limit, external_id } = webhooks.example!.record;
+  return { url, events, description, enabled, rate_limit, external_id };
 }
 
 /** A webhook write body as the published description shows it: `events` a list of strings. */

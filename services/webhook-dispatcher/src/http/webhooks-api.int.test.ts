@@ -28,6 +28,7 @@ describe('the webhooks endpoints', () => {
       events: HOOK.events,
       description: 'orders',
       enabled: true,
+      rate_limit: null,
       external_id: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
@@ -206,10 +207,28 @@ describe('the webhooks endpoints', () => {
         url: 'https://hooks.example.test',
         events: ['person.created', 'nothing.happened', 3],
         enabled: 'yes',
+        rate_limit: 0,
       },
     });
     expect(wrong.status).toBe(422);
-    expect(Object.keys(wrong.body.errors ?? {}).sort()).toEqual(['enabled', 'events[1]', 'events[2]']);
+    expect(Object.keys(wrong.body.errors ?? {}).sort()).toEqual([
+      'enabled',
+      'events[1]',
+      'events[2]',
+      'rate_limit',
+    ]);
+    // A rate: whole deliveries per second, 1 to 10,000; null (or left out) is no limit.
+    for (const rate_limit of [10_001, 2.5, '5', -1]) {
+      const refused = await harness.request('POST', '/webhooks', { body: { ...HOOK, rate_limit } });
+      expect([refused.status, Object.keys(refused.body.errors ?? {})]).toEqual([422, ['rate_limit']]);
+    }
+    const limited = await harness.createWebhook(1, { ...HOOK, rate_limit: 10_000 });
+    expect(limited.record.rate_limit).toBe(10_000);
+    expect((await harness.createWebhook(1, HOOK)).record.rate_limit).toBeNull();
+    const unlimited = await harness.request('PATCH', `/webhooks/${limited.id}`, {
+      body: { rate_limit: null },
+    });
+    expect(unlimited.body.results).toMatchObject({ rate_limit: null, version: 2 });
     expect(
       (await harness.request('POST', '/webhooks', { body: { ...HOOK, events: [] } })).body.errors,
     ).toEqual({

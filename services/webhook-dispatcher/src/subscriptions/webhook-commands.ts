@@ -334,7 +334,11 @@ export class WebhookCommands {
     const now = this.clock();
     if (deleted) {
       await this.queue.abandon(client, id, 'endpoint deleted', now);
-      await client.query('DELETE FROM webhooks.endpoints WHERE webhook_id = $1', [id]);
+      await client.query(
+        `WITH rate AS (DELETE FROM webhooks.endpoint_rates WHERE webhook_id = $1)
+         DELETE FROM webhooks.endpoints WHERE webhook_id = $1`,
+        [id],
+      );
     } else if (previous.enabled === true && record.enabled === false) {
       await this.queue.abandon(client, id, 'endpoint disabled', now);
       await client.query('UPDATE webhooks.endpoints SET disable_reason = NULL WHERE webhook_id = $1', [id]);
@@ -345,6 +349,7 @@ export class WebhookCommands {
         [id],
       );
     }
+    if (!deleted && Object.hasOwn(previous, 'rate_limit')) await this.queue.respace(client, id);
   }
 
   /**

@@ -7,6 +7,8 @@ export interface WebhookFields {
   readonly events: readonly string[];
   readonly description: string | null;
   readonly enabled: boolean;
+  /** Deliveries per second at most; null: unlimited. */
+  readonly rate_limit: number | null;
   readonly external_id: string | null;
 }
 
@@ -60,6 +62,7 @@ export function decide(command: WebhookCommand, current: RecordJson | undefined)
         events: command.fields.events ?? [],
         description: command.fields.description ?? null,
         enabled: command.fields.enabled ?? true,
+        rate_limit: command.fields.rate_limit ?? null,
         external_id: command.fields.external_id ?? null,
         created_at: command.at,
         updated_at: command.at,
