@@ -213,14 +213,15 @@ try {
   await admin.disconnect();
   const pool = createPool({ connectionString: postgres.url, applicationName: 'bench-bus' });
   await migrateEventStore(pool, logger);
-  await pool.query('TRUNCATE es.events, es.outbox');
+  await pool.query('TRUNCATE es.events, es.outbox, es.parked_events');
   const store = new EventStore(pool, { outbox: true });
   process.stderr.write(`bench:bus: filling the outbox with ${EVENTS} events\n`);
   for (let i = 0; i < EVENTS; i += BATCH) {
     const events = Array.from({ length: Math.min(BATCH, EVENTS - i) }, (_, k) => eventOf(i + k));
     await store.appendToStreams(
-      events.map((event) => ({
-        streamId: `${event.streamId}-${i}`,
+      // A stream of its own per event: an append names each stream once.
+      events.map((event, k) => ({
+        streamId: `${event.streamId}-${i + k}`,
         streamType: 'people',
         expectedVersion: 0,
         orgId: 1,
