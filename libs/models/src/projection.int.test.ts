@@ -1,7 +1,8 @@
 import { inTransaction } from '@ofp/runtime';
 import { createTestDatabase, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
-import { deleteRecord, writeRecord } from './projection.js';
+import { deleteRecord, renderDocuments, writeRecord } from './projection.js';
+import { createReadSchema, projectedVersions } from './read-model.js';
 import { items, orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
 import { getRecord, searchRecords } from './search.js';
@@ -144,6 +145,36 @@ describe('writeRecord and deleteRecord', () => {
       }),
     ).rejects.toThrow('checkpoint failed');
     expect(await read(9)).toBeUndefined();
+  });
+
+  it("moves its stream's checkpoint in the statement that writes, and writes nothing at a version the checkpoint passed", async () => {
+    await createReadSchema(db.pool, 'read', [phoneNumberTypes, people, shipments]);
+    const at = (version: number) => ({ checkpoint: { streamId: 'people-60', version } });
+    const projected = async () => (await projectedVersions(db.pool, ['people-60'])).get('people-60');
+    expect(await writeRecord(db.pool, people, ORG, person(60, 1, 'First', []), at(1))).toBe(true);
+    expect(await projected()).toBe(1);
+    expect(await writeRecord(db.pool, people, ORG, person(60, 2, 'Redelivered', []), at(1))).toBe(false);
+    expect(await read(60)).toEqual(person(60, 1, 'First', []));
+    expect(await writeRecord(db.pool, people, ORG, person(60, 2, 'Second', ['5551']), at(2))).toBe(true);
+    expect(await read(60)).toEqual(person(60, 2, 'Second', ['5551']));
+    // The checkpoint moves with an event whose state is older than the row's: that event is applied.
+    expect(await writeRecord(db.pool, people, ORG, person(60, 1, 'Older', []), at(3))).toBe(false);
+    expect(await projected()).toBe(3);
+    expect(await read(60)).toEqual(person(60, 2, 'Second', ['5551']));
+  });
+
+  it('renders the document of a new record in its upsert as the table renders it', async () => {
+    await writeRecord(db.pool, people, ORG, person(61, 1, 'Single statement', []));
+    const stored = await db.pool.query<{ document: unknown }>(
+      'SELECT document FROM read.people WHERE id = 61',
+    );
+    await db.pool.query('UPDATE read.people SET document = NULL WHERE id = 61');
+    await renderDocuments(db.pool, people, ORG, [61]);
+    const rendered = await db.pool.query<{ document: unknown }>(
+      'SELECT document FROM read.people WHERE id = 61',
+    );
+    expect(stored.rows[0]!.document).toEqual(rendered.rows[0]!.document);
+    expect(await read(61)).toEqual(person(61, 1, 'Single statement', []));
   });
 
   it('replaces lists inside lists', async () => {

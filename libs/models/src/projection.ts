@@ -2,8 +2,12 @@ import { prepared } from '@ofp/runtime';
 import type { ModelDefinition } from './fields.js';
 import { DELETED_RECORDS_TABLE, RECORD_COUNTS_TABLE } from './ddl.js';
 import { MODELS } from './registry.js';
-import { renderDocumentsStatement } from './render.js';
+import { checkpointAdvance } from './read-model.js';
+import { DOCUMENT_COLUMN, renderDocumentsStatement, renderRow } from './render.js';
 import {
+  READ_SCHEMA,
+  TableAliases,
+  columnSqlType,
   qualifiedTable,
   quoteIdentifier,
   sqlType,
@@ -17,12 +21,24 @@ import { keyColumnType, tableTree, type TableNode } from './tables.js';
 /** A record as the API returns it (API.md §6): `id`, `version`, fields, nested lists and objects. */
 export type RecordDocument = Readonly<Record<string, unknown>>;
 
+/** The stream event a write applies: its stream's checkpoint moves to `version` with it (see `writeRecord`). */
+export interface StreamCheckpoint {
+  readonly streamId: string;
+  readonly version: number;
+}
+
 /**
- * Writes a record's full state into the read model: upserts its row, replaces its child rows and
- * renders its document (when the model stores them), then re-renders the documents that show it (see
- * `refreshReferrers`). Idempotent by version: a state whose `version` is not newer than the stored row, or than the
- * version at which the record was deleted, changes nothing. Runs its statements on `client` and
- * expects the caller's transaction around them (the projector commits them with its checkpoint).
+ * Writes a record's full state into the read model: upserts its row with its document (when the model
+ * stores them), replaces its child rows, then re-renders the documents that show it (see
+ * `refreshReferrers`). Idempotent by version: a state whose `version` is not newer than the stored row,
+ * or than the version at which the record was deleted, changes nothing. With `checkpoint`, the same
+ * statement first moves that stream's checkpoint (`advanceCheckpoint`), and nothing is written when it
+ * was there already. Runs its statements on `client` and expects the caller's transaction around them
+ * (the projector commits them with its batch).
+ *
+ * A record with no child rows, new to the read model or of a model without child tables, takes one
+ * statement: its document is rendered from the values the upsert writes. Otherwise the child rows are
+ * replaced after the upsert and the document rendered again from them.
  *
  * @returns whether the state was applied.
  */
@@ -31,34 +47,36 @@ export async function writeRecord(
   model: ModelDefinition,
   orgId: number,
   record: RecordDocument,
-  options: ReadModelOptions = {},
+  options: ReadModelOptions & { readonly checkpoint?: StreamCheckpoint } = {},
 ): Promise<boolean> {
   const root = tableTree(model);
   const id = positiveInteger(record, 'id');
   const version = positiveInteger(record, 'version');
-  const upsert = upsertStatement(root, model, orgId, record, version, options);
+  const upsert = upsertStatement(root, model, orgId, record, version, options, options.checkpoint);
   const { rows: upserted } = await client.query<{ inserted: boolean }>(prepared(upsert.text, upsert.values));
   const written = upserted[0];
   if (!written) return false;
-  // A row just inserted has no children yet. For an updated one, deleting the direct children
-  // cascades to theirs (packages → packages' lines).
-  for (const child of written.inserted ? [] : root.children) {
-    await client.query(
-      prepared(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]),
-    );
-  }
   const rows = new Map<TableNode, unknown[][]>();
   collectChildRows(root, [id], record, rows);
-  for (const [node, nodeRows] of rows) {
-    if (nodeRows.length > 0) await client.query(insertChildRows(node, orgId, nodeRows, options));
+  // The document the upsert rendered read the child rows as they were before it: right when there
+  // were none and there are none.
+  if (root.children.length > 0 && !(written.inserted && rows.size === 0)) {
+    // A row just inserted has no children yet. For an updated one, deleting the direct children
+    // cascades to theirs (packages → packages' lines).
+    for (const child of written.inserted ? [] : root.children) {
+      await client.query(
+        prepared(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]),
+      );
+    }
+    for (const [node, nodeRows] of rows) await client.query(insertChildRows(node, orgId, nodeRows, options));
+    if (root.storesDocument)
+      await client.query(
+        prepared(
+          renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
+          [id],
+        ),
+      );
   }
-  if (root.storesDocument)
-    await client.query(
-      prepared(
-        renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
-        [id],
-      ),
-    );
   await refreshReferrers(client, model, orgId, id, options);
   return true;
 }
@@ -180,8 +198,9 @@ function positiveInteger(record: RecordDocument, key: string): number {
 
 /**
  * `INSERT ... ON CONFLICT DO UPDATE ... WHERE stored.version < new.version`, skipped altogether when
- * the record was deleted at this version or later, counting the record when it is new. Returns a row
- * only when it wrote.
+ * the record was deleted at this version or later (or, with `checkpoint`, when its stream's checkpoint
+ * was there already), counting the record when it is new. The row's document is rendered from the
+ * values written (`t0`, a row of the table's columns). Returns a row only when it wrote.
  */
 function upsertStatement(
   root: TableNode,
@@ -190,29 +209,43 @@ function upsertStatement(
   record: RecordDocument,
   version: number,
   options: ReadModelOptions,
+  checkpoint: StreamCheckpoint | undefined,
 ): CompiledQuery {
   const params = new SqlParameters();
+  const aliases = new TableAliases();
+  const row = aliases.next();
   const org = `${params.add(orgId)}::bigint`;
   const modelName = params.add(model.name);
+  const sources = [`${org} AS "org_id"`];
   const names = ['org_id'];
-  const values = [org];
   for (const { column, type, read } of storedValues(root)) {
     names.push(column);
-    values.push(`${params.add(read(record))}::${type}`);
+    sources.push(`${params.add(read(record))}::${type} AS ${quoteIdentifier(column)}`);
   }
   const columns = names.map(quoteIdentifier);
+  const values = columns.map((column) => `${row}.${column}`);
+  if (root.storesDocument) {
+    columns.push(quoteIdentifier(DOCUMENT_COLUMN));
+    values.push(renderRow(root, row, { options, org: `${row}.org_id`, aliases }));
+  }
   const updates = columns
     .filter((column) => column !== '"id"')
     .map((column) => `${column} = EXCLUDED.${column}`);
   const counts = qualifiedTable(options, RECORD_COUNTS_TABLE);
-  const text = `WITH written AS (
+  const advanced = checkpoint
+    ? `advanced AS (
+  ${checkpointAdvance(options.schema ?? READ_SCHEMA, params.add(checkpoint.streamId), params.add(checkpoint.version))}
+  RETURNING 1
+), `
+    : '';
+  const text = `WITH ${advanced}written AS (
   INSERT INTO ${qualifiedTable(options, root.table)} AS stored (${columns.join(', ')})
-  SELECT ${values.join(', ')}
+  SELECT ${values.join(', ')} FROM (SELECT ${sources.join(', ')}) ${row}
   WHERE NOT EXISTS (
     SELECT 1 FROM ${qualifiedTable(options, DELETED_RECORDS_TABLE)} d
     WHERE d.model = ${modelName} AND d.id = ${params.add(record.id)} AND d.org_id = ${org}
       AND d.version >= ${params.add(version)}
-  )
+  )${checkpoint ? '\n    AND EXISTS (SELECT FROM advanced)' : ''}
   ON CONFLICT (id) DO UPDATE SET ${updates.join(', ')}
   WHERE stored.version < EXCLUDED.version AND stored.org_id = EXCLUDED.org_id
   -- xmax is 0 on a row this statement inserted, and set on one it updated.
@@ -233,12 +266,16 @@ interface StoredValue {
   readonly read: (value: RecordDocument) => unknown;
 }
 
-/** The stored columns and reference ids of a table's rows (keys and `org_id` aside). */
+/**
+ * The stored columns and reference ids of a table's rows (keys and `org_id` aside). A decimal is cast
+ * to its column's own `numeric(p, s)`, as storing it rounds it, so that a document rendered from the
+ * values written shows what the row holds.
+ */
 function storedValues(node: TableNode): StoredValue[] {
   return [
     ...node.columns.map(({ name, definition }) => ({
       column: name,
-      type: sqlType(definition.type),
+      type: definition.type === 'decimal' ? columnSqlType(definition) : sqlType(definition.type),
       read: (value: RecordDocument) => value[name] ?? null,
     })),
     ...node.references.map(({ name, column }) => ({

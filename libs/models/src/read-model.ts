@@ -38,7 +38,8 @@ export async function createReadSchema(
 
 /**
  * Moves a stream's checkpoint to `version`, in the transaction that applies it. False when that
- * version (or a later one) was applied already: the event is then skipped.
+ * version (or a later one) was applied already: the event is then skipped. (`writeRecord` moves it in
+ * the statement that writes the record.)
  */
 export async function advanceCheckpoint(
   db: Queryable,
@@ -46,15 +47,15 @@ export async function advanceCheckpoint(
   streamId: string,
   version: number,
 ): Promise<boolean> {
-  const table = checkpointTable(schema);
-  const advanced = await db.query(
-    prepared(
-      `INSERT INTO ${table} (stream_id, version) VALUES ($1, $2)
-     ON CONFLICT (stream_id) DO UPDATE SET version = EXCLUDED.version WHERE ${table}.version < EXCLUDED.version`,
-      [streamId, version],
-    ),
-  );
+  const advanced = await db.query(prepared(checkpointAdvance(schema, '$1', '$2'), [streamId, version]));
   return advanced.rowCount === 1;
+}
+
+/** The statement moving stream `streamId`'s checkpoint in `schema` to `version` (placeholders), if it is behind. */
+export function checkpointAdvance(schema: string, streamId: string, version: string): string {
+  const table = checkpointTable(schema);
+  return `INSERT INTO ${table} (stream_id, version) VALUES (${streamId}, ${version})
+  ON CONFLICT (stream_id) DO UPDATE SET version = EXCLUDED.version WHERE ${table}.version < EXCLUDED.version`;
 }
 
 /** How far the read model has applied each of these streams ("projected up to"); absent: not at all. */

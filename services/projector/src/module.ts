@@ -36,8 +36,9 @@ export function createProjectorModule(deps: ProjectorDependencies): Module {
         handle: (events) =>
           inTransaction(deps.pool, async (client) => {
             await client.query(`SELECT pg_advisory_xact_lock_shared(${PROJECTION_LOCK})`);
-            const applied = await applyEvents(client, READ_SCHEMA, events);
-            if (applied > 0) await client.query(`SELECT pg_notify('${PROJECTION_CHANNEL}', '')`);
+            await applyEvents(client, READ_SCHEMA, events);
+            // Read-your-writes waiters look again (a batch redelivered wakes them needlessly, harmlessly).
+            await client.query(`SELECT pg_notify('${PROJECTION_CHANNEL}', '')`);
           }),
       },
     ],

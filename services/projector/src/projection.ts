@@ -10,26 +10,23 @@ export const PROJECTED_STREAM_TYPES: readonly string[] = [...modelsByStreamType.
 
 /**
  * Applies a batch of record events to the read schema inside the caller's transaction. Each event
- * first advances its stream's checkpoint; an event at or below the checkpoint is skipped, which
- * makes redelivery and replay harmless.
+ * advances its stream's checkpoint, in the statement that writes its record; an event at or below the
+ * checkpoint is skipped, which makes redelivery and replay harmless.
  */
 export async function applyEvents(
   client: PoolClient,
   schema: string,
   events: readonly StoredEvent[],
-): Promise<number> {
-  let applied = 0;
+): Promise<void> {
   for (const event of events) {
     const model = modelsByStreamType.get(event.streamType);
     if (!model || event.orgId === null) continue;
-    if (!(await advanceCheckpoint(client, schema, event.streamId, event.version))) continue;
     const change = event.data as RecordChange;
-    if (change.deleted) {
+    const checkpoint = { streamId: event.streamId, version: event.version };
+    if (!change.deleted) {
+      await writeRecord(client, model, event.orgId, change.record, { schema, checkpoint });
+    } else if (await advanceCheckpoint(client, schema, event.streamId, event.version)) {
       await deleteRecord(client, model, event.orgId, change.record.id, change.record.version, { schema });
-    } else {
-      await writeRecord(client, model, event.orgId, change.record, { schema });
     }
-    applied++;
   }
-  return applied;
 }
