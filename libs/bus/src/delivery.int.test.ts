@@ -280,4 +280,38 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     expect(await checkpoint()).toBe(last);
     expect(handled).toEqual([]);
   });
+
+  it('stores where it is when it stops in order, so that the next consumer of its group hands nothing again', async () => {
+    const group = `g-${randomUUID()}`;
+    const bus = new PgLogBus(db.pool, db.session, store, testLogger(), {
+      batchSize: 100,
+      pollIntervalMs: 200,
+    });
+    const append = (n: number) =>
+      store.append({
+        streamId: `stopping-${n}`,
+        streamType: 'stopping',
+        expectedVersion: 0,
+        orgId: 1,
+        events: [{ eventId: randomUUID(), type: 'stopping.created', data: { n } }],
+      });
+    const handled: number[] = [];
+    const handle = async (events: readonly StoredEvent[]) =>
+      void handled.push(...events.map((event) => (event.data as { n: number }).n));
+    const until = async (count: number) => {
+      const deadline = Date.now() + 10_000;
+      while (handled.length < count && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    const first = await bus.subscribe({ group, streamTypes: ['stopping'], handle });
+    for (let n = 1; n <= 5; n++) await append(n);
+    await until(5);
+    // Within the checkpoint's interval of the last batch: only stopping stores it.
+    await first.stop();
+    subscription = await bus.subscribe({ group, streamTypes: ['stopping'], handle });
+    await append(6);
+    await until(6);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(handled).toEqual([1, 2, 3, 4, 5, 6]);
+  });
 });

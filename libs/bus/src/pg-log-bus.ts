@@ -13,6 +13,18 @@ import {
 
 /** Lag is counted up to this many events: past it, the figure says "at least". */
 const LAG_COUNT_LIMIT = 1_000_000;
+/**
+ * How often a group's checkpoint is written while it moves: at most once a second, not after every
+ * batch (a consumer that stops or dies hands the events of that second again, which handlers
+ * deduplicate; one that stops in order writes where it is).
+ */
+const CHECKPOINT_INTERVAL_MS = 1_000;
+/**
+ * After a page that was not full, the next read waits for a notification, or this long: an event
+ * committed behind an older transaction still in flight was invisible to the read, and its
+ * notification came before it (the old transaction's end raises none when it appended nothing).
+ */
+const SECOND_LOOK_MS = 25;
 
 export interface PgLogBusOptions {
   /** Events per batch handed to a handler. */
@@ -32,7 +44,7 @@ export interface PgLogBusOptions {
 export class PgLogBus implements Bus {
   /** Not one of OpenTelemetry's messaging systems: the event store read as a log. */
   readonly system = 'ofp.postgres_log';
-  private readonly durable = new Map<string, readonly string[]>();
+  private readonly durable = new Map<string, PgLogConsumer>();
   private readonly counts = new ThroughputCounter();
 
   constructor(
@@ -54,7 +66,7 @@ export class PgLogBus implements Bus {
       this.counts,
     );
     await consumer.start();
-    if (!options.transient) this.durable.set(options.group, options.streamTypes);
+    if (!options.transient) this.durable.set(options.group, consumer);
     return {
       stop: async () => {
         this.durable.delete(options.group);
@@ -71,20 +83,25 @@ export class PgLogBus implements Bus {
     return this.counts.read();
   }
 
-  /** Events of the group's types after its checkpoint, and how long ago the first was recorded. */
+  /**
+   * Events of the group's types after its position (where this process's consumer is, when it leads
+   * the group; else its stored checkpoint), and how long ago the first was recorded.
+   */
   async lag(): Promise<ConsumerLag[]> {
     return Promise.all(
-      [...this.durable].map(async ([group, streamTypes]) => {
+      [...this.durable].map(async ([group, consumer]) => {
+        const position = consumer.position();
         const { rows } = await this.pool.query<{ events: number; seconds: number | null }>(
           `SELECT count(*)::int AS events,
                   extract(epoch FROM clock_timestamp() - min(recorded_at))::float8 AS seconds
              FROM (SELECT e.recorded_at
                      FROM es.events e
                      LEFT JOIN es.checkpoints c ON c.consumer_group = $1
-                    WHERE (e.transaction_id, e.position) > (coalesce(c.transaction_id, '0'::xid8), coalesce(c.position, 0))
+                    WHERE (e.transaction_id, e.position) >
+                          (coalesce($3::xid8, c.transaction_id, '0'::xid8), coalesce($4::bigint, c.position, 0))
                       AND e.stream_type = ANY($2::text[])
                     LIMIT ${LAG_COUNT_LIMIT}) AS behind`,
-          [group, streamTypes],
+          [group, consumer.streamTypes, position?.transactionId ?? null, position?.position ?? null],
         );
         const row = rows[0];
         return { group, events: row?.events ?? 0, seconds: Math.max(0, row?.seconds ?? 0) };
@@ -95,6 +112,8 @@ export class PgLogBus implements Bus {
 
 class PgLogConsumer implements Subscription {
   private running = true;
+  /** Where the consumer is, while it leads its group. */
+  private current: GlobalPosition | undefined;
   private readonly wakeup = new Wakeup();
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
@@ -115,6 +134,15 @@ class PgLogConsumer implements Subscription {
     this.loop = this.run();
   }
 
+  get streamTypes(): readonly string[] {
+    return this.subscription.streamTypes;
+  }
+
+  /** The position after the last batch handled, while this consumer leads its group. */
+  position(): GlobalPosition | undefined {
+    return this.current;
+  }
+
   async stop(): Promise<void> {
     this.running = false;
     this.wakeup.notify();
@@ -132,25 +160,43 @@ class PgLogConsumer implements Subscription {
     const transient = this.subscription.transient === true;
     const leadership = transient ? undefined : this.session.lock(`bus:${this.subscription.group}`);
     let checkpoint: GlobalPosition | undefined = transient ? START : undefined;
+    /** The checkpoint as stored, and when this consumer stored or read it. */
+    let stored: GlobalPosition | undefined;
+    let storedAt = 0;
     let failures = 0;
+    const store = async (): Promise<void> => {
+      if (!leadership || checkpoint === undefined || checkpoint === stored) return;
+      await this.writeCheckpoint(checkpoint, leadership);
+      stored = checkpoint;
+      storedAt = performance.now();
+    };
+    /** How long to wait at most, for `ms` or until the moved checkpoint is due to be stored. */
+    const upTo = (ms: number): number =>
+      leadership && checkpoint !== stored
+        ? Math.max(0, Math.min(ms, storedAt + CHECKPOINT_INTERVAL_MS - performance.now()))
+        : ms;
     while (this.running) {
       try {
         if (leadership && !leadership.held()) {
           if (checkpoint !== undefined)
             this.logger.warn('consumer group lock lost; standing by until it is ours again');
-          checkpoint = undefined;
+          checkpoint = this.current = undefined;
           if (!(await leadership.acquire())) {
             await this.wakeup.wait(this.options.pollIntervalMs);
             continue;
           }
         }
-        checkpoint ??= await this.readCheckpoint();
-        const { events, through } = await this.store.readAll(checkpoint, {
+        if (checkpoint === undefined) {
+          checkpoint = stored = await this.readCheckpoint();
+          storedAt = performance.now();
+        }
+        if (performance.now() - storedAt >= CHECKPOINT_INTERVAL_MS) await store();
+        const { events, through, full } = await this.store.readAll(checkpoint, {
           limit: this.options.batchSize,
           streamTypes: this.subscription.streamTypes,
         });
         if (through === undefined) {
-          await this.wakeup.wait(this.options.pollIntervalMs);
+          await this.wakeup.wait(upTo(this.options.pollIntervalMs));
           continue;
         }
         if (events.length > 0) {
@@ -160,8 +206,9 @@ class PgLogConsumer implements Subscription {
         }
         // Past the events of other types too: they are never read again.
         checkpoint = through;
-        if (leadership) await this.writeCheckpoint(checkpoint, leadership);
+        if (leadership) this.current = checkpoint;
         failures = 0;
+        if (!full) await this.wakeup.wait(upTo(SECOND_LOOK_MS));
       } catch (error) {
         failures++;
         this.logger.error(
@@ -171,6 +218,11 @@ class PgLogConsumer implements Subscription {
         await this.wakeup.wait(retryDelay(failures));
       }
     }
+    // Stopping in order: the next leader starts where this one is.
+    await store().catch((error: unknown) =>
+      this.logger.warn({ err: error }, 'could not store the checkpoint while stopping'),
+    );
+    this.current = undefined;
     await leadership?.release();
   }
 

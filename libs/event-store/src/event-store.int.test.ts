@@ -163,15 +163,17 @@ describe('EventStore', () => {
 
     // Two of the three others: nothing of the type asked for, and where the next read starts.
     const page = await store.readAll(start, { limit: 2, streamTypes: ['rare'] });
-    expect(page).toEqual({ events: [], through: others[1] });
+    expect(page).toEqual({ events: [], through: others[1], full: true });
     const next = await store.readAll(page.through!, { limit: 2, streamTypes: ['rare'] });
     expect(next.events.map((e) => e.position)).toEqual([rare]);
     expect(next.through).toEqual(rare);
+    expect(next.full).toBe(true);
     const end = await store.readAll(next.through!, { limit: 2, streamTypes: ['rare'] });
-    expect(end).toEqual({ events: [], through: last });
+    expect(end).toEqual({ events: [], through: last, full: false });
     expect(await store.readAll(end.through!, { limit: 2, streamTypes: ['rare'] })).toEqual({
       events: [],
       through: undefined,
+      full: false,
     });
   });
 

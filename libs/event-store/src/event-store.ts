@@ -28,6 +28,8 @@ export interface EventPage {
   readonly events: StoredEvent[];
   /** The position of the last event read, of any type; undefined when there was none to read. */
   readonly through: GlobalPosition | undefined;
+  /** Whether it read as many events as it was allowed to: more may be there to read at once. */
+  readonly full: boolean;
 }
 
 export interface AppendResult {
@@ -316,6 +318,7 @@ export class EventStore {
     return {
       events: rows.filter((row) => row.wanted).map(toStoredEvent),
       through: last && { transactionId: last.transaction_id, position: last.position },
+      full: rows.length === limit,
     };
   }
 
