@@ -1,0 +1,127 @@
+// `npm run bench:write-statements` (issue 25 item 5): which statements a person write with read-your-writes
+// costs Postgres, counted by pg_stat_statements over BENCH_WRITES (2,000) writes at concurrency 1 and 16
+// (the api's, the projector's, the bus readers' and every other consumer's in the platform): statements
+// and transactions per write, and each statement's executions and execution time per write. A count does
+// not depend on the machine's load, as CPU time does. The test Postgres is started with
+// pg_stat_statements loaded for the run (and set back after it); a DATABASE_URL must have it loaded.
+
+import pg from 'pg';
+import { Pool as HttpPool } from 'undici';
+import {
+  createIntegrator,
+  startPlatform,
+  startScratchDatabase,
+  testLogger,
+  UNLIMITED_RATE,
+} from '@ofp/testing';
+import { warmUp, measure } from './measure.js';
+
+const WRITES = Number(process.env.BENCH_WRITES ?? 2_000);
+const CONCURRENCIES = [1, 16];
+const EXTENSION = 'pg_stat_statements';
+const logger = testLogger('bench');
+
+interface StatementRow {
+  calls: string;
+  total_exec_time: number;
+  query: string;
+}
+
+/** A scratch database on a Postgres with pg_stat_statements loaded, and whether this run loaded it. */
+async function databaseWithStatements(): Promise<{
+  url: string;
+  stop: () => Promise<void>;
+  loaded: boolean;
+}> {
+  for (let attempt = 0; ; attempt++) {
+    const database = await startScratchDatabase(logger, 'bench_write_statements');
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const { rows } = await client.query<{ libraries: string }>(
+      "SELECT current_setting('shared_preload_libraries') AS libraries",
+    );
+    if (
+      rows[0]!.libraries
+        .split(',')
+        .map((name) => name.trim())
+        .includes(EXTENSION)
+    ) {
+      await client.end();
+      return { ...database, loaded: attempt > 0 };
+    }
+    if (process.env.DATABASE_URL || attempt > 0) {
+      await client.end();
+      await database.stop();
+      throw new Error(`DATABASE_URL: shared_preload_libraries must include ${EXTENSION} for this benchmark`);
+    }
+    // The test Postgres is this worktree's own: load the extension at its next start.
+    await client.query(`ALTER SYSTEM SET shared_preload_libraries = '${EXTENSION}'`);
+    await client.end();
+    await database.stop();
+  }
+}
+
+const database = await databaseWithStatements();
+const admin = new pg.Client({ connectionString: database.url });
+await admin.connect();
+await admin.query(`CREATE EXTENSION IF NOT EXISTS ${EXTENSION}`);
+const platform = await startPlatform({ databaseUrl: database.url, env: { ...UNLIMITED_RATE } });
+try {
+  const integrator = await createIntegrator(platform, { name: 'Bench' });
+  const { rows: ids } = await admin.query<{ oid: number }>(
+    'SELECT oid FROM pg_database WHERE datname = current_database()',
+  );
+  const dbid = ids[0]!.oid;
+  const committed = async (): Promise<number> =>
+    Number(
+      (
+        await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datid = $1', [
+          dbid,
+        ])
+      ).rows[0]!.n,
+    );
+  for (const concurrency of CONCURRENCIES) {
+    const http = new HttpPool(platform.apiUrl, { connections: concurrency });
+    const person = async (i: number): Promise<void> => {
+      const response = await http.request({
+        method: 'POST',
+        path: '/v2/people',
+        headers: { authorization: `Bearer ${integrator.accessToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ last_name: `Bench ${i}` }),
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 201) throw new Error(`/v2/people: ${response.statusCode} ${text}`);
+    };
+    await warmUp(2, concurrency, person);
+    await admin.query('SELECT pg_stat_statements_reset()');
+    const before = await committed();
+    const run = await measure(WRITES, concurrency, person);
+    const transactions = (await committed()) - before;
+    const { rows } = await admin.query<StatementRow>(
+      `SELECT calls, total_exec_time, regexp_replace(query, '\\s+', ' ', 'g') AS query
+         FROM pg_stat_statements
+        WHERE dbid = $1 AND query NOT LIKE '%pg_stat_%'
+        ORDER BY calls DESC, total_exec_time DESC`,
+      [dbid],
+    );
+    const perWrite = (n: number): string => (n / WRITES).toFixed(2);
+    const statements = rows.reduce((sum, row) => sum + Number(row.calls), 0);
+    const executing = rows.reduce((sum, row) => sum + row.total_exec_time, 0);
+    console.log(
+      `\n${WRITES.toLocaleString('en')} person writes at concurrency ${concurrency} (${run.perSecond.toFixed(0)}/s): ` +
+        `${perWrite(statements)} statements and ${perWrite(transactions)} transactions per write, ` +
+        `${((executing * 1000) / WRITES).toFixed(0)} µs of execution`,
+    );
+    console.log('per write | µs | statement');
+    for (const row of rows.filter((each) => Number(each.calls) >= WRITES / 100))
+      console.log(
+        `${perWrite(Number(row.calls)).padStart(9)} | ${((row.total_exec_time * 1000) / WRITES).toFixed(0).padStart(4)} | ${row.query.slice(0, 110)}`,
+      );
+    await http.close();
+  }
+} finally {
+  if (database.loaded) await admin.query('ALTER SYSTEM RESET shared_preload_libraries');
+  await admin.end();
+  await platform.stop();
+  await database.stop();
+}
