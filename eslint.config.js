@@ -40,4 +40,6 @@ export default tseslint.config(
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   { files: ['examples/**/*.mjs', 'libs/client/scripts/*.mjs'], languageOptions: { globals: globals.node } },
+  // The webhook portal's page script runs in the browser.
+  { files: ['services/webhook-dispatcher/portal/*.js'], languageOptions: { globals: globals.browser } },
 );

@@ -212,6 +212,7 @@ async function runBenchmark(): Promise<void> {
       logger,
       clock: () => new Date(),
       gate,
+      publicUrl: 'http://localhost',
       allowPrivateTargets: true,
       // 64 requests in flight at most (the worker pool). The endpoint limit counts what is claimed, in flight
       // or about to be, so it is set above the pool plus what is claimed ahead to leave the pool as the limit.

@@ -339,6 +339,7 @@ for ing in by_kind("Ingress"):
                        "/api/v2/webhooks": "webhook-dispatcher", "/api/v2/webhook_deliveries": "webhook-dispatcher",
                        "/v2/webhook_event_types": "webhook-dispatcher",
                        "/api/v2/webhook_event_types": "webhook-dispatcher",
+                       "/portal": "webhook-dispatcher",
                        "/v2": "api", "/api/v2": "api",
                        "/openapi.json": "api", "/asyncapi.json": "api", "/docs": "api"}
     for path, component in expected_routes.items():

@@ -16,7 +16,7 @@ import {
   type Route,
   type RouteSpec,
 } from '@ofp/runtime';
-import { eventCatalog, webhookRouteSpecs } from '@ofp/webhook-dispatcher';
+import { dispatcherRouteSpecs, eventCatalog } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema } from './config.js';
 import { DATA_SCHEMAS } from './streams.js';
 
@@ -49,7 +49,7 @@ export function describePlatform(settings: { publicUrl: string; topicPrefix: str
   const routes: RouteSpec[] = [
     ...authServiceRouteSpecs(settings.publicUrl),
     ...apiServiceRouteSpecs(catalog),
-    ...webhookRouteSpecs(),
+    ...dispatcherRouteSpecs(),
     ...DESCRIPTION_ROUTES,
   ];
   return {

@@ -1,15 +1,8 @@
-import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { MODELS } from '@ofp/models';
-import { startTestPlatform, type RunningPlatform } from '@ofp/testing';
+import { chromiumFor, startTestPlatform, type RunningPlatform } from '@ofp/testing';
 
-/** Debian's `chromium` package (what .ci/run installs), or CHROMIUM_PATH. */
-const CHROMIUM =
-  process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
-if (CHROMIUM === undefined && process.env.CI === 'true')
-  throw new Error(
-    'CI=true: the reference page needs Chromium (apt-get install chromium, or set CHROMIUM_PATH)',
-  );
+const CHROMIUM = chromiumFor('the reference page');
 
 const suite = CHROMIUM === undefined ? describe.skip : describe;
 

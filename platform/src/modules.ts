@@ -502,6 +502,7 @@ const modules = {
         logger,
         clock,
         gate: given['token-verification'],
+        publicUrl: publicUrlOf(config),
         metrics,
         ...webhookDispatcherSettings(config),
       });

@@ -51,9 +51,11 @@ async function layOutImage(to: string): Promise<void> {
     if (workspace === 'libs/testing') continue;
     // dist as tsc -b writes it: the Dockerfile copies it whole too.
     await cp(join(from, 'dist'), join(to, workspace, 'dist'), { recursive: true });
-    const migrations = join(from, 'migrations');
-    if (await stat(migrations).catch(() => undefined))
-      await cp(migrations, join(to, workspace, 'migrations'), { recursive: true });
+    for (const files of ['migrations', 'portal']) {
+      const folder = join(from, files);
+      if (await stat(folder).catch(() => undefined))
+        await cp(folder, join(to, workspace, files), { recursive: true });
+    }
   }
 }
 
@@ -176,6 +178,11 @@ describe('a production-only install (the image)', () => {
     const runbooks = await fetch(`${started[1]!.url}/docs/runbooks`);
     expect(runbooks.status).toBe(200);
     expect(await runbooks.text()).toContain('id="ofpconsumerlagging"');
+    // And the webhook portal's page, which the dispatcher serves from its package's files.
+    for (const path of ['/portal', '/portal/portal.js']) {
+      const served = await fetch(`${started[3]!.url}${path}`);
+      expect({ path, status: served.status }).toEqual({ path, status: 200 });
+    }
   }, 240_000);
 
   it('refuses the standalone mode without DATABASE_URL in one line: the image has no embedded Postgres', async () => {

@@ -11,6 +11,18 @@ import { TokenRejectedError, type AuthContext, type TokenVerifier } from './veri
 /** What the access step may do with an admitted token before the scope check: seed its organization. */
 export type AdmittedHook = (auth: AuthContext) => Promise<void>;
 
+/**
+ * Bearer tokens a service issues and checks itself, beside the platform's JWTs: the webhook
+ * dispatcher's portal sessions. Accepted only on the routes of the service that names them, so such
+ * a token opens nothing else.
+ */
+export interface LocalTokens {
+  /** Whether `token` is of this kind (by its form: a prefix no JWT has). */
+  owns(token: string): boolean;
+  /** Its principal, or a {@link TokenRejectedError} (unknown, expired). */
+  verify(token: string): Promise<AuthContext>;
+}
+
 /** What a service needs to accept DPoP-bound tokens (RFC 9449 §7). */
 export interface DpopResource {
   /**
@@ -37,21 +49,29 @@ export class BearerGate {
   /**
    * The access of operations that need a token with one of `scopes` (none: any valid token). Route
    * specs name scopes as data, so one that is not a scope of API.md §7 fails here, when the routes
-   * are bound.
+   * are bound. `local`: tokens of the service's own it accepts too, rate-limited and scope-checked
+   * as the others.
    */
-  access(scopes: readonly string[], admitted?: AdmittedHook): Access<AuthContext> {
+  access(scopes: readonly string[], admitted?: AdmittedHook, local?: LocalTokens): Access<AuthContext> {
     const unknown = scopes.filter((scope) => !isScope(scope));
     if (unknown.length > 0) throw new Error(`not a scope: ${unknown.join(', ')}`);
+    const verifier: TokenVerifier = local
+      ? { verify: (token) => (local.owns(token) ? local.verify(token) : this.verifier.verify(token)) }
+      : this.verifier;
     return {
       kind: 'bearer',
       scopes,
-      authenticate: (request) => this.admit(request, admitted),
+      authenticate: (request) => this.admit(request, verifier, admitted),
     };
   }
 
-  private async admit(request: IncomingRequest, admitted?: AdmittedHook): Promise<Admission<AuthContext>> {
+  private async admit(
+    request: IncomingRequest,
+    verifier: TokenVerifier,
+    admitted?: AdmittedHook,
+  ): Promise<Admission<AuthContext>> {
     const auth = await verifyBearer(
-      this.verifier,
+      verifier,
       headerValue(request.headers.authorization),
       this.metrics,
       this.dpop && {

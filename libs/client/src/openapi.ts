@@ -904,6 +904,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/webhooks/portal_sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the subscriber portal: a short-lived link
+         * @description Mints a portal session: a link to the page `GET /portal` and the bearer token in it, which show the organization's endpoints, event types and deliveries (attempts, the receiver's answers, payloads) and let whoever holds it retry, recover, send a test event, rotate a secret and enable or disable an endpoint, through the operations of this API. The token works on `/v2/webhooks*` and `/v2/webhook_deliveries*` of this organization only, for `expires_in` seconds (3600 unless asked, at most 86400) and never longer than the token that minted it; it cannot mint another. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `operations` scope.
+         */
+        post: operations["webhooks.portalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/webhook_event_types": {
         parameters: {
             query?: never;
@@ -978,6 +998,66 @@ export interface paths {
          * @description Queues a delivery that succeeded or failed for good once more, with the same `webhook-id`, ahead of later deliveries of the same record not yet sent, so that their order holds. An `Idempotency-Key` makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`). The answer comes once reads show the change. Needs the `write` scope.
          */
         post: operations["webhook_deliveries.retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The subscriber portal
+         * @description The page a portal session's link opens (`POST /v2/webhooks/portal_sessions`): the organization's endpoints, event types and deliveries with their attempts, the receiver's answers and payloads, with retry, recover, a test event, secret rotation and enabling or disabling an endpoint. It calls this API with the session's token from the link's fragment, and loads nothing from elsewhere.
+         */
+        get: operations["portal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/portal.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The subscriber portal's script
+         * @description What the portal page runs: it calls `/v2/webhooks*` and `/v2/webhook_deliveries*` with the session token.
+         */
+        get: operations["portalScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/portal.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The subscriber portal's style sheet
+         * @description The portal page's one style sheet.
+         */
+        get: operations["portalStyle"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -8098,6 +8178,57 @@ export interface components {
                 /** @description 1 on create, +1 per change (a delete included): the ETag is W/"<version>", If-Match takes it, and events carry it as `sequence` */
                 readonly version?: number;
             };
+        };
+        /**
+         * @example {
+         *       "id": 31,
+         *       "url": "https://ofp.example.com/portal#token=ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz",
+         *       "token": "ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz",
+         *       "created_at": "2026-11-21T07:30:00.000Z",
+         *       "expires_at": "2026-11-21T08:30:00.000Z"
+         *     }
+         */
+        PortalSession: {
+            /** @description The session */
+            id: number;
+            /** @description The portal page with the token in its fragment (`#token=`), which browsers never send to a server or put in a Referer: the link to open, or to hand to the endpoint's owner */
+            url: string;
+            /** @description The bearer token the page sends (`ofp_portal_...`), shown this once. It opens the organization's webhooks and deliveries only, and nothing else */
+            token: string;
+            /**
+             * Format: date-time
+             * @description When it was minted (RFC 3339, UTC)
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops working (RFC 3339, UTC): never after the token that minted it
+             */
+            expires_at: string;
+        };
+        /**
+         * @example {
+         *       "count": 1,
+         *       "results": {
+         *         "id": 31,
+         *         "url": "https://ofp.example.com/portal#token=ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz",
+         *         "token": "ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz",
+         *         "created_at": "2026-11-21T07:30:00.000Z",
+         *         "expires_at": "2026-11-21T08:30:00.000Z"
+         *       },
+         *       "errors": null
+         *     }
+         */
+        PortalSessionEnvelope: {
+            /**
+             * @description 1: one record
+             * @constant
+             */
+            count: 1;
+            /** @description The result */
+            results: components["schemas"]["PortalSession"];
+            /** @description null: no error */
+            errors: null;
         };
         /**
          * @description A purchase order (API.md §6)
@@ -25707,6 +25838,172 @@ export interface operations {
             };
         };
     };
+    "webhooks.portalSession": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long the session lasts, in seconds (3600 when left out): the page asks for a new link after it
+                     * @default 3600
+                     * @example 900
+                     */
+                    expires_in?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The session: its link and token */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSessionEnvelope"];
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, forged, revoked or expired credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The token lacks the scope for this action */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict: a duplicate unique value, a taken id, an invalid state transition */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Field validation failed: errors by column path */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error (the request id in errors.base) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready, or a dependency is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     "webhooks.eventTypes": {
         parameters: {
             query?: never;
@@ -26241,6 +26538,108 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    portal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriber portal */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html; charset=utf-8": string;
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    portalScript: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriber portal's script */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript; charset=utf-8": string;
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    portalStyle: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriber portal's style sheet */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css; charset=utf-8": string;
+                };
+            };
+            /** @description Malformed request: bad JSON, an invalid q, an unknown query parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -17,3 +17,4 @@ export * from './network-namespace.js';
 export * from './search-oracle.js';
 export * from './query-arbitrary.js';
 export * from './hostile-write.js';
+export * from './chromium.js';

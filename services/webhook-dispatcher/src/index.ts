@@ -1,6 +1,5 @@
 export * from './module.js';
 export { webhookDeliveries, webhooks } from './models.js';
-export { webhookRouteSpecs } from './http/routes.js';
 export {
   DEFAULT_LIMITS,
   webhookDispatcherConfigShape,

@@ -5,6 +5,7 @@ import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
   IdempotencyStore,
+  PUBLIC,
   bindRoutes,
   checkSealedColumn,
   declareSealedColumns,
@@ -16,6 +17,7 @@ import {
   type Pool,
   type PostgresSession,
   type Route,
+  type RouteSpec,
   type SecretsKeyring,
 } from '@ofp/runtime';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
@@ -28,13 +30,15 @@ import { EventIntake, INTAKE_GROUP, intakeStreamTypes } from './delivery/event-i
 import { FailureAnnouncer } from './delivery/failure-announcer.js';
 import { HttpSender } from './delivery/http-sender.js';
 import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
+import { portalPageOperations, portalPageRouteSpecs } from './portal/portal-page.js';
+import { PortalSessions } from './portal/portal-sessions.js';
 import { layOutTables } from './schema.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
 import { ENDPOINT_SECRETS_SEALED, WebhookCommands } from './subscriptions/webhook-commands.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
-/** How often expired idempotency keys and deliveries past the retention are deleted. */
+/** How often expired idempotency keys, portal sessions and deliveries past the retention are deleted. */
 const PURGE_INTERVAL_MS = 3_600_000;
 /** Deliveries deleted per statement, so that a large purge never holds locks for long. */
 const PURGE_BATCH = 10_000;
@@ -58,6 +62,8 @@ export interface WebhookDispatcherDependencies {
   readonly secrets: SecretsKeyring;
   /** Bearer verification and the client's rate limit, on the dispatcher's routes. */
   readonly gate: BearerGate;
+  /** The deployment's public base URL (`PUBLIC_URL`): where the portal sessions' links point. */
+  readonly publicUrl: string;
   /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: any target address, and plain `http` (API.md §8). */
   readonly allowPrivateTargets: boolean;
   /** `WEBHOOK_ALLOWED_NETWORKS`: CIDR blocks allowed although not public. */
@@ -108,10 +114,15 @@ export interface WebhookDispatcherService {
   readonly delivery: Module;
   /** The bus consumer that queues the deliveries: started after {@link delivery}. */
   readonly intake: Module;
-  /** `/v2/webhooks*` and `/v2/webhook_deliveries*`. */
+  /** `/v2/webhooks*`, `/v2/webhook_deliveries*` and the subscriber portal's page, `/portal`. */
   readonly routes: readonly Route[];
   /** The registry holding the dispatcher's metrics. */
   readonly metrics: Registry;
+}
+
+/** The dispatcher's part of the route table: the webhooks API and the portal's page. */
+export function dispatcherRouteSpecs(): RouteSpec[] {
+  return [...webhookRouteSpecs(), ...portalPageRouteSpecs()];
 }
 
 const idempotencyTable = (pool: Pool, secrets?: SecretsKeyring) =>
@@ -167,13 +178,15 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   });
   const intake = new EventIntake(deps.pool, queue, deps.clock);
   const idempotency = idempotencyTable(deps.pool, deps.secrets);
+  const sessions = new PortalSessions(deps.pool, deps.clock);
   const sealed = [...ENDPOINT_SECRETS_SEALED, idempotency.sealedBodies];
   let started = false;
   let sweep: NodeJS.Timeout | undefined;
   let purge: NodeJS.Timeout | undefined;
-  /** Idempotency keys past their 24 h, and deliveries finished longer ago than the retention. */
+  /** Idempotency keys past their 24 h, expired portal sessions, and deliveries finished longer ago than the retention. */
   async function purgeExpired(): Promise<void> {
     await idempotency.purgeExpired();
+    await sessions.purgeExpired(deps.clock());
     const before = new Date(deps.clock().getTime() - limits.retentionDays * 86_400_000);
     let purged = 0;
     for (;;) {
@@ -243,9 +256,14 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     delivery,
     intake: intakeModule,
     routes: bindRoutes(
-      webhookRouteSpecs(),
-      webhookOperations({ pool: deps.pool, commands }),
-      (access) => deps.gate.access(access.scopes ?? []),
+      dispatcherRouteSpecs(),
+      {
+        ...webhookOperations({ pool: deps.pool, commands, sessions, publicUrl: deps.publicUrl }),
+        ...portalPageOperations(),
+      },
+      // A portal session's token is taken on these routes alone (the portal's page and its calls).
+      (access) =>
+        access.kind === 'public' ? PUBLIC : deps.gate.access(access.scopes ?? [], undefined, sessions),
       idempotency,
     ),
     metrics,

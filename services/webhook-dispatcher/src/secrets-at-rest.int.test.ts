@@ -163,6 +163,7 @@ describe('webhook secrets at rest', () => {
         { verify: () => Promise.reject(new Error('no HTTP here')) },
         new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, () => new Date()),
       ),
+      publicUrl: 'http://localhost',
       allowPrivateTargets: true,
       secrets,
     });

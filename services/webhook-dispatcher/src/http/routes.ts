@@ -19,6 +19,7 @@ import {
 } from '@ofp/models';
 import {
   etagOf,
+  inTransaction,
   jsonReply,
   parseIfMatch,
   recordIdOf,
@@ -37,6 +38,7 @@ import { TABLES } from '../schema.js';
 import type { Requester, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
 import { EVENT_TYPES, webhookSchema, webhookWithSecretSchema } from '../subscriptions/event-catalog.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
+import { PORTAL_SESSION_TTL, type PortalSessions } from '../portal/portal-sessions.js';
 import { webhookBody, webhookBodySchema } from './webhook-body.js';
 
 /** The response schemas of the dispatcher's routes (built with its route table). */
@@ -65,12 +67,48 @@ function responseSchemas() {
         .meta({ examples: [{ webhook_id: 12, since: '2026-11-20T00:00:00.000Z', recovered: 3 }] }),
       'RecoveryEnvelope',
     ),
+    portalSession: singleEnvelopeOf(
+      z
+        .strictObject({
+          id: z.int().describe('The session'),
+          url: z
+            .string()
+            .describe(
+              "The portal page with the token in its fragment (`#token=`), which browsers never send to a server or put in a Referer: the link to open, or to hand to the endpoint's owner",
+            ),
+          token: z
+            .string()
+            .describe(
+              "The bearer token the page sends (`ofp_portal_...`), shown this once. It opens the organization's webhooks and deliveries only, and nothing else",
+            ),
+          created_at: z.iso.datetime().describe('When it was minted (RFC 3339, UTC)'),
+          expires_at: z.iso
+            .datetime()
+            .describe('When it stops working (RFC 3339, UTC): never after the token that minted it'),
+        })
+        .meta({
+          id: 'PortalSession',
+          examples: [
+            {
+              id: 31,
+              url: 'https://ofp.example.com/portal#token=ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz',
+              token: 'ofp_portal_Q2hvb3NlIGEgcmFuZG9tIHRva2VuIG9mIDI1NiBiaXRz',
+              created_at: '2026-11-21T07:30:00.000Z',
+              expires_at: '2026-11-21T08:30:00.000Z',
+            },
+          ],
+        }),
+      'PortalSessionEnvelope',
+    ),
   };
 }
 
 export interface WebhookRoutesDependencies {
   readonly pool: Pool;
   readonly commands: WebhookCommands;
+  readonly sessions: PortalSessions;
+  /** The deployment's public base URL (`PUBLIC_URL`), where the portal page is. */
+  readonly publicUrl: string;
 }
 
 type Request = RouteRequest<AuthContext>;
@@ -103,7 +141,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
       path,
       operationId,
       summary,
-      description: `${description} ${writes ? WRITE_NOTES : 'Needs the `read` scope.'}`,
+      description: `${description} ${writes ? writeNotes(webhooks.writeScope) : 'Needs the `read` scope.'}`,
       tag: model.name,
       model: model.name,
       access: { kind: 'bearer', scopes: writes ? [webhooks.writeScope] : ['read'] },
@@ -127,7 +165,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
     query: { names: ['q'], schemas: { q: searchParameter(model) } },
   });
   const delivered = singleEnvelopeSchema(webhookDeliveries);
-  const { webhook, withSecret, webhooks: page, eventTypes, recovered } = responseSchemas();
+  const { webhook, withSecret, webhooks: page, eventTypes, recovered, portalSession } = responseSchemas();
   const writeBody = (mode: 'create' | 'update') => ({
     body: 'json' as const,
     request: webhookBodySchema(mode),
@@ -257,6 +295,27 @@ export function webhookRouteSpecs(): RouteSpec[] {
       [200, recovered],
       { body: 'json', request: RECOVER_BODY },
     ),
+    {
+      method: 'POST',
+      path: `${COLLECTION}/portal_sessions`,
+      operationId: 'webhooks.portalSession',
+      summary: 'Open the subscriber portal: a short-lived link',
+      description: `Mints a portal session: a link to the page \`GET /portal\` and the bearer token in it, which show the organization's endpoints, event types and deliveries (attempts, the receiver's answers, payloads) and let whoever holds it retry, recover, send a test event, rotate a secret and enable or disable an endpoint, through the operations of this API. The token works on \`/v2/webhooks*\` and \`/v2/webhook_deliveries*\` of this organization only, for \`expires_in\` seconds (${PORTAL_SESSION_TTL.default} unless asked, at most ${PORTAL_SESSION_TTL.max}) and never longer than the token that minted it; it cannot mint another. ${writeNotes('operations')}`,
+      tag: webhooks.name,
+      model: webhooks.name,
+      access: { kind: 'bearer', scopes: ['operations'] },
+      headers: ['Idempotency-Key'],
+      body: 'json',
+      request: PORTAL_SESSION_BODY,
+      responses: {
+        201: {
+          description: 'The session: its link and token',
+          schema: portalSession,
+          headers: ['Idempotent-Replayed'],
+        },
+      },
+      errors: [409, 415, 422],
+    },
     route(
       'GET',
       `/v2/webhook_event_types`,
@@ -399,6 +458,25 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
           jsonReply(200, singleEnvelope({ webhook_id: id, since: since.toISOString(), recovered })),
       );
     }),
+    // The session and its answer for the Idempotency-Key commit together.
+    'webhooks.portalSession': serve(async (request) => {
+      const { expires_in } = parsed(PORTAL_SESSION_BODY, request.body);
+      return inTransaction(deps.pool, async (client) => {
+        const session = await deps.sessions.mint(request.principal, expires_in, client);
+        const reply = jsonReply(
+          201,
+          singleEnvelope({
+            id: session.id,
+            url: `${deps.publicUrl.replace(/\/$/, '')}/portal#token=${session.token}`,
+            token: session.token,
+            created_at: session.createdAt.toISOString(),
+            expires_at: session.expiresAt.toISOString(),
+          }),
+        );
+        await request.idempotency?.record(client, reply);
+        return reply;
+      });
+    }),
     'webhooks.eventTypes': serve(() =>
       Promise.resolve(jsonReply(200, searchEnvelope([...EVENT_TYPES], EVENT_TYPES.length, 0))),
     ),
@@ -419,7 +497,9 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
 }
 
 /** How every write here behaves, in the reference. */
-const WRITE_NOTES = `An \`Idempotency-Key\` makes a retry safe: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`). The answer comes once reads show the change. Needs the \`${webhooks.writeScope}\` scope.`;
+function writeNotes(scope: string): string {
+  return `An \`Idempotency-Key\` makes a retry safe: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`). The answer comes once reads show the change. Needs the \`${scope}\` scope.`;
+}
 
 /**
  * A write's answer, made from the change's result in the change's transaction, and recorded there
@@ -463,16 +543,34 @@ const RECOVER_BODY = z.object({
     .describe('Re-send what failed for good since this moment (RFC 3339), at most 14 days ago'),
 });
 
+const PORTAL_SESSION_BODY = z.strictObject({
+  expires_in: z
+    .int()
+    .min(PORTAL_SESSION_TTL.min)
+    .max(PORTAL_SESSION_TTL.max)
+    .default(PORTAL_SESSION_TTL.default)
+    .describe(
+      `How long the session lasts, in seconds (${PORTAL_SESSION_TTL.default} when left out): the page asks for a new link after it`,
+    )
+    .meta({ examples: [900] }),
+});
+
 /** `recover`'s `{since}`. */
 function sinceOf(body: unknown): Date {
-  const parsed = RECOVER_BODY.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw fieldError(
-      'Unprocessable',
-      issue?.path[0] === 'since' ? 'since' : 'base',
-      issue?.message ?? 'invalid',
-    );
-  }
-  return new Date(parsed.data.since);
+  return new Date(parsed(RECOVER_BODY, body).since);
+}
+
+/** A body `schema` takes, else a 422 on the field it refused (`base` for the body itself or an unknown key). */
+function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue?.code === 'unrecognized_keys' ? undefined : issue?.path[0];
+  throw fieldError(
+    'Unprocessable',
+    typeof field === 'string' ? field : 'base',
+    issue?.code === 'unrecognized_keys'
+      ? `unknown field ${issue.keys.join(', ')}`
+      : (issue?.message ?? 'invalid'),
+  );
 }

@@ -129,6 +129,7 @@ export async function startDispatcherHarness(options: HarnessOptions = {}): Prom
       testTokens,
       new TokenBucketLimiter({ capacity: 1e9, refillPerSecond: 1e9 }, () => new Date()),
     ),
+    publicUrl: 'https://ofp.example.test',
     allowPrivateTargets: options.allowPrivateTargets ?? true,
     ...(options.allowedNetworks ? { allowedNetworks: options.allowedNetworks } : {}),
     limits: { pollIntervalMs: 20, ...options.limits },

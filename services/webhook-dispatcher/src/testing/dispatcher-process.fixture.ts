@@ -25,6 +25,7 @@ const dispatcher = createWebhookDispatcher({
     { verify: () => Promise.reject(new Error('no HTTP here')) },
     new TokenBucketLimiter({ capacity: 1, refillPerSecond: 1 }, () => new Date()),
   ),
+  publicUrl: 'http://localhost',
   allowPrivateTargets: true,
   limits: { concurrency: 32, endpointConcurrency: 32, pollIntervalMs: 50 },
 });

@@ -1,0 +1,99 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { TokenRejectedError, type AuthContext, type LocalTokens, type Scope } from '@ofp/auth-tokens';
+import type { Pool, PoolClient } from '@ofp/runtime';
+
+/** What marks a portal token: no JWT starts so (a JWT's first part is base64url JSON, `eyJ`). */
+const PREFIX = 'ofp_portal_';
+
+/**
+ * What a portal token may do: read and change the organization's webhooks and deliveries. Only the
+ * dispatcher's routes know the token, so these scopes reach no other record; minting another session
+ * needs `operations`, which a portal token does not hold.
+ */
+const PORTAL_SCOPES: readonly Scope[] = ['read', 'write'];
+
+/** How long a session lasts unless asked otherwise, and the bounds of what may be asked (seconds). */
+export const PORTAL_SESSION_TTL = { default: 3600, min: 60, max: 86_400 } as const;
+
+/** A session as minted: the token is shown this once. */
+export interface PortalSession {
+  readonly id: number;
+  readonly token: string;
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+}
+
+/**
+ * The subscriber portal's sessions (docs/api-notes.md "Subscriber portal"): short-lived bearer tokens
+ * of one organization, minted by an integrator's token, that the portal page sends to the
+ * `/v2/webhooks*` and `/v2/webhook_deliveries*` operations. Only a token's SHA-256 is stored (the token
+ * holds 256 random bits, so a fast hash is enough, as for the auth service's secrets).
+ */
+export class PortalSessions implements LocalTokens {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: () => Date,
+  ) {}
+
+  owns(token: string): boolean {
+    return token.startsWith(PREFIX);
+  }
+
+  /**
+   * A new session of the minting token's organization and client, lasting `ttlSeconds` and never
+   * longer than the minting token itself; inserted with `db` (a transaction's client) when given.
+   */
+  async mint(
+    minter: AuthContext,
+    ttlSeconds: number,
+    db: Pool | PoolClient = this.pool,
+  ): Promise<PortalSession> {
+    const token = `${PREFIX}${randomBytes(32).toString('base64url')}`;
+    const createdAt = this.clock();
+    const expiresAt = new Date(Math.min(createdAt.getTime() + ttlSeconds * 1000, minter.expiresAt.getTime()));
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO webhooks.portal_sessions (token_hash, org_id, client_id, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+      [hashOf(token), minter.orgId, minter.clientId, createdAt, expiresAt],
+    );
+    return { id: Number(rows[0]!.id), token, createdAt, expiresAt };
+  }
+
+  async verify(token: string): Promise<AuthContext> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      org_id: string;
+      client_id: string;
+      created_at: Date;
+      expires_at: Date;
+    }>(
+      `SELECT id, org_id, client_id, created_at, expires_at FROM webhooks.portal_sessions WHERE token_hash = $1`,
+      [hashOf(token)],
+    );
+    const session = rows[0];
+    if (!session) throw new TokenRejectedError('The portal session is unknown', 'invalid');
+    if (session.expires_at.getTime() <= this.clock().getTime())
+      throw new TokenRejectedError('The portal session has expired: open the portal again', 'expired');
+    return {
+      clientId: session.client_id,
+      orgId: Number(session.org_id),
+      scopes: PORTAL_SCOPES,
+      tokenId: `portal-session-${session.id}`,
+      issuedAt: session.created_at,
+      expiresAt: session.expires_at,
+    };
+  }
+
+  /** Deletes the sessions expired at `at`; how many. */
+  async purgeExpired(at: Date): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      'DELETE FROM webhooks.portal_sessions WHERE expires_at <= $1',
+      [at],
+    );
+    return rowCount ?? 0;
+  }
+}
+
+function hashOf(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
