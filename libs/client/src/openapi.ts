@@ -2072,6 +2072,75 @@ export interface components {
             /** @description null: no error */
             errors: null;
         };
+        /**
+         * @example {
+         *       "issuer": "https://api.example.com",
+         *       "authorization_endpoint": "https://api.example.com/oauth/authorize",
+         *       "token_endpoint": "https://api.example.com/oauth/token",
+         *       "jwks_uri": "https://api.example.com/.well-known/jwks.json",
+         *       "revocation_endpoint": "https://api.example.com/oauth/revoke",
+         *       "introspection_endpoint": "https://api.example.com/oauth/introspect",
+         *       "scopes_supported": [
+         *         "read",
+         *         "write",
+         *         "operations"
+         *       ],
+         *       "response_types_supported": [
+         *         "code"
+         *       ],
+         *       "response_modes_supported": [
+         *         "query"
+         *       ],
+         *       "grant_types_supported": [
+         *         "authorization_code",
+         *         "refresh_token",
+         *         "client_credentials"
+         *       ],
+         *       "token_endpoint_auth_methods_supported": [
+         *         "client_secret_basic",
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "revocation_endpoint_auth_methods_supported": [
+         *         "client_secret_basic",
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "introspection_endpoint_auth_methods_supported": [
+         *         "client_secret_basic",
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "token_endpoint_auth_signing_alg_values_supported": [
+         *         "RS256",
+         *         "PS256",
+         *         "ES256",
+         *         "EdDSA"
+         *       ],
+         *       "revocation_endpoint_auth_signing_alg_values_supported": [
+         *         "RS256",
+         *         "PS256",
+         *         "ES256",
+         *         "EdDSA"
+         *       ],
+         *       "introspection_endpoint_auth_signing_alg_values_supported": [
+         *         "RS256",
+         *         "PS256",
+         *         "ES256",
+         *         "EdDSA"
+         *       ],
+         *       "code_challenge_methods_supported": [
+         *         "S256"
+         *       ],
+         *       "dpop_signing_alg_values_supported": [
+         *         "ES256",
+         *         "RS256",
+         *         "PS256",
+         *         "EdDSA"
+         *       ],
+         *       "authorization_response_iss_parameter_supported": true
+         *     }
+         */
         AuthorizationServerMetadata: {
             /** @description The issuer identifier (PUBLIC_URL) */
             issuer: string;
@@ -3392,6 +3461,24 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "active": true,
+         *       "scope": "read write",
+         *       "client_id": "4f8c2e91",
+         *       "sub": "4f8c2e91",
+         *       "org": 17,
+         *       "iss": "https://api.example.com",
+         *       "aud": "https://api.example.com",
+         *       "exp": 1796124600,
+         *       "iat": 1796113800,
+         *       "token_type": "bearer",
+         *       "jti": "9c1d6a0e-4b7f-4c52-9a51-2f0d3e8b7c16"
+         *     }
+         * @example {
+         *       "active": false
+         *     }
+         */
         Introspection: {
             /** @description Whether the token is valid now; false says nothing more */
             active: boolean;
@@ -5826,6 +5913,20 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kty": "RSA",
+         *           "kid": "key-2026-11",
+         *           "use": "sig",
+         *           "alg": "RS256",
+         *           "n": "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0_IzW7yWR7QkrmBL7jTKEn5u-qKhbwKfBstIs-bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW_VDL5AaWTg0nLVkjRo9z-40RQzuVaE8AkAFmxZzow3x-VJYKdjykkJ0iT9wCS0DRTXu269V264Vf_3jvredZiKRkgwlL9xNAwxXFg0x_XFw005UWVRIkdgcKWTjpBP2dPwVZ4WWC-9aGVd-Gyn1o0CLelf4rEjGoXbAAEgAqeGUxrcIlbjXfbcmw",
+         *           "e": "AQAB"
+         *         }
+         *       ]
+         *     }
+         */
         JsonWebKeySet: {
             /** @description The keys access tokens are signed with, including any whose tokens may still be valid */
             keys: {
@@ -5852,6 +5953,12 @@ export interface components {
                 e: string;
             }[];
         };
+        /**
+         * @example {
+         *       "error": "invalid_grant",
+         *       "error_description": "The refresh token is unknown, expired or revoked"
+         *     }
+         */
         OAuthError: {
             /**
              * @description The RFC 6749 §5.2 error code
@@ -10898,6 +11005,12 @@ export interface components {
                 readonly version?: number;
             };
         };
+        /**
+         * @example {
+         *       "token": "q0xVb3s6N1zJk8rW2dYt5uHc7LmP9aEf4gR0iKo3wTs",
+         *       "token_type_hint": "refresh_token"
+         *     }
+         */
         TokenParameter: {
             /** @description The access or refresh token */
             token: string;
@@ -10911,6 +11024,12 @@ export interface components {
             /** @description The client's secret, when not authenticated with HTTP Basic */
             client_secret?: string;
         };
+        /**
+         * @example {
+         *       "grant_type": "client_credentials",
+         *       "scope": "read write"
+         *     }
+         */
         TokenRequest: {
             /**
              * @description The grant: a code from /oauth/authorize, a refresh token, or the client itself
@@ -10939,6 +11058,14 @@ export interface components {
             /** @description A JWT signed by a key of the client’s JWKS */
             client_assertion?: string;
         };
+        /**
+         * @example {
+         *       "access_token": "eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCIsImtpZCI6ImtleS0yMDI2LTExIn0.eyJpc3MiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsInN1YiI6IjRmOGMyZTkxIiwiY2xpZW50X2lkIjoiNGY4YzJlOTEiLCJhdWQiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsIm9yZyI6MTcsInNjb3BlIjoicmVhZCB3cml0ZSIsImp0aSI6IjljMWQiLCJpYXQiOjE3OTYxMTM4MDAsImV4cCI6MTc5NjEyNDYwMH0.c2lnbmF0dXJl",
+         *       "token_type": "bearer",
+         *       "expires_in": 10800,
+         *       "scope": "read write"
+         *     }
+         */
         TokenResponse: {
             /** @description An RS256 JWT (RFC 9068), sent as `Authorization: Bearer <token>` (or `DPoP <token>`) */
             access_token: string;

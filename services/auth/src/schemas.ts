@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SCOPES } from '@ofp/auth-tokens';
 import { singleEnvelopeOf } from '@ofp/contracts';
+import { authorizationServerMetadata } from './oauth/metadata.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from './token-lifetime.js';
 
 // The schemas of the auth service's requests and answers, for the published description (API.md §7,
@@ -26,7 +27,10 @@ export const oauthErrorSchema = z
       .describe('The RFC 6749 §5.2 error code'),
     error_description: z.string().describe('What was wrong, in words'),
   })
-  .meta({ id: 'OAuthError' });
+  .meta({
+    id: 'OAuthError',
+    examples: [{ error: 'invalid_grant', error_description: 'The refresh token is unknown, expired or revoked' }],
+  });
 
 const scopeList = z.string().describe(`Space-separated scopes: ${SCOPES.join(', ')}`);
 
@@ -58,7 +62,10 @@ export const tokenRequestSchema = z
       .describe('private_key_jwt (RFC 7523 §2.2), with client_assertion'),
     client_assertion: z.string().optional().describe('A JWT signed by a key of the client’s JWKS'),
   })
-  .meta({ id: 'TokenRequest' });
+  .meta({
+    id: 'TokenRequest',
+    examples: [{ grant_type: 'client_credentials', scope: 'read write' }],
+  });
 
 /** RFC 6749 §5.1, API.md §7. */
 export const tokenResponseSchema = z
@@ -76,7 +83,17 @@ export const tokenResponseSchema = z
       .describe('The authorization code and refresh token grants; none for client credentials'),
     scope: scopeList,
   })
-  .meta({ id: 'TokenResponse' });
+  .meta({
+    id: 'TokenResponse',
+    examples: [
+      {
+        access_token: 'eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCIsImtpZCI6ImtleS0yMDI2LTExIn0.eyJpc3MiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsInN1YiI6IjRmOGMyZTkxIiwiY2xpZW50X2lkIjoiNGY4YzJlOTEiLCJhdWQiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsIm9yZyI6MTcsInNjb3BlIjoicmVhZCB3cml0ZSIsImp0aSI6IjljMWQiLCJpYXQiOjE3OTYxMTM4MDAsImV4cCI6MTc5NjEyNDYwMH0.c2lnbmF0dXJl',
+        token_type: 'bearer',
+        expires_in: ACCESS_TOKEN_TTL_SECONDS,
+        scope: 'read write',
+      },
+    ],
+  });
 
 /** `POST /oauth/revoke` (RFC 7009 §2.1) and `POST /oauth/introspect` (RFC 7662 §2.1). */
 export const tokenParameterSchema = z
@@ -92,7 +109,10 @@ export const tokenParameterSchema = z
       .optional()
       .describe("The client's secret, when not authenticated with HTTP Basic"),
   })
-  .meta({ id: 'TokenParameter' });
+  .meta({
+    id: 'TokenParameter',
+    examples: [{ token: 'q0xVb3s6N1zJk8rW2dYt5uHc7LmP9aEf4gR0iKo3wTs', token_type_hint: 'refresh_token' }],
+  });
 
 /** RFC 7662 §2.2: `active` alone for a token that is not the client's or not active. */
 export const introspectionSchema = z
@@ -113,7 +133,25 @@ export const introspectionSchema = z
       .optional()
       .describe('The DPoP key a DPoP-bound token is bound to, by its RFC 7638 thumbprint (RFC 9449 §6.2)'),
   })
-  .meta({ id: 'Introspection' });
+  .meta({
+    id: 'Introspection',
+    examples: [
+      {
+        active: true,
+        scope: 'read write',
+        client_id: '4f8c2e91',
+        sub: '4f8c2e91',
+        org: 17,
+        iss: 'https://api.example.com',
+        aud: 'https://api.example.com',
+        exp: 1796124600,
+        iat: 1796113800,
+        token_type: 'bearer',
+        jti: '9c1d6a0e-4b7f-4c52-9a51-2f0d3e8b7c16',
+      },
+      { active: false },
+    ],
+  });
 
 /** RFC 7517: the public keys access tokens are signed with. */
 export const jwksSchema = z
@@ -131,12 +169,31 @@ export const jwksSchema = z
       )
       .describe('The keys access tokens are signed with, including any whose tokens may still be valid'),
   })
-  .meta({ id: 'JsonWebKeySet' });
+  .meta({
+    id: 'JsonWebKeySet',
+    examples: [
+      {
+        keys: [
+          {
+            kty: 'RSA',
+            kid: 'key-2026-11',
+            use: 'sig',
+            alg: 'RS256',
+            n: 'u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0_IzW7yWR7QkrmBL7jTKEn5u-qKhbwKfBstIs-bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW_VDL5AaWTg0nLVkjRo9z-40RQzuVaE8AkAFmxZzow3x-VJYKdjykkJ0iT9wCS0DRTXu269V264Vf_3jvredZiKRkgwlL9xNAwxXFg0x_XFw005UWVRIkdgcKWTjpBP2dPwVZ4WWC-9aGVd-Gyn1o0CLelf4rEjGoXbAAEgAqeGUxrcIlbjXfbcmw',
+            e: 'AQAB',
+          },
+        ],
+      },
+    ],
+  });
 
 /** RFC 8414 §2. */
 export const metadataSchema = z
   .looseObject({ issuer: z.string().describe('The issuer identifier (PUBLIC_URL)') })
-  .meta({ id: 'AuthorizationServerMetadata' });
+  .meta({
+    id: 'AuthorizationServerMetadata',
+    examples: [authorizationServerMetadata('https://api.example.com')],
+  });
 
 /** `GET /v2/authenticate` (API.md §7). */
 export const authenticatedSchema = singleEnvelopeOf(
