@@ -348,6 +348,7 @@ const modules = {
             publicUrl: publicUrlOf(config),
             proofs: new DpopProofVerifier(clock, config.DPOP_NONCE_SECRET),
           },
+          denyList,
         ),
         ...consumerModule(bus, {
           name: 'revocations',

@@ -1,4 +1,5 @@
 import { BearerGate } from './bearer-gate.js';
+import { RevocationDenyList } from './revocations.js';
 import { TokenBucketLimiter } from './token-bucket.js';
 
 describe('BearerGate.access', () => {
@@ -50,6 +51,24 @@ describe("BearerGate.access with a service's own tokens", () => {
     const access = gate.access(['read'], undefined, local);
     expect((await access.authenticate(request('own_abc'))).principal.clientId).toBe('own');
     expect((await access.authenticate(request('eyJ.x.y'))).principal.clientId).toBe('jwt');
+  });
+
+  it("refuses such a token once its client's tokens are revoked, as a JWT of that client", async () => {
+    const revocations = new RevocationDenyList(() => new Date(0));
+    const revoking = new BearerGate(
+      { verify: () => Promise.resolve(principal('jwt')) },
+      new TokenBucketLimiter({ capacity: 10, refillPerSecond: 1 }, () => new Date(0)),
+      undefined,
+      undefined,
+      revocations,
+    );
+    const access = revoking.access(['read'], undefined, local);
+    expect((await access.authenticate(request('own_abc'))).principal.clientId).toBe('own');
+    revocations.add({ clientId: 'own', expiresAt: new Date(3_600_000) });
+    await expect(access.authenticate(request('own_abc'))).rejects.toMatchObject({
+      kind: 'Unauthenticated',
+      errors: { base: ['The client of this token was disabled or its token revoked'] },
+    });
   });
 
   it('takes such tokens only where a route names them', async () => {

@@ -2,6 +2,7 @@ import { baseError } from '@ofp/contracts';
 import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/runtime';
 import { KeySourceUnavailableError } from './jwks.js';
 import type { AuthMetrics } from './auth-metrics.js';
+import type { DenyList } from './revocations.js';
 import { DPOP_ALGORITHMS, DpopProofError, type DpopProofVerifier } from './dpop.js';
 import { admitRequest, clientBucket } from './rate-limit.js';
 import { isScope } from './scopes.js';
@@ -44,6 +45,11 @@ export class BearerGate {
     private readonly limiter: TokenBucketLimiter,
     private readonly metrics?: AuthMetrics,
     private readonly dpop?: DpopResource,
+    /**
+     * The revocations the process knows (the verifier's deny-list): a service's own tokens are refused
+     * once their client is disabled, as its JWTs are (API.md §7, within 5 s at every service).
+     */
+    private readonly revocations?: DenyList,
   ) {}
 
   /**
@@ -56,13 +62,23 @@ export class BearerGate {
     const unknown = scopes.filter((scope) => !isScope(scope));
     if (unknown.length > 0) throw new Error(`not a scope: ${unknown.join(', ')}`);
     const verifier: TokenVerifier = local
-      ? { verify: (token) => (local.owns(token) ? local.verify(token) : this.verifier.verify(token)) }
+      ? {
+          verify: (token) =>
+            local.owns(token) ? this.verifyLocal(local, token) : this.verifier.verify(token),
+        }
       : this.verifier;
     return {
       kind: 'bearer',
       scopes,
       authenticate: (request) => this.admit(request, verifier, admitted),
     };
+  }
+
+  private async verifyLocal(local: LocalTokens, token: string): Promise<AuthContext> {
+    const auth = await local.verify(token);
+    if (this.revocations?.isDenied(auth))
+      throw new TokenRejectedError('The client of this token was disabled or its token revoked', 'revoked');
+    return auth;
   }
 
   private async admit(
