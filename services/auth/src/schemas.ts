@@ -29,7 +29,9 @@ export const oauthErrorSchema = z
   })
   .meta({
     id: 'OAuthError',
-    examples: [{ error: 'invalid_grant', error_description: 'The refresh token is unknown, expired or revoked' }],
+    examples: [
+      { error: 'invalid_grant', error_description: 'The refresh token is unknown, expired or revoked' },
+    ],
   });
 
 const scopeList = z.string().describe(`Space-separated scopes: ${SCOPES.join(', ')}`);
@@ -87,7 +89,8 @@ export const tokenResponseSchema = z
     id: 'TokenResponse',
     examples: [
       {
-        access_token: 'eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCIsImtpZCI6ImtleS0yMDI2LTExIn0.eyJpc3MiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsInN1YiI6IjRmOGMyZTkxIiwiY2xpZW50X2lkIjoiNGY4YzJlOTEiLCJhdWQiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsIm9yZyI6MTcsInNjb3BlIjoicmVhZCB3cml0ZSIsImp0aSI6IjljMWQiLCJpYXQiOjE3OTYxMTM4MDAsImV4cCI6MTc5NjEyNDYwMH0.c2lnbmF0dXJl',
+        access_token:
+          'eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCIsImtpZCI6ImtleS0yMDI2LTExIn0.eyJpc3MiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsInN1YiI6IjRmOGMyZTkxIiwiY2xpZW50X2lkIjoiNGY4YzJlOTEiLCJhdWQiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbSIsIm9yZyI6MTcsInNjb3BlIjoicmVhZCB3cml0ZSIsImp0aSI6IjljMWQiLCJpYXQiOjE3OTYxMTM4MDAsImV4cCI6MTc5NjEyNDYwMH0.c2lnbmF0dXJl',
         token_type: 'bearer',
         expires_in: ACCESS_TOKEN_TTL_SECONDS,
         scope: 'read write',
