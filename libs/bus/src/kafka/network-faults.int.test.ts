@@ -73,7 +73,7 @@ suite(
       await host?.remove();
     });
 
-    it('loses nothing, duplicates nothing and moves on through a slow link, a partition and its healing', async () => {
+    it('loses nothing and moves on through a slow link, a partition and its healing', async () => {
       const startedAt = Date.now();
       host = await isolatedHost();
       const { inside, outside } = host;
@@ -227,7 +227,11 @@ suite(
       // Nothing the consumer could read waited for it: while node 3 is in the in-sync replicas nothing is
       // acknowledged (acks=all), and once it is fenced its partition has a new leader. So the lag stays
       // near 0 and the watchdog, rightly, restarts nothing: the stall is the producer's.
-      expect(figures).toMatchObject({ lost: 0, duplicates: 0, failed: 0, watchdogRestarts: 0 });
+      // Duplicates are printed, not refused: delivery is at least once (API.md §9, handlers deduplicate on
+      // ce_id). When the cut isolates the group's coordinator, a batch handled before the cut whose commit
+      // could not reach it is handed again after the heal (0 in the first runs, 2 in a CI run on a quiet
+      // machine whose lag was unreadable for 12 s of the cut). What may not happen is a loss or a failure.
+      expect(figures).toMatchObject({ lost: 0, failed: 0, watchdogRestarts: 0 });
       expect(Math.max(...Object.values(figures.slowestAckMs))).toBeLessThan(PRODUCER_BOUND_MS);
       expect(figures.longestHandledGapMs).toBeLessThan(PRODUCER_BOUND_MS);
     }, 300_000);
