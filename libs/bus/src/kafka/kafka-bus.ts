@@ -278,7 +278,10 @@ export class KafkaBus implements Bus {
     const admin = await this.connectedAdmin();
     const heads = await Promise.all(
       topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
-    );
+    ).catch((error: unknown) => {
+      this.dropAdmin();
+      throw error;
+    });
     const partitions = heads.flatMap(({ topic, partitions }) =>
       partitions.filter((each) => counted(topic, each.partition)).map((each) => ({ topic, ...each })),
     );
@@ -301,8 +304,23 @@ export class KafkaBus implements Bus {
       const admin = this.kafka.admin();
       await admin.connect();
       return admin;
-    })();
+    })().catch((error: unknown) => {
+      this.admin = undefined;
+      throw error;
+    });
     return this.admin;
+  }
+
+  /**
+   * Forgets the admin client after a failed read, so that the next one bootstraps a new client from
+   * every broker's address: after a broker is killed, librdkafka's admin client kept timing out its
+   * metadata and offsets reads for a minute and more (`Local: Timed out`), while a new client answered
+   * at once (kafka-bus.int, kafka-broker.int). Lag metrics and the watchdog read through it.
+   */
+  private dropAdmin(): void {
+    const admin = this.admin;
+    this.admin = undefined;
+    void admin?.then((client) => client.disconnect()).catch(() => {});
   }
 
   /**
