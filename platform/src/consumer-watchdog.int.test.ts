@@ -146,3 +146,115 @@ describe('the Kafka consumer watchdog', () => {
     );
   }, 120_000);
 });
+
+// A consumer can also stall with no partitions at all while its group is behind: fenced by another
+// consumer that joined under its static member's name (KIP-345: the coordinator keeps the newest), a
+// consumer keeps running with no assignment, and when that other one is gone nobody reads the group's
+// partitions. Such a consumer is behind by its group's whole lag once the group's commits have not
+// moved for the stall timeout; started again, it joins as the same member and takes the partitions.
+describe('the Kafka consumer watchdog, for a consumer left with no partitions', () => {
+  const SESSION_TIMEOUT_MS = 6_000;
+  const kafka = new WatchedKafka({
+    kafkaJS: {
+      clientId: 'consumer-watchdog-unassigned-test',
+      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
+      logLevel: logLevel.NOTHING,
+    },
+  });
+  const topics = testTopics(2);
+  const group = `consumer-watchdog-unassigned-${randomUUID()}`;
+  const instanceId = `replica-${randomUUID()}`;
+  const bus = new KafkaBus(kafka, testLogger('consumer-watchdog-unassigned'), {
+    topics,
+    batchSize: 100,
+    stallTimeoutMs: STALL_TIMEOUT_MS,
+    sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    instanceId,
+  });
+  const registry = new Registry();
+  registerFlowMetrics(registry, bus);
+  let subscription: Subscription | undefined;
+  let producer: Producer | undefined;
+  let impostor: Consumer | undefined;
+  afterAll(async () => {
+    await impostor?.disconnect().catch(() => {});
+    await subscription?.stop();
+    await bus.close();
+    await producer?.disconnect();
+  });
+
+  async function sample(name: string): Promise<number> {
+    const metric = await registry.getSingleMetric(name)!.get();
+    return metric.values.find((value) => value.labels.group === group)?.value ?? 0;
+  }
+
+  async function send(name: string, count: number): Promise<string[]> {
+    const events = Array.from({ length: count }, (_, i) => thingEvent(`${name}-${i}`, i));
+    await producer!.send({
+      topic: topicOf(topics, 'things'),
+      messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
+    });
+    return events.map((event) => event.eventId);
+  }
+
+  it('starts a consumer fenced out of its partitions again once its group is stuck behind', async () => {
+    const handled = new Set<string>();
+    subscription = await bus.subscribe({
+      group,
+      streamTypes: ['things'],
+      handle: async (events) => {
+        for (const event of events) handled.add(event.eventId);
+      },
+    });
+    producer = kafka.producer({ kafkaJS: { idempotent: true, acks: -1 }, 'linger.ms': 0 });
+    await producer.connect();
+    const allHandled = (ids: string[]) => async () => ids.filter((id) => !handled.has(id)).length;
+    const before = await send('before', 10);
+    await until('the events before the fence handled', 30_000, allHandled(before), (left) => left === 0);
+    const restartsBefore = await sample('bus_consumer_restarts_total');
+    const fenced = kafka.consumers.at(-1)!;
+
+    // Another consumer joins under the same static member's name and takes the partitions; then it
+    // goes, without leaving (a static member does not), so the group is empty once its session ends.
+    impostor = kafka.consumer({
+      kafkaJS: { groupId: group, sessionTimeout: SESSION_TIMEOUT_MS },
+      'group.instance.id': instanceId,
+    });
+    await impostor.connect();
+    await impostor.subscribe({ topics: [topicOf(topics, 'things')] });
+    await impostor.run({ eachBatch: async () => {} });
+    await until(
+      'the other consumer holding the partitions',
+      30_000,
+      async () => impostor!.assignment().length,
+      (partitions) => partitions === 2,
+    );
+    await impostor.disconnect();
+    impostor = undefined;
+    const waiting = await send('waiting', 10);
+    const fencedAt = Date.now();
+    await until(
+      'the fenced consumer with no partitions',
+      30_000,
+      async () => fenced.assignment().length,
+      (partitions) => partitions === 0,
+    );
+
+    await until(
+      'the watchdog counting the stall',
+      SESSION_TIMEOUT_MS + 2 * (STALL_TIMEOUT_MS + WATCHDOG_INTERVAL_MS) + LOAD_SLACK_MS,
+      () => sample('bus_consumer_restarts_total'),
+      (restarts) => restarts > restartsBefore,
+    );
+    expect(kafka.consumers.at(-1)).not.toBe(fenced);
+    await until(
+      'the waiting events handled after the restart',
+      30_000,
+      allHandled(waiting),
+      (left) => left === 0,
+    );
+    process.stdout.write(
+      `a fenced consumer with no partitions was started again and its group's waiting events handled ${Date.now() - fencedAt} ms after they were sent\n`,
+    );
+  }, 120_000);
+});

@@ -221,18 +221,30 @@ export class KafkaBus implements Bus {
     // The watchdog: a consumer whose partitions have events it has not been handed for
     // stallTimeoutMs is started again. The KafkaJS layer of @confluentinc/kafka-javascript can stop
     // calling its handler after a quiet period (confluentinc/confluent-kafka-javascript#476); a
-    // handler being retried is being handed its batch, so a database outage does not count.
+    // handler being retried is being handed its batch, so a database outage does not count. A
+    // consumer with no partitions is behind by its group's whole lag once the group's commits have not
+    // moved for stallTimeoutMs either: one fenced by another under its static member's name, or that
+    // lost its assignment and never joined again, reads nothing while nobody else may.
+    const commits = { position: -1, movedAt: Date.now() };
     const watchdog = setInterval(
       () => {
-        if (stopping || restarting || Date.now() - handedAt < this.stallTimeoutMs) return;
-        void this.behind(consumer)
-          .then((behind) => {
-            if (behind && !stopping && Date.now() - handedAt >= this.stallTimeoutMs)
-              return restart(`behind by ${behind} events with none handed for ${this.stallTimeoutMs} ms`);
-          })
-          .catch((error: unknown) =>
-            logger.warn({ err: error }, 'the consumer watchdog could not read the lag'),
-          );
+        if (stopping || restarting) return;
+        void (async () => {
+          let behind: number;
+          if (consumer.assignment().length > 0) {
+            commits.position = -1;
+            if (Date.now() - handedAt < this.stallTimeoutMs) return;
+            behind = await this.behind(consumer);
+          } else {
+            const { events, position } = await this.uncommitted(consumer, topics);
+            if (position !== commits.position) Object.assign(commits, { position, movedAt: Date.now() });
+            behind = Date.now() - commits.movedAt >= this.stallTimeoutMs ? events : 0;
+          }
+          if (behind && !stopping && !restarting && Date.now() - handedAt >= this.stallTimeoutMs)
+            return restart(`behind by ${behind} events with none handed for ${this.stallTimeoutMs} ms`);
+        })().catch((error: unknown) =>
+          logger.warn({ err: error }, 'the consumer watchdog could not read the lag'),
+        );
       },
       Math.min(10_000, this.stallTimeoutMs / 4),
     );
@@ -256,15 +268,18 @@ export class KafkaBus implements Bus {
   /** Events on the partitions assigned to `consumer` that its group has not committed yet. */
   private async behind(consumer: Consumer): Promise<number> {
     const assignment = consumer.assignment();
-    if (assignment.length === 0) return 0;
     const topics = [...new Set(assignment.map((each) => each.topic))];
     const assigned = new Set(assignment.map(({ topic, partition }) => `${topic}:${partition}`));
-    return this.uncommitted(consumer, topics, (topic, partition) => assigned.has(`${topic}:${partition}`));
+    const { events } = await this.uncommitted(consumer, topics, (topic, partition) =>
+      assigned.has(`${topic}:${partition}`),
+    );
+    return events;
   }
 
   /**
    * The high-water marks of the topics' partitions (those `counted`) minus the committed offsets of
    * `consumer`'s group; with no commit yet, the group reads from the beginning (the low-water mark).
+   * `position` is the sum of where the group is on each, which moves when the group commits.
    * The committed offsets are the consumer's to ask (OffsetFetch through its group's coordinator): the
    * admin client's ListConsumerGroupOffsets crashes the process in librdkafka 2.15 when its answer is
    * NOT_COORDINATOR (a coordinator that moved or is just elected): rd_kafka_handle_OffsetFetch then
@@ -274,7 +289,7 @@ export class KafkaBus implements Bus {
     consumer: Consumer,
     topics: string[],
     counted: (topic: string, partition: number) => boolean = () => true,
-  ): Promise<number> {
+  ): Promise<{ events: number; position: number }> {
     const admin = await this.connectedAdmin();
     const heads = await Promise.all(
       topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
@@ -290,13 +305,15 @@ export class KafkaBus implements Bus {
       REQUEST_TIMEOUT_MS,
     );
     let events = 0;
+    let position = 0;
     for (const { topic, partition, high, low } of partitions) {
       const at = Number(
         committed.find((each) => each.topic === topic && each.partition === partition)?.offset ?? -1,
       );
+      position += at >= 0 ? at : Number(low);
       events += Number(high) - (at >= 0 ? at : Number(low));
     }
-    return events;
+    return { events, position };
   }
 
   private connectedAdmin(): Promise<Admin> {
@@ -331,7 +348,7 @@ export class KafkaBus implements Bus {
   async lag(): Promise<ConsumerLag[]> {
     return Promise.all(
       [...this.durable].map(async ([group, { topics, consumer, progressedAt }]) => {
-        const events = await this.uncommitted(consumer(), topics);
+        const { events } = await this.uncommitted(consumer(), topics);
         return { group, events, seconds: events > 0 ? (Date.now() - progressedAt) / 1000 : 0 };
       }),
     );
