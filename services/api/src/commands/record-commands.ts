@@ -6,6 +6,7 @@ import {
   decide,
   type Actor,
   type RecordCommand,
+  ABSENT,
   type RecordEvent,
   type RelatedState,
 } from '../domain/record-decider.js';
@@ -78,7 +79,12 @@ export class RecordCommands {
             const id = creating ? (request.id ?? (await this.records.nextId())) : request.id;
             streamId = recordStreamId(model.name, id);
             describeActiveSpan({ 'ofp.record.id': id });
-            const state = await this.records.load(model, id, context.orgId, creating);
+            // An id the sequence just gave is no record's yet, unless a create at a chosen id took it:
+            // the append's version check refuses that, and the command is decided again on a new id.
+            const state =
+              creating && request.id === undefined
+                ? ABSENT
+                : await this.records.load(model, id, context.orgId, creating);
             const related = await this.loadRelated(
               model,
               context.orgId,
@@ -196,10 +202,11 @@ export class RecordCommands {
     const touched = created
       ? uniqueFields
       : uniqueFields.filter((name) => events.some((e) => name in e.data.previous));
-    if (touched.length === 0) return;
     const values: UniqueValue[] = touched
       .map((field) => ({ field, value: last.record[field] }))
       .filter((v): v is UniqueValue => typeof v.value === 'string' && v.value !== '');
-    await this.unique.reserve(client, orgId, model.name, id, touched, values);
+    // A created record holds no reservation yet: its append found its stream new in this transaction,
+    // and a deleted record's stream is never new again.
+    await this.unique.reserve(client, orgId, model.name, id, created ? [] : touched, values);
   }
 }

@@ -276,6 +276,21 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(foreignTaken.body.errors).toEqual({ id: ['has already been taken'] });
   });
 
+  it('gives a created person a server-assigned id that a create at a chosen id did not take', async () => {
+    const first = await acme.request<Person>('POST', '/v2/people', { body: { last_name: 'Before' } });
+    expect(first.status).toBe(201);
+    const chosen = first.body.results.id + 1;
+    const taken = await acme.request<Person>('POST', `/v2/people/${chosen}`, {
+      body: { last_name: 'Chosen' },
+    });
+    expect(taken.status).toBe(201);
+    const next = await acme.request<Person>('POST', '/v2/people', { body: { last_name: 'After' } });
+    expect(next.status).toBe(201);
+    expect(next.body.results.id).toBeGreaterThan(chosen);
+    const read = await acme.request<Person>('GET', `/v2/people/${chosen}`);
+    expect(read.body.results.last_name).toBe('Chosen');
+  });
+
   it('replays an Idempotency-Key and refuses the key with another body', async () => {
     const key = randomUUID();
     const first = await acme.request<Person>('POST', '/v2/people', {
