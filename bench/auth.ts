@@ -21,16 +21,16 @@ import {
   createJwksKeySource,
   createTokenVerifier,
 } from '@ofp/auth-tokens';
+import { createMetricsRegistry } from '@ofp/runtime';
 import {
   PUBLIC,
   closeServer,
   createHttpApp,
-  createMetricsRegistry,
   jsonReply,
   listen,
   type Access,
   type Route,
-} from '@ofp/runtime';
+} from '@ofp/http-api';
 import { startEmbeddedPostgres } from '@ofp/standalone';
 import {
   CACHE_DIR,

@@ -14,15 +14,8 @@ import { Agent, request } from 'undici';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
-import {
-  closeServer,
-  createHttpApp,
-  createMetricsRegistry,
-  createPool,
-  listen,
-  ModuleRunner,
-  PostgresSession,
-} from '@ofp/runtime';
+import { createMetricsRegistry, createPool, ModuleRunner, PostgresSession } from '@ofp/runtime';
+import { closeServer, createHttpApp, listen } from '@ofp/http-api';
 import { startScratchDatabase, testLogger, testSecrets } from '@ofp/testing';
 import {
   createDeliverySender,

@@ -15,7 +15,7 @@ import {
   type Operations,
   type Route,
   type RouteSpec,
-} from '@ofp/runtime';
+} from '@ofp/http-api';
 import { dispatcherRouteSpecs, eventCatalog } from '@ofp/webhook-dispatcher';
 import { platformConfigSchema } from './config.js';
 import { DATA_SCHEMAS } from './streams.js';

@@ -35,12 +35,9 @@ import {
 import { EventStore, ParkedEvents, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
-  closeServer,
   createDependencyHealth,
-  createHttpApp,
   createMetricsRegistry,
   createPool,
-  listen,
   loadSecretsKeyring,
   secretsKeyFileWatch,
   postgresCheck,
@@ -53,9 +50,9 @@ import {
   type ModuleDefinitions,
   type ModulePart,
   type Pool,
-  type Route,
   type SecretsKeyring,
 } from '@ofp/runtime';
+import { closeServer, createHttpApp, listen, type Route } from '@ofp/http-api';
 import { STANDALONE_FILES, startEmbeddedPostgres, type InstanceLock } from '@ofp/standalone';
 import { telemetryModule } from '@ofp/runtime/telemetry';
 import {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Marked } from 'marked';
-import { PUBLIC, type Route } from '@ofp/runtime';
+import { PUBLIC, type Route } from '@ofp/http-api';
 
 /**
  * The runbooks of the chart's alerts, served by every process at `/docs/runbooks` (each alert's

@@ -1,5 +1,5 @@
 import { baseError } from '@ofp/contracts';
-import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/runtime';
+import { bearerChallenge, type Access, type Admission, type IncomingRequest } from '@ofp/http-api';
 import { KeySourceUnavailableError } from './jwks.js';
 import type { AuthMetrics } from './auth-metrics.js';
 import type { DenyList } from './revocations.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { QueryParameter } from '@ofp/runtime';
+import type { QueryParameter } from '@ofp/http-api';
 import { pageEnvelopeOf, singleEnvelopeOf } from '@ofp/contracts';
 import type {
   ColumnDefinition,

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createLogger } from './logger.js';
-import { IdempotencyStore } from './idempotency.js';
 import { migrate, schemaTransaction } from './migrations.js';
 import { createPool, type Pool } from './postgres.js';
 
@@ -65,9 +64,15 @@ describe('migrate', () => {
     // Without the lock, concurrent CREATE TABLE IF NOT EXISTS fails on pg_type's unique index (the
     // chaos run's two dispatcher replicas, laying out their idempotency table).
     await db.pool.query('CREATE SCHEMA starting');
-    const store = new IdempotencyStore(db.pool, 'starting.idempotency_keys');
+    const layOut = `
+      CREATE TABLE IF NOT EXISTS starting.idempotency_keys (org_id bigint, key text, PRIMARY KEY (org_id, key));
+      CREATE INDEX IF NOT EXISTS idempotency_keys_key ON starting.idempotency_keys (key);`;
     const layOuts = await Promise.allSettled(
-      Array.from({ length: 8 }, () => schemaTransaction(db.pool, (client) => store.layOut(client))),
+      Array.from({ length: 8 }, () =>
+        schemaTransaction(db.pool, async (client) => {
+          await client.query(layOut);
+        }),
+      ),
     );
     expect(layOuts.filter((result) => result.status === 'rejected')).toEqual([]);
     const { rowCount } = await db.pool.query(

@@ -4,17 +4,14 @@ import type { AuthContext, BearerGate } from '@ofp/auth-tokens';
 import type { Bus, Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
-  IdempotencyStore,
-  bindRoutes,
   migrate,
   schemaTransaction,
   type Logger,
   type Module,
   type Pool,
   type PostgresSession,
-  type Route,
-  type RouteSpec,
 } from '@ofp/runtime';
+import { IdempotencyStore, bindRoutes, type Route, type RouteSpec } from '@ofp/http-api';
 
 import { RecordCommands } from './commands/record-commands.js';
 import { RecordStore } from './commands/record-store.js';

@@ -12,7 +12,7 @@ import {
   type TokenVerifier,
 } from '@ofp/auth-tokens';
 import { DomainError } from '@ofp/contracts';
-import { closeServer } from '@ofp/runtime';
+import { closeServer } from '@ofp/http-api';
 import { testLogger } from '@ofp/testing';
 import type { RegisteredClient } from './tenants.js';
 import { startAuthTestServer, type AuthTestServer } from './testing/auth-test-server.js';

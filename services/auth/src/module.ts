@@ -15,8 +15,6 @@ import {
   type TokenBucketConfig,
 } from '@ofp/auth-tokens';
 import {
-  PUBLIC,
-  bindRoutes,
   checkSealedColumn,
   declareSealedColumns,
   migrate,
@@ -24,10 +22,9 @@ import {
   type Logger,
   type Module,
   type Pool,
-  type Route,
-  type RouteSpec,
   type SecretsKeyring,
 } from '@ofp/runtime';
+import { PUBLIC, bindRoutes, type Route, type RouteSpec } from '@ofp/http-api';
 import { adminAccess } from './admin/admin-token.js';
 import { adminOperations, adminRouteSpecs } from './admin/routes.js';
 import { Janitor } from './janitor.js';

@@ -1,16 +1,16 @@
 import type { z } from 'zod';
 import { baseError, singleEnvelope } from '@ofp/contracts';
 import type { AuthContext, AuthMetrics, Clock, DpopProofVerifier, TokenVerifier } from '@ofp/auth-tokens';
+import { type Pool } from '@ofp/runtime';
 import {
   bearerChallenge,
   jsonReply,
   type Operation,
   type Operations,
-  type Pool,
   type Reply,
   type RouteRequest,
   type RouteSpec,
-} from '@ofp/runtime';
+} from '@ofp/http-api';
 import { authorizeEndpoint } from './oauth/authorize.js';
 import type { ClientRequest } from './oauth/client-auth.js';
 import { oauthErrorReply } from './oauth/errors.js';

@@ -12,7 +12,8 @@ import {
 } from '@ofp/auth-tokens';
 import { PgLogBus, consumerModule } from '@ofp/bus';
 import { singleEnvelope } from '@ofp/contracts';
-import { jsonReply, sealedContext, type Module, type Route } from '@ofp/runtime';
+import { sealedContext, type Module } from '@ofp/runtime';
+import { jsonReply, type Route } from '@ofp/http-api';
 import { testLogger } from '@ofp/testing';
 import type { RegisteredClient } from './tenants.js';
 import {

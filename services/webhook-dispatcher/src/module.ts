@@ -4,9 +4,6 @@ import type { BearerGate } from '@ofp/auth-tokens';
 import { consumerModule, type Bus, type Parking } from '@ofp/bus';
 import type { EventStore } from '@ofp/event-store';
 import {
-  IdempotencyStore,
-  PUBLIC,
-  bindRoutes,
   checkSealedColumn,
   declareSealedColumns,
   migrate,
@@ -16,10 +13,9 @@ import {
   type Module,
   type Pool,
   type PostgresSession,
-  type Route,
-  type RouteSpec,
   type SecretsKeyring,
 } from '@ofp/runtime';
+import { IdempotencyStore, PUBLIC, bindRoutes, type Route, type RouteSpec } from '@ofp/http-api';
 import { DEFAULT_LIMITS, type DeliveryLimits } from './config.js';
 import { AddressGuard, systemResolver, type HostResolver } from './delivery/address-guard.js';
 import { DeliveryMetrics } from './delivery/delivery-metrics.js';

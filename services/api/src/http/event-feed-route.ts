@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { fieldError } from '@ofp/contracts';
 import type { AuthContext } from '@ofp/auth-tokens';
 import type { EventType } from '@ofp/models';
-import type { Operation, Operations, RouteSpec } from '@ofp/runtime';
+import type { Operation, Operations, RouteSpec } from '@ofp/http-api';
 import { FEED_LIMITS, FEED_RETENTION_DAYS, type EventFeed, type FeedRequest } from '../queries/event-feed.js';
 
 /** An event type of the catalog with the schema of its published body. */

@@ -23,7 +23,7 @@ import {
   type Reply,
   type RouteRequest,
   type RouteSpec,
-} from '@ofp/runtime';
+} from '@ofp/http-api';
 import type { RecordCommands, WriteOutcome, WriteRequest } from '../commands/record-commands.js';
 import type { ReadYourWrites } from '../queries/read-your-writes.js';
 import { searchEnvelopeJson, singleEnvelopeJson, type RecordQueries } from '../queries/record-queries.js';

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { baseError } from '@ofp/contracts';
-import { bearerChallenge, type Access } from '@ofp/runtime';
+import { bearerChallenge, type Access } from '@ofp/http-api';
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 

@@ -11,15 +11,8 @@ import {
   type FieldErrors,
 } from '@ofp/contracts';
 import { ParkedEvents, type ParkedEvent } from '@ofp/event-store';
-import {
-  inTransaction,
-  jsonReply,
-  type Operation,
-  type Operations,
-  type Pool,
-  type RouteRequest,
-  type RouteSpec,
-} from '@ofp/runtime';
+import { inTransaction, type Pool } from '@ofp/runtime';
+import { jsonReply, type Operation, type Operations, type RouteRequest, type RouteSpec } from '@ofp/http-api';
 import type { Grants } from '../oauth/grants.js';
 import type { SigningKeys } from '../signing-keys.js';
 import { organizationSchema, registeredClientSchema } from '../schemas.js';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, Scope } from '@ofp/auth-tokens';
-import type { Pool, Reply } from '@ofp/runtime';
+import type { Pool } from '@ofp/runtime';
+import type { Reply } from '@ofp/http-api';
 import { digestSecret, newSecret } from '../secrets.js';
 import { OAuthError } from './errors.js';
 import { singleValued } from './form.js';

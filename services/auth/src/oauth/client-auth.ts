@@ -6,7 +6,8 @@ import {
   type Scope,
   type TokenBucketLimiter,
 } from '@ofp/auth-tokens';
-import { prepared, type Access, type Pool } from '@ofp/runtime';
+import { prepared, type Pool } from '@ofp/runtime';
+import { type Access } from '@ofp/http-api';
 import { createLocalJWKSet, decodeJwt, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 import { digestSecret, secretMatches } from '../secrets.js';
 import { OAuthError } from './errors.js';

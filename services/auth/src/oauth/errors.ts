@@ -1,5 +1,5 @@
 import { isDomainError } from '@ofp/contracts';
-import { jsonReply, type Reply } from '@ofp/runtime';
+import { jsonReply, type Reply } from '@ofp/http-api';
 
 /**
  * The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7009 §2.2.1, `invalid_dpop_proof` and

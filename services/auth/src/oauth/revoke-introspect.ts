@@ -1,5 +1,6 @@
 import { epochSeconds, type Clock, type TokenVerifier } from '@ofp/auth-tokens';
-import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { jsonReply, type Reply } from '@ofp/http-api';
 import { digestSecret } from '../secrets.js';
 import type { ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';

@@ -6,7 +6,8 @@ import {
   type DpopProofVerifier,
   type Scope,
 } from '@ofp/auth-tokens';
-import { inTransaction, jsonReply, type Pool, type PoolClient, type Reply } from '@ofp/runtime';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
+import { jsonReply, type Reply } from '@ofp/http-api';
 import { digestSecret } from '../secrets.js';
 import { lockClient } from '../tenants.js';
 import type { Client, ClientRequest } from './client-auth.js';

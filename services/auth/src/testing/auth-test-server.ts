@@ -1,16 +1,8 @@
 import type { RequestListener, Server } from 'node:http';
 import type { TokenBucketConfig } from '@ofp/auth-tokens';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
-import {
-  closeServer,
-  createHttpApp,
-  createMetricsRegistry,
-  listen,
-  type Pool,
-  type PostgresSession,
-  type Route,
-  type SecretsKeyring,
-} from '@ofp/runtime';
+import { createMetricsRegistry, type Pool, type PostgresSession, type SecretsKeyring } from '@ofp/runtime';
+import { closeServer, createHttpApp, listen, type Route } from '@ofp/http-api';
 import { createTestDatabase, testLogger, testSecrets, type TestDatabase } from '@ofp/testing';
 import { createAuthService, migrateAuth, type AuthService } from '../module.js';
 import type { RegisteredClient } from '../tenants.js';

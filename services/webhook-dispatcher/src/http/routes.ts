@@ -17,21 +17,19 @@ import {
   singleEnvelopeSchema,
   type ModelDefinition,
 } from '@ofp/models';
+import { inTransaction, type Pool, type PoolClient } from '@ofp/runtime';
 import {
   etagOf,
-  inTransaction,
   jsonReply,
   parseIfMatch,
   recordIdOf,
   type HttpMethod,
   type Operation,
   type Operations,
-  type Pool,
-  type PoolClient,
   type Reply,
   type RouteRequest,
   type RouteSpec,
-} from '@ofp/runtime';
+} from '@ofp/http-api';
 import type { CommitWith } from '../delivery/delivery-queue.js';
 import { webhookDeliveries, webhooks } from '../models.js';
 import { TABLES } from '../schema.js';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Operations, RouteSpec } from '@ofp/runtime';
+import type { Operations, RouteSpec } from '@ofp/http-api';
 import { webhooks } from '../models.js';
 
 /** The page's files, kept as they are served (`portal/` beside `src/`, shipped with the package). */

@@ -10,15 +10,8 @@ import {
 import { PgLogBus, type Bus } from '@ofp/bus';
 import type { RecordChange, RecordJson } from '@ofp/contracts';
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
-import {
-  ModuleRunner,
-  closeServer,
-  createHttpApp,
-  createMetricsRegistry,
-  listen,
-  loadSecretsKeyring,
-  type SecretsKeyring,
-} from '@ofp/runtime';
+import { ModuleRunner, createMetricsRegistry, loadSecretsKeyring, type SecretsKeyring } from '@ofp/runtime';
+import { closeServer, createHttpApp, listen } from '@ofp/http-api';
 import { createTestDatabase, testLogger, testSecretsKeyFile, type TestDatabase } from '@ofp/testing';
 import {
   createWebhookDispatcher,

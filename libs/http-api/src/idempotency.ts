@@ -1,8 +1,14 @@
 import { createHash } from 'node:crypto';
 import { baseError, fieldError, isDomainError } from '@ofp/contracts';
-import type { Pool, PoolClient } from './postgres.js';
+import {
+  isSealed,
+  sealedContext,
+  type Pool,
+  type PoolClient,
+  type SealedColumn,
+  type SecretsKeyring,
+} from '@ofp/runtime';
 import type { Reply } from './routes.js';
-import { isSealed, sealedContext, type SealedColumn, type SecretsKeyring } from './secrets-at-rest.js';
 
 /** Printable ASCII, 1 to 255 characters (API.md §5). */
 const KEY = /^[\x20-\x7e]{1,255}$/;

@@ -20,7 +20,15 @@ import {
   missingScope,
   type DomainError,
 } from '@ofp/contracts';
-import type { Logger } from './logger.js';
+import {
+  createHttpMetrics,
+  currentTraceparent,
+  isDependencyDown,
+  nameServerSpan,
+  validTraceparent,
+  withDatabaseDeadline,
+  type Logger,
+} from '@ofp/runtime';
 import { refusedValueError, statusOf } from './http-errors.js';
 import {
   idempotentReply,
@@ -30,9 +38,6 @@ import {
   type IdempotentWrite,
 } from './idempotency.js';
 import { prefersAsync } from './record-http.js';
-import { createHttpMetrics } from './metrics.js';
-import { isDependencyDown, withDatabaseDeadline } from './postgres.js';
-import { currentTraceparent, nameServerSpan, validTraceparent } from './tracing.js';
 import {
   PUBLIC,
   jsonReply,

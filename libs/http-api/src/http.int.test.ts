@@ -4,8 +4,7 @@ import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
 import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, MAX_BODY_DEPTH } from './http.js';
 import { IdempotencyStore } from './idempotency.js';
-import { createMetricsRegistry } from './metrics.js';
-import { createPool, inTransaction, type Pool } from './postgres.js';
+import { createMetricsRegistry, createPool, inTransaction, type Pool } from '@ofp/runtime';
 import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
 
 /** A stand-in for a bearer access: `Bearer <org>:<scope,scope>`. */

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
 import type { IdempotencyStore, IdempotentWrite } from './idempotency.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '@ofp/runtime';
 
 /**
  * An operation as data: everything routing, the pipeline's checks and the published description
