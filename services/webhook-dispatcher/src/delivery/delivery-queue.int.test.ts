@@ -230,6 +230,28 @@ describe('the delivery queue', () => {
     expect(await claim({ ...CLAIM, endpointConcurrency: 5 }, NOW)).toHaveLength(2);
   });
 
+  it('holds no endpoint behind another whose slots are taken, however long its backlog', async () => {
+    const { id: slow } = await harness.createWebhook(1, { url: 'http://127.0.0.1:9/slow', events: ['*'] });
+    // Older than anything of the other endpoint, and more than a claim looks at.
+    await queue.enqueue(
+      Array.from({ length: 5 * CLAIM.limit }, (_, n) => ({ ...delivery(`slow-${n}`, 1), webhookId: slow })),
+      NOW,
+    );
+    const capped = { ...CLAIM, endpointConcurrency: 2 };
+    const first = await claim(capped, NOW);
+    expect(first.map((d) => d.webhookId)).toEqual([slow, slow]);
+    const later = new Date(NOW.getTime() + 1_000);
+    await queue.enqueue([delivery('fast-1', 1), delivery('fast-2', 1)], later);
+    const second = await claim(capped, later);
+    expect(second.map((d) => d.webhookId)).toEqual([webhookId, webhookId]);
+    // A slot of each free again: the slow endpoint's oldest first, then the other's.
+    await succeed([first[0]!, ...second]);
+    await queue.enqueue([delivery('fast-3', 1)], later);
+    const third = await claim(capped, later);
+    expect(third.map((d) => d.webhookId)).toEqual([slow, webhookId]);
+    expect(third[0]!.streamId).toBe('slow-2');
+  });
+
   it('queues again what a worker that is gone had claimed, and what it hands back', async () => {
     await queue.enqueue([delivery(null, null), delivery(null, null)], NOW);
     const [kept, handedBack] = await claim(CLAIM, NOW);
@@ -331,17 +353,17 @@ describe('the delivery queue', () => {
     });
 
     it('does not hold other endpoints behind a backlog that its rate holds back', async () => {
-      await ratedEndpoint(1, 3 * CLAIM.limit);
+      const rated = await ratedEndpoint(1, 3 * CLAIM.limit);
       const { id: other } = await harness.createWebhook(1, {
         url: 'http://127.0.0.1:9/other',
         events: ['*'],
       });
       await queue.enqueue([{ ...delivery('other-1', 1), webhookId: other }], at(1));
-      // The first claim sees only the oldest due rows: the rated endpoint's, held back but one.
-      expect((await queue.claim(CLAIM, at(1))).deliveries).toHaveLength(1);
-      // Put off, they no longer stand in front of the other endpoint's delivery.
-      const second = await queue.claim(CLAIM, at(1));
-      expect(second.deliveries.map((d) => d.webhookId)).toContain(other);
+      // The rated endpoint's one token, the rest of what the claim looked at put off, and beside them
+      // the other endpoint's delivery.
+      const first = await queue.claim(CLAIM, at(1));
+      expect(first.deliveries.map((d) => d.webhookId)).toEqual([rated, other]);
+      expect(first.heldBack).toBe(2 * CLAIM.limit - 1);
     });
   });
 });

@@ -252,9 +252,10 @@ export class DeliveryQueue {
   }
 
   /**
-   * Claims due deliveries for a worker: oldest due first, only deliveries whose record's turn it is
-   * (API.md §8: in `sequence` order per endpoint), no more per endpoint than its concurrency limit
-   * allows, and no faster than its rate (`rate_limit`, a token bucket in `webhooks.endpoint_rates`
+   * Claims due deliveries for a worker: oldest due first of what each endpoint may take, so that an
+   * endpoint at its limit, however long its backlog, holds no other back; only deliveries whose
+   * record's turn it is (API.md §8: in `sequence` order per endpoint), no more per endpoint than its
+   * concurrency limit allows, and no faster than its rate (`rate_limit`, a token bucket in `webhooks.endpoint_rates`
    * that claims, serialized, share across processes). What a rate holds back is put off to when its
    * tokens come. A claim holds until the worker records the attempt, hands it back, dies, or `leaseMs`
    * passes.
@@ -269,34 +270,52 @@ export class DeliveryQueue {
       );
       const { rows } = await client.query<ClaimRow>(
         prepared(
-          `WITH due AS (
-           SELECT q.delivery_id, q.webhook_id, q.due_at
-             FROM webhooks.delivery_queue q
-            WHERE q.due_at <= $1
-            ORDER BY q.due_at, q.delivery_id
-            LIMIT $2
-         ), ranked AS (
-           SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.due_at, due.delivery_id) AS place
-             FROM due
+          `WITH RECURSIVE queued AS (
+           -- The endpoints with deliveries queued, one index descent each (a skip scan): each endpoint's
+           -- due deliveries are looked at apart, so that one whose slots are taken holds no other back
+           -- however long its backlog.
+           (SELECT q.webhook_id FROM webhooks.delivery_queue q
+             WHERE q.due_at IS NOT NULL ORDER BY q.webhook_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT q.webhook_id FROM webhooks.delivery_queue q
+                    WHERE q.due_at IS NOT NULL AND q.webhook_id > e.webhook_id ORDER BY q.webhook_id LIMIT 1)
+             FROM queued e WHERE e.webhook_id IS NOT NULL
          ), busy AS (
-           -- Claims that hold (a lapsed one is due again, and among those above).
-           SELECT c.webhook_id, count(*) AS claimed
+           -- Claims that hold (a lapsed one is due again, and among those below).
+           SELECT c.webhook_id, count(*)::int AS claimed
              FROM webhooks.delivery_queue c
-            WHERE c.claimed_by IS NOT NULL AND c.due_at > $1 AND c.webhook_id IN (SELECT webhook_id FROM due)
+            WHERE c.claimed_by IS NOT NULL AND c.due_at > $1
             GROUP BY c.webhook_id
          ), rated AS (
-           -- The due endpoints that have a rate, each a token bucket (GCRA): one token every
+           -- The queued endpoints that have a rate, each a token bucket (GCRA): one token every
            -- \`spacing\` ms, at most \`burst\` at once; \`tat\` is when it would be full again.
            SELECT w.id AS webhook_id, 1000 / w.rate_limit::float8 AS spacing,
                   ceil(w.rate_limit * ${RATE_BURST_SECONDS})::int AS burst, greatest(t.tat, $1) AS tat,
                   t.held_until
              FROM webhooks.webhooks w LEFT JOIN webhooks.endpoint_rates t ON t.webhook_id = w.id
-            WHERE w.id IN (SELECT webhook_id FROM due) AND w.rate_limit IS NOT NULL
+            WHERE w.id IN (SELECT webhook_id FROM queued) AND w.rate_limit IS NOT NULL
          ), allowed AS (
            -- The tokens in each bucket now (the epsilon: the microseconds a timestamp rounds away).
            SELECT rated.*,
                   greatest(0, burst + floor(extract(epoch FROM $1 - tat) * 1000 / spacing + 1e-6))::int AS tokens
              FROM rated
+         ), due AS (
+           -- Each endpoint's oldest due deliveries: as many as its free slots (no more than a claim
+           -- takes), or, when it has a rate, up to $2, those beyond its tokens to be put off below.
+           SELECT f.* FROM queued e
+             LEFT JOIN busy b ON b.webhook_id = e.webhook_id
+             LEFT JOIN allowed a ON a.webhook_id = e.webhook_id
+            CROSS JOIN LATERAL (
+              SELECT q.delivery_id, q.webhook_id, q.due_at
+                FROM webhooks.delivery_queue q
+               WHERE q.webhook_id = e.webhook_id AND q.due_at <= $1
+               ORDER BY q.due_at, q.delivery_id
+               LIMIT CASE WHEN a.webhook_id IS NULL THEN greatest(0, least($4, $3 - coalesce(b.claimed, 0)))
+                          ELSE $2 END) f
+            WHERE e.webhook_id IS NOT NULL
+         ), ranked AS (
+           SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.due_at, due.delivery_id) AS place
+             FROM due
          ), chosen AS (
            SELECT r.delivery_id FROM ranked r
              LEFT JOIN busy b ON b.webhook_id = r.webhook_id
@@ -352,7 +371,8 @@ export class DeliveryQueue {
          SELECT h.held_back, h.next_token_at, x.*
            FROM (SELECT (SELECT count(*)::int FROM deferred) AS held_back,
                         (SELECT min(n.at) FROM (SELECT tat - ((burst - 1) * spacing) * interval '1 millisecond' AS at
-                                                  FROM spent) n WHERE n.at > $1) AS next_token_at) h
+                                                  FROM spent WHERE webhook_id IN (SELECT webhook_id FROM due)) n
+                          WHERE n.at > $1) AS next_token_at) h
            LEFT JOIN (
              SELECT c.delivery_id AS id, d.org_id, c.webhook_id, d.event_id, d.event_type, d.stream_id, d.payload,
                     d.traceparent, c.round_attempts, w.url, s.secret,
@@ -365,7 +385,8 @@ export class DeliveryQueue {
           ORDER BY x.id`,
           [
             now,
-            // Scanning further than the claim lets a saturated endpoint not starve the others behind it.
+            // What a rated endpoint's claim looks at: those beyond its tokens are put off, a claim's worth
+            // and more, so that they are not read again at every claim.
             options.limit * 2,
             options.endpointConcurrency,
             options.limit,

@@ -303,6 +303,44 @@ describe('webhook deliveries', () => {
     expect(attempt!.response_excerpt).toBe('x'.repeat(1024));
   });
 
+  it('delivers to an endpoint at once while a slow endpoint works off a long backlog', async () => {
+    const slow = await subscriber();
+    const fast = await subscriber();
+    // Two at a time (the endpoint limit), half a second each: 4 a second.
+    slow.receiver.answerWith(() => ({ status: 204, delayMs: 500 }));
+    // Twice as many as a claim of the worker pool (64 in flight, 64 ahead) looks at, and more.
+    const backlog = 600;
+    for (let n = 1; n <= backlog; n += 50)
+      await Promise.all(
+        Array.from({ length: 50 }, (_, k) =>
+          harness.appendRecordEvent({ orgId: slow.orgId, id: recordId(slow.orgId, n + k), version: 1 }),
+        ),
+      );
+    const q = encodeURIComponent(JSON.stringify({ limit: 1 }));
+    await eventually(async () => {
+      const response = await harness.request('GET', `/webhook_deliveries?q=${q}`, { orgId: slow.orgId });
+      return response.body.total_results === backlog ? true : undefined;
+    }, 'the slow endpoint’s backlog queued');
+
+    // The fast endpoint's deliveries, queued behind all of it, go as soon as they are due.
+    const waited: number[] = [];
+    for (let n = 1; n <= 3; n++) {
+      const appended = performance.now();
+      await harness.appendRecordEvent({ orgId: fast.orgId, id: recordId(fast.orgId, n), version: 1 });
+      await fast.receiver.waitFor((r) => r.length === n, 10_000);
+      waited.push(performance.now() - appended);
+    }
+    // Locally a few tens of milliseconds each (the intake's poll, a claim, the request); behind the
+    // backlog, as before the claim took each endpoint apart, over a minute (500 of them at 4 a second).
+    expect(Math.max(...waited)).toBeLessThan(3_000);
+    expect(slow.receiver.received.length).toBeLessThan(backlog / 2);
+    // Its queue given up, so that it does not keep sending while the other tests run.
+    await harness.request('PATCH', `/webhooks/${slow.webhook.id}`, {
+      orgId: slow.orgId,
+      body: { enabled: false },
+    });
+  });
+
   it('counts attempts by outcome, and the queue depth, in its metrics', async () => {
     const text = await harness.dispatcher.metrics.metrics();
     expect(text).toMatch(/webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/);
