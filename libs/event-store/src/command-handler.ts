@@ -59,14 +59,16 @@ export async function handleCommand<R>(
     const decided = await decide();
     const appends = decided.appends.filter((append) => append.events.length > 0);
     if (appends.length === 0 && !decided.alsoInTransaction) return decided.outcome(new Map());
+    const resultsOf = (list: readonly AppendResult[]): AppendResults =>
+      new Map(appends.map((append, i) => [append.streamId, list[i]!]));
+    const also = decided.alsoInTransaction;
     try {
-      let outcome: R | undefined;
-      await store.appendToStreams(appends, async (client, list) => {
-        const results = new Map(appends.map((append, i) => [append.streamId, list[i]!]));
-        await decided.alsoInTransaction?.(client, results);
-        outcome = decided.outcome(results);
-      });
-      return outcome as R;
+      // Without writes beside them, one stream's events are a statement of their own (no transaction).
+      const list = await store.appendToStreams(
+        appends,
+        also && ((client, appended) => also(client, resultsOf(appended))),
+      );
+      return decided.outcome(resultsOf(list));
     } catch (error) {
       if (!(error instanceof WrongExpectedVersion) && !options.isRace?.(error)) throw error;
       options.onRace?.(error);

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import { EventStore, migrateEventStore } from './event-store.js';
@@ -84,6 +85,31 @@ describe('EventStore', () => {
       for (const failure of lost) expect(failure.reason).toBeInstanceOf(WrongExpectedVersion);
     }
     expect((await store.readStream('c-1')).map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('appends one stream without writes beside it as one statement of the pool, with no BEGIN or COMMIT', async () => {
+    // A transaction checks a client out of the pool (pool.connect) and sends BEGIN, the append, COMMIT.
+    const query = jest.spyOn(db.pool, 'query');
+    try {
+      await store.append({
+        streamId: 's-1',
+        streamType: 's',
+        expectedVersion: 0,
+        orgId: 1,
+        events: [event()],
+      });
+      expect(query).toHaveBeenCalledTimes(1);
+      await store.append(
+        { streamId: 's-1', streamType: 's', expectedVersion: 1, orgId: 1, events: [event()] },
+        async (client) => {
+          await client.query('SELECT 1');
+        },
+      );
+      expect(query).toHaveBeenCalledTimes(1);
+    } finally {
+      query.mockRestore();
+    }
+    expect((await store.readStream('s-1')).map((e) => e.version)).toEqual([1, 2]);
   });
 
   it('rolls the events back when a write in the same transaction fails', async () => {

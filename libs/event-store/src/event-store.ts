@@ -102,8 +102,17 @@ export interface EventStoreOptions {
   readonly outbox: boolean;
 }
 
+/** A concurrent append's event at one of `input`'s versions (a unique violation) as the race it is. */
+function versionRaceOf(error: unknown, input: AppendInput): unknown {
+  return (error as { code?: string }).code === '23505' &&
+    (error as { constraint?: string }).constraint === 'events_stream_id_version_key'
+    ? new WrongExpectedVersion(input.streamId, input.expectedVersion)
+    : error;
+}
+
 /**
- * Appends and reads events. Appends run in their own transaction: the events' INSERT is that
+ * Appends and reads events. Appends run in their own transaction (one stream's events without
+ * writes beside them are a single statement, its own transaction): the events' INSERT is that
  * transaction's first write, so its transaction id is assigned only after the caller read the
  * stream. That keeps one stream's events in transaction-id order, which the global order relies on.
  * A multi-stream append keeps the rule: every stream it writes was read before its transaction
@@ -149,6 +158,15 @@ export class EventStore {
     if (inputs.length === 0 && !alsoInTransaction) throw new Error('append needs a stream');
     if (new Set(inputs.map((input) => input.streamId)).size !== inputs.length)
       throw new Error('append names a stream twice');
+    const [only] = inputs;
+    if (only && inputs.length === 1 && !alsoInTransaction) {
+      // One statement is a transaction of its own: no BEGIN and COMMIT round trips.
+      try {
+        return [await this.insert(this.pool, only)];
+      } catch (error) {
+        throw versionRaceOf(error, only);
+      }
+    }
     const ordered = [...inputs].sort((a, b) =>
       a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0,
     );
@@ -168,14 +186,7 @@ export class EventStore {
       return results;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
-      if (
-        current &&
-        (error as { code?: string }).code === '23505' &&
-        (error as { constraint?: string }).constraint === 'events_stream_id_version_key'
-      ) {
-        throw new WrongExpectedVersion(current.streamId, current.expectedVersion);
-      }
-      throw error;
+      throw current ? versionRaceOf(error, current) : error;
     } finally {
       client.release();
     }
@@ -192,7 +203,7 @@ export class EventStore {
     return this.insert(client, input);
   }
 
-  private async insert(client: PoolClient, input: AppendInput): Promise<AppendResult> {
+  private async insert(client: Pool | PoolClient, input: AppendInput): Promise<AppendResult> {
     const n = input.events.length;
     const versions = input.events.map((_, i) => input.expectedVersion + i + 1);
     // One statement: the version check, the check that no event of the stream is parked (API.md §12),

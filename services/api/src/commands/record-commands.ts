@@ -121,11 +121,14 @@ export class RecordCommands {
                 ...results.get(append.streamId)!,
               })),
             });
+            const reservation = reservationOf(model, creating, events);
+            // A write with nothing to commit beside its events appends them alone (no transaction).
+            if (!reservation && !alongside) return { appends, outcome };
             return {
               appends,
               outcome,
               alsoInTransaction: async (client, results) => {
-                await this.reserveUniqueValues(client, model, context.orgId, id, creating, events);
+                if (reservation) await this.moveReservations(client, model, context.orgId, id, reservation);
                 await alongside?.(client, outcome(results));
               },
             };
@@ -182,31 +185,45 @@ export class RecordCommands {
     }
   }
 
-  /** Moves the record's unique-value reservations to what the events set (or releases them on delete). */
-  private async reserveUniqueValues(
+  /** Moves the record's unique-value reservations to what its events set (or releases them on delete). */
+  private async moveReservations(
     client: PoolClient,
     model: ModelDefinition,
     orgId: number,
     id: number,
-    created: boolean,
-    events: readonly RecordEvent[],
+    reservation: Reservation,
   ): Promise<void> {
-    const last = events[events.length - 1]!.data;
-    if (last.deleted) {
-      await this.unique.release(client, model.name, id);
-      return;
-    }
-    const uniqueFields = Object.entries(model.fields)
-      .filter((entry): entry is [string, ColumnDefinition] => entry[1].kind === 'column' && entry[1].unique)
-      .map(([name]) => name);
-    const touched = created
-      ? uniqueFields
-      : uniqueFields.filter((name) => events.some((e) => name in e.data.previous));
-    const values: UniqueValue[] = touched
-      .map((field) => ({ field, value: last.record[field] }))
-      .filter((v): v is UniqueValue => typeof v.value === 'string' && v.value !== '');
-    // A created record holds no reservation yet: its append found its stream new in this transaction,
-    // and a deleted record's stream is never new again.
-    await this.unique.reserve(client, orgId, model.name, id, created ? [] : touched, values);
+    if (reservation === 'release') await this.unique.release(client, model.name, id);
+    else await this.unique.reserve(client, orgId, model.name, id, reservation.released, reservation.values);
   }
+}
+
+/** What a write changes of its record's unique-value reservations. */
+type Reservation =
+  'release' | { readonly released: readonly string[]; readonly values: readonly UniqueValue[] };
+
+/**
+ * The reservations to move after `events`: all released on delete; else the old values of the unique
+ * fields the events touched released and their new values reserved. A created record holds no
+ * reservation yet: its append found its stream new in the same transaction, and a deleted record's
+ * stream is never new again. Undefined when nothing changes.
+ */
+function reservationOf(
+  model: ModelDefinition,
+  created: boolean,
+  events: readonly RecordEvent[],
+): Reservation | undefined {
+  const last = events[events.length - 1]!.data;
+  if (last.deleted) return 'release';
+  const uniqueFields = Object.entries(model.fields)
+    .filter((entry): entry is [string, ColumnDefinition] => entry[1].kind === 'column' && entry[1].unique)
+    .map(([name]) => name);
+  const touched = created
+    ? uniqueFields
+    : uniqueFields.filter((name) => events.some((e) => name in e.data.previous));
+  const values: UniqueValue[] = touched
+    .map((field) => ({ field, value: last.record[field] }))
+    .filter((v): v is UniqueValue => typeof v.value === 'string' && v.value !== '');
+  const released = created ? [] : touched;
+  return released.length === 0 && values.length === 0 ? undefined : { released, values };
 }
