@@ -20,7 +20,15 @@ describe('the module graph of each TARGET', () => {
   it('standalone (all) runs every service on one listener, and announces itself last', () => {
     expect(graph('all')).toEqual(expect.arrayContaining(Object.values(SERVICES).flat()));
     expect(graph('all')).not.toContain('admin-http');
-    expect(graph('all').slice(-2)).toEqual(['http', 'standalone']);
+    expect(graph('all').slice(-3)).toEqual(['http', 'warm-up', 'standalone']);
+  });
+
+  it('warms up after the listener in every process that serves, so that it is ready once warm', () => {
+    for (const target of ['all', 'auth', 'api', 'projector', 'webhook-dispatcher'] as const) {
+      const modules = graph(target);
+      expect(modules.indexOf('warm-up')).toBeGreaterThan(modules.indexOf('http'));
+    }
+    expect(graph('migrate')).not.toContain('warm-up');
   });
 
   it('auth builds no Kafka client, no bus, no token verification and no other service', () => {

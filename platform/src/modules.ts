@@ -17,6 +17,7 @@ import {
   DpopProofVerifier,
   issuerFromPublicUrl,
   revocationSubscription,
+  type JwksKeySource,
 } from '@ofp/auth-tokens';
 import {
   KafkaBus,
@@ -55,6 +56,7 @@ import {
 import { closeServer, createHttpApp, listen, type Route } from '@ofp/http-api';
 import { STANDALONE_FILES, startEmbeddedPostgres, type InstanceLock } from '@ofp/standalone';
 import { telemetryModule } from '@ofp/runtime/telemetry';
+import { warmUp } from './warm-up.js';
 import {
   createWebhookDispatcher,
   eventCatalog,
@@ -125,8 +127,11 @@ export interface Provided {
   bus: Bus;
   /** Parked events (API.md §12) of the process's consumer groups: projector, process managers, webhook intake. */
   parking: Parking;
-  /** Bearer verification for `/v2`, its deny-list fed by the revocation announcements. */
-  'token-verification': BearerGate;
+  /**
+   * Bearer verification for `/v2` (`gate`), its deny-list fed by the revocation announcements, and the
+   * issuer's published keys it verifies with.
+   */
+  'token-verification': { gate: BearerGate; keys: JwksKeySource; keysUrl: string };
   /** The admin API's bearer token: ADMIN_TOKEN, or (standalone) one generated and kept in DATA_DIR. */
   'admin-token': string;
   /**
@@ -149,6 +154,11 @@ export interface Provided {
   http: Listener;
   /** The admin API's own listener (ADMIN_PORT), where the target has one. */
   'admin-http': Listener;
+  /**
+   * Readiness waits for it: the pool's connections open and the token issuer's keys fetched, before the
+   * first requests need them (bounded).
+   */
+  'warm-up': undefined;
   /** The standalone instance announced: DATA_DIR's instance file, the demo tenant, the banner. */
   standalone: undefined;
 }
@@ -326,27 +336,27 @@ const modules = {
     deps: ['bus', 'metrics'],
     init: ({ config, clock, logger, bus, metrics }) => {
       const denyList = new RevocationDenyList(clock);
+      const keysUrl = `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`;
+      const keys = createJwksKeySource({ url: keysUrl, logger });
       const verifier = createTokenVerifier({
         issuer: issuerFromPublicUrl(publicUrlOf(config)),
-        keys: createJwksKeySource({
-          url: `${config.AUTH_URL ?? `http://127.0.0.1:${config.PORT}`}/.well-known/jwks.json`,
-          logger,
-        }),
+        keys,
         denyList,
         clock,
       });
+      const gate = new BearerGate(
+        verifier,
+        new TokenBucketLimiter(rateLimitOf(config), clock),
+        authMetrics(metrics),
+        // Each process remembers the DPoP proofs it accepted (docs/auth.md).
+        {
+          publicUrl: publicUrlOf(config),
+          proofs: new DpopProofVerifier(clock, config.DPOP_NONCE_SECRET),
+        },
+        denyList,
+      );
       return {
-        value: new BearerGate(
-          verifier,
-          new TokenBucketLimiter(rateLimitOf(config), clock),
-          authMetrics(metrics),
-          // Each process remembers the DPoP proofs it accepted (docs/auth.md).
-          {
-            publicUrl: publicUrlOf(config),
-            proofs: new DpopProofVerifier(clock, config.DPOP_NONCE_SECRET),
-          },
-          denyList,
-        ),
+        value: { gate, keys, keysUrl },
         ...consumerModule(bus, {
           name: 'revocations',
           subscriptions: [revocationSubscription(denyList, `revocations-${config.TARGET}-${hostname()}`)],
@@ -429,7 +439,7 @@ const modules = {
         bus,
         logger,
         clock,
-        gate: given['token-verification'],
+        gate: given['token-verification'].gate,
         readYourWritesTimeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
         eventTypes: eventCatalog(),
         metrics,
@@ -499,7 +509,7 @@ const modules = {
         bus,
         logger,
         clock,
-        gate: given['token-verification'],
+        gate: given['token-verification'].gate,
         publicUrl: publicUrlOf(config),
         metrics,
         ...webhookDispatcherSettings(config),
@@ -575,6 +585,22 @@ const modules = {
     },
   }),
 
+  // After the listener: standalone, the issuer whose keys it fetches is this process.
+  'warm-up': module({
+    deps: ['http', 'pool'],
+    optional: ['token-verification'],
+    init: ({ config, logger, pool, ...given }) => ({
+      start: () =>
+        warmUp({
+          pool,
+          connections: config.DATABASE_POOL_SIZE,
+          keys: given['token-verification']?.keys,
+          keysUrl: given['token-verification']?.keysUrl,
+          logger,
+        }),
+    }),
+  }),
+
   standalone: module({
     deps: ['http', 'preflight', 'database', 'pool', 'admin-token'],
     init: ({ config, clock, logFormat, http, preflight, database, pool, ...given }) => ({
@@ -610,12 +636,13 @@ export const TARGETS = {
     'webhooks',
     'webhook-intake',
     'http',
+    'warm-up',
     'standalone',
   ],
-  auth: ['auth', 'auth-janitor', 'admin-http', 'http'],
-  api: ['api', 'process-managers', 'outbox-relay', 'http'],
-  projector: ['projector', 'http'],
-  'webhook-dispatcher': ['webhooks', 'webhook-intake', 'http'],
+  auth: ['auth', 'auth-janitor', 'admin-http', 'http', 'warm-up'],
+  api: ['api', 'process-managers', 'outbox-relay', 'http', 'warm-up'],
+  projector: ['projector', 'http', 'warm-up'],
+  'webhook-dispatcher': ['webhooks', 'webhook-intake', 'http', 'warm-up'],
   migrate: ['event-store', 'auth-schema', 'api-schema', 'webhooks-schema'],
 } as const satisfies Record<Target, readonly ModuleName[]>;
 

@@ -43,7 +43,15 @@ function isAboutTheToken(error: unknown): boolean {
  * match). While the issuer cannot be reached, the keys it published last keep verifying, and it is
  * asked again once per cooldown rather than once per request.
  */
-export function createJwksKeySource(options: JwksKeySourceOptions): KeySource {
+export interface JwksKeySource extends KeySource {
+  /**
+   * Fetches the keys now, so that the first tokens after a start do not wait for them: resolves with
+   * how many the issuer publishes, rejects when it could not be asked or did not answer.
+   */
+  load(): Promise<number>;
+}
+
+export function createJwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
   const cooldownMs = options.cooldownMs ?? 5_000;
   const remote = createRemoteJWKSet(new URL(options.url), {
     cacheMaxAge: options.maxAgeMs ?? 10 * 60_000,
@@ -68,7 +76,7 @@ export function createJwksKeySource(options: JwksKeySourceOptions): KeySource {
     }
   }
 
-  return async (...args) => {
+  const keySource: KeySource = async (...args) => {
     if (performance.now() - failedAt < cooldownMs) return fromLastKnown(...args);
     try {
       const key = await remote(...args);
@@ -81,4 +89,10 @@ export function createJwksKeySource(options: JwksKeySourceOptions): KeySource {
       return fromLastKnown(...args);
     }
   };
+  return Object.assign(keySource, {
+    async load() {
+      await remote.reload();
+      return remote.jwks()?.keys.length ?? 0;
+    },
+  });
 }
