@@ -152,6 +152,33 @@ describe('DPoP at the token endpoint', () => {
     );
   });
 
+  it('answers a grant it does not serve, or none, before it looks at the proof (RFC 6749 §5.2)', async () => {
+    const form = (grant: Record<string, string>) => ({
+      ...grant,
+      client_id: registered.client_id,
+      client_secret: registered.client_secret,
+    });
+    const spent = await proof();
+    const password = await server.postForm(
+      '/oauth/token',
+      form({ grant_type: 'password', username: 'ada', password: 'secret' }),
+      { DPoP: await proof({ htm: 'GET' }) },
+    );
+    expect(password.status).toBe(400);
+    expect(await password.json()).toEqual({
+      error: 'unsupported_grant_type',
+      error_description: 'Supported: authorization_code, refresh_token, client_credentials',
+    });
+    const none = await server.postForm('/oauth/token', form({}), { DPoP: spent });
+    expect(none.status).toBe(400);
+    expect(await none.json()).toMatchObject({ error: 'invalid_request' });
+    // Nor is a proof missing from a client that must send one the first thing said.
+    const unproved = await server.postForm('/oauth/token', form({ grant_type: 'password' }));
+    expect(await unproved.json()).toMatchObject({ error: 'unsupported_grant_type' });
+    // A refused request spends no proof: this one still gets its token.
+    expect((await clientCredentials({ DPoP: spent })).status).toBe(200);
+  });
+
   it('binds the token of a client that does not require DPoP when it sends a proof, and not otherwise', async () => {
     const plain = await server.registerClient();
     const plainConfig = await discover(server, plain);

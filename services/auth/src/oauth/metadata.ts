@@ -8,6 +8,10 @@ export function tokenEndpoint(issuer: string): string {
   return `${issuer}/oauth/token`;
 }
 
+/** The token endpoint's grants (API.md §7); every client may use all three. */
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
 /**
  * The authorization server metadata (RFC 8414 §2). Clients such as openid-client check that `issuer`
  * equals the URL they discovered it from (§3.3), hence the deployment's public base URL (API.md §7).
@@ -23,7 +27,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     scopes_supported: [...SCOPES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+    grant_types_supported: [...GRANT_TYPES],
     token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,

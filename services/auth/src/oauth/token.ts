@@ -14,7 +14,7 @@ import type { Client, ClientRequest } from './client-auth.js';
 import { OAuthError } from './errors.js';
 import type { OAuthParams } from './form.js';
 import type { Grants, TokenResponse } from './grants.js';
-import { tokenEndpoint as tokenEndpointUrl } from './metadata.js';
+import { GRANT_TYPES, tokenEndpoint as tokenEndpointUrl, type GrantType } from './metadata.js';
 import { verifierMatches } from './pkce.js';
 import { decideRefresh } from './refresh-decision.js';
 import { narrowScopes } from './scopes.js';
@@ -35,6 +35,8 @@ export interface TokenEndpointDeps {
  */
 type Outcome = TokenResponse | OAuthError;
 
+const isGrantType = (name: string): name is GrantType => (GRANT_TYPES as readonly string[]).includes(name);
+
 /**
  * `POST /oauth/token` (RFC 6749 §3.2) after form parsing, client authentication and rate limiting:
  * the `authorization_code` (§4.1.3, RFC 7636 §4.6), `refresh_token` (§6) and `client_credentials`
@@ -45,6 +47,14 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
   const url = tokenEndpointUrl(deps.issuer);
   return async ({ form, client, dpop }) => {
     const grantType = form.get('grant_type');
+    // The request is one this endpoint serves before its proof is looked at (RFC 6749 §5.2's
+    // `invalid_request` and `unsupported_grant_type` first, as oidc-provider answers): a proof is
+    // checked, and its `jti` spent, only for a grant that could be issued.
+    if (grantType === undefined)
+      throw new OAuthError('invalid_request', 'The grant_type parameter is required');
+    if (!isGrantType(grantType)) {
+      throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}`);
+    }
     const proof = await dpopProof(deps.dpop, url, client, dpop);
     let outcome: Outcome;
     switch (grantType) {
@@ -59,13 +69,6 @@ export function tokenEndpoint(deps: TokenEndpointDeps): (request: ClientRequest)
         // as enabled a moment ago, and a disable that commits meanwhile denies its tokens everywhere.
         outcome = await deps.grants.issueToClient(client, narrowed(form, client.scopes), proof?.jkt);
         break;
-      case undefined:
-        throw new OAuthError('invalid_request', 'The grant_type parameter is required');
-      default:
-        throw new OAuthError(
-          'unsupported_grant_type',
-          'Supported: authorization_code, refresh_token, client_credentials',
-        );
     }
     if (outcome instanceof OAuthError) throw outcome;
     deps.metrics?.issued(grantType);
