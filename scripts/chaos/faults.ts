@@ -169,17 +169,14 @@ export class LagSampler {
    * Events of the run's topics that the durable groups have not committed. Transient groups (a
    * subscription's own, `<group>-<uuid>`) come and go: only durable ones count. A group's committed
    * offsets are asked as a consumer of it (the admin client's ListConsumerGroupOffsets crashes the
-   * process on NOT_COORDINATOR in librdkafka 2.15; KafkaBus.uncommitted tells more). A group reads the
-   * topics its members are assigned and those it has committed on; on a partition of those it has
-   * committed nothing on, it reads from the beginning, so all of it counts (a group that never
-   * committed is behind by everything, not by nothing).
+   * process on NOT_COORDINATOR in librdkafka 2.15; KafkaBus.uncommitted tells more), for every
+   * partition of the run's topics; a partition it has committed nothing on is one it does not read.
    */
-  async consumerLag(): Promise<number> {
+  private async consumerLag(): Promise<number> {
     const { groups } = await this.admin.listGroups();
     const durable = groups
       .map((group) => group.groupId)
       .filter((id) => !/-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
-    if (durable.length === 0) return 0;
     const topics = (await this.admin.listTopics()).filter((topic) => topic.startsWith(this.topicPrefix));
     const partitions = (
       await Promise.all(
@@ -188,25 +185,19 @@ export class LagSampler {
         ),
       )
     ).flat();
-    const { groups: described } = await this.admin.describeGroups(durable);
     let lag = 0;
-    for (const { groupId, members } of described) {
+    for (const groupId of durable) {
       const committed = await (
         await this.asker(groupId)
       ).committed(
         partitions.map(({ topic, partition }) => ({ topic, partition })),
         5_000,
       );
-      const at = (topic: string, partition: number) =>
-        Number(committed.find((c) => c.topic === topic && c.partition === partition)?.offset ?? -1);
-      const read = new Set([
-        ...members.flatMap((member) => member.assignment.topicPartitions.map(({ topic }) => topic)),
-        ...partitions.filter(({ topic, partition }) => at(topic, partition) >= 0).map(({ topic }) => topic),
-      ]);
-      for (const { topic, partition, high, low } of partitions) {
-        if (!read.has(topic)) continue;
-        const from = at(topic, partition);
-        lag += Math.max(0, Number(high) - (from >= 0 ? from : Number(low)));
+      for (const { topic, partition, high } of partitions) {
+        const at = Number(
+          committed.find((c) => c.topic === topic && c.partition === partition)?.offset ?? -1,
+        );
+        if (at >= 0) lag += Math.max(0, Number(high) - at);
       }
     }
     return lag;
