@@ -32,4 +32,31 @@ describe.each(RUN_MODES)('revocation reaches the api ($mode)', ({ mode }) => {
     expect(status).toBe(401);
     expect(Date.now() - begun).toBeLessThan(5_000);
   }, 30_000);
+
+  it('ends a portal session with the token that minted it, within 5 s (RFC 7009)', async () => {
+    const integrator = await createIntegrator(platform, { name: 'Portal minter' });
+    const minted = await integrator.request<{ token: string }>('POST', '/v2/webhooks/portal_sessions', {
+      body: {},
+    });
+    expect(minted.status).toBe(201);
+    const portal = { headers: { authorization: `Bearer ${minted.body.results.token}` } };
+    expect((await integrator.request('GET', '/v2/webhooks', portal)).status).toBe(200);
+    const revoked = await fetch(`${platform.authUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${integrator.clientId}:${integrator.clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ token: integrator.accessToken }),
+    });
+    expect(revoked.status).toBe(200);
+    const begun = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - begun < 10_000) {
+      status = (await integrator.request('GET', '/v2/webhooks', portal)).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(401);
+    expect(Date.now() - begun).toBeLessThan(5_000);
+  }, 30_000);
 });

@@ -41,7 +41,8 @@ export class PortalSessions implements LocalTokens {
 
   /**
    * A new session of the minting token's organization and client, lasting `ttlSeconds` and never
-   * longer than the minting token itself; inserted with `db` (a transaction's client) when given.
+   * longer than the minting token itself, nor once that token is revoked (its `jti` and grant are
+   * kept, for the deny-list); inserted with `db` (a transaction's client) when given.
    */
   async mint(
     minter: AuthContext,
@@ -52,9 +53,18 @@ export class PortalSessions implements LocalTokens {
     const createdAt = this.clock();
     const expiresAt = new Date(Math.min(createdAt.getTime() + ttlSeconds * 1000, minter.expiresAt.getTime()));
     const { rows } = await db.query<{ id: string }>(
-      `INSERT INTO webhooks.portal_sessions (token_hash, org_id, client_id, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-      [hashOf(token), minter.orgId, minter.clientId, createdAt, expiresAt],
+      `INSERT INTO webhooks.portal_sessions (token_hash, org_id, client_id, created_at, expires_at,
+                                             minted_by_token, minted_by_grant)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+      [
+        hashOf(token),
+        minter.orgId,
+        minter.clientId,
+        createdAt,
+        expiresAt,
+        minter.tokenId,
+        minter.grantId ?? null,
+      ],
     );
     return { id: Number(rows[0]!.id), token, createdAt, expiresAt };
   }
@@ -66,8 +76,11 @@ export class PortalSessions implements LocalTokens {
       client_id: string;
       created_at: Date;
       expires_at: Date;
+      minted_by_token: string | null;
+      minted_by_grant: string | null;
     }>(
-      `SELECT id, org_id, client_id, created_at, expires_at FROM webhooks.portal_sessions WHERE token_hash = $1`,
+      `SELECT id, org_id, client_id, created_at, expires_at, minted_by_token, minted_by_grant
+         FROM webhooks.portal_sessions WHERE token_hash = $1`,
       [hashOf(token)],
     );
     const session = rows[0];
@@ -78,7 +91,9 @@ export class PortalSessions implements LocalTokens {
       clientId: session.client_id,
       orgId: Number(session.org_id),
       scopes: PORTAL_SCOPES,
-      tokenId: `portal-session-${session.id}`,
+      // The deny-list refuses the session as it refuses the token that minted it (API.md §7).
+      tokenId: session.minted_by_token ?? `portal-session-${session.id}`,
+      ...(session.minted_by_grant === null ? {} : { grantId: session.minted_by_grant }),
       issuedAt: session.created_at,
       expiresAt: session.expires_at,
     };
