@@ -2,15 +2,18 @@
  * The chaos run (issue 18): the distributed shape with replicas of every service behind load
  * balancers, on a Kafka cluster of three brokers, under a mixed workload, while a scheduler drawn from
  * a seed kills and restarts replicas, pauses one past the Kafka session timeout, kills a broker and
- * brings it back, and crashes Postgres. Then, with the platform quiet, it checks that nothing was lost,
+ * brings it back, freezes one, crashes Postgres, and with `--faults network` cuts a broker off the
+ * network (its own network namespace; as root). Then, with the platform quiet, it checks that nothing was lost,
  * duplicated, reordered or left stale, and prints the counts, the recovery times and the largest lag.
  *
  *   npm run chaos                                  150 s of faults, a seed drawn at random
  *   npm run chaos -- --seed 42 --duration 600      the same schedule again, for longer
  *   npm run chaos -- --replicas 3 --brokers 3 --writers 8 --hostile-writers 2
  *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
+ *   npm run chaos -- --faults network             also a broker cut off the network (as root)
  *
- * Everything runs on loopback and is stopped at the end (Postgres in .cache/chaos-postgres, deleted).
+ * Everything runs on loopback (with --faults network, one broker behind a veth pair) and is stopped at
+ * the end (Postgres in .cache/chaos-postgres, deleted).
  * Exits with 1 when a check fails. docs/chaos.md.
  */
 import { createWriteStream } from 'node:fs';
@@ -29,6 +32,8 @@ import {
   UNLIMITED_RATE,
   createIntegrator,
   freePort,
+  isolatedHost,
+  networkNamespacesUnavailable,
   startKafkaCluster,
   startPlatform,
   startWebhookReceiver,
@@ -45,7 +50,14 @@ import {
   organizationEvents,
   type Check,
 } from './chaos/checks.js';
-import { FAULT_KINDS, LagSampler, carryOut, scheduleFaults, type FaultOutcome } from './chaos/faults.js';
+import {
+  FAULT_KINDS,
+  LagSampler,
+  NETWORK_FAULT_KINDS,
+  carryOut,
+  scheduleFaults,
+  type FaultOutcome,
+} from './chaos/faults.js';
 import { ChaosClient, HostileWriter, Writer, emptyTally, type HostileTally } from './chaos/workload.js';
 
 const { values: args } = parseArgs({
@@ -57,6 +69,7 @@ const { values: args } = parseArgs({
     writers: { type: 'string', default: '6' },
     'hostile-writers': { type: 'string', default: '1' },
     'session-timeout': { type: 'string', default: '30' },
+    faults: { type: 'string' },
   },
 });
 const positive = (name: keyof typeof args, value: string | undefined): number => {
@@ -78,6 +91,12 @@ if (!Number.isInteger(hostileCount) || hostileCount < 0 || hostileCount >= write
   console.error(`--hostile-writers: an integer from 0 to --writers - 1, not ${args['hostile-writers']}`);
   process.exit(2);
 }
+/** `--faults network` adds the network faults to the schedule (as root: network namespaces). */
+if (args.faults !== undefined && args.faults !== 'network') {
+  console.error(`--faults: network (the default kinds and a broker cut off the network), not ${args.faults}`);
+  process.exit(2);
+}
+const networkFaults = args.faults === 'network';
 /** The consumers' KAFKA_SESSION_TIMEOUT_MS; a pause outlasts it. */
 const sessionTimeoutMs = positive('session-timeout', args['session-timeout']) * 1000;
 const TOPIC_PREFIX = 'chaos.';
@@ -130,11 +149,22 @@ try {
   url.pathname = '/chaos';
   const databaseUrl = url.toString();
 
-  log(`starting ${brokers} Kafka brokers`);
+  // With --faults network, the last broker in a network namespace of its own, for the partitions.
+  const unavailable = networkFaults ? await networkNamespacesUnavailable() : undefined;
+  if (unavailable) throw new Error(`--faults network: ${unavailable}`);
+  const isolated = networkFaults ? await isolatedHost() : undefined;
+  if (isolated) cleanups.push(() => isolated.remove());
+  const kinds = isolated ? [...FAULT_KINDS, ...NETWORK_FAULT_KINDS] : FAULT_KINDS;
+  log(
+    isolated
+      ? `starting ${brokers} Kafka brokers, node ${brokers} in network namespace ${isolated.name}`
+      : `starting ${brokers} Kafka brokers`,
+  );
   const kafka = await startKafkaCluster({
     cacheDir: CACHE_DIR,
     logger,
     nodes: brokers,
+    ...(isolated ? { placement: (id) => (id === brokers ? isolated.inside : isolated.outside) } : {}),
     // A restarted broker takes its preferred leaderships back within seconds, not at Kafka's next
     // five-minute check: the coordination of consumer groups then moves between two live brokers
     // during the run as well, not only away from a killed one.
@@ -143,7 +173,7 @@ try {
   cleanups.unshift(() => kafka.stop());
   // The platform's own logs (warnings and errors) for when a check fails: which process said what.
   await mkdir(join(CACHE_DIR, 'chaos'), { recursive: true });
-  const logFile = join(CACHE_DIR, 'chaos', `seed-${seed}.log`);
+  const logFile = join(CACHE_DIR, 'chaos', `seed-${seed}${networkFaults ? '-network' : ''}.log`);
   const output = createWriteStream(logFile);
   cleanups.push(() => new Promise((resolve) => output.end(resolve)));
   log(`Kafka at ${kafka.brokers.join(',')}; starting the platform (its logs: ${logFile})`);
@@ -197,6 +227,8 @@ try {
     platform.members.map((member) => member.name),
     kafka.nodes.map((node) => node.id),
     sessionTimeoutMs,
+    kinds,
+    isolated && brokers,
   );
   log(
     `schedule: ${faults.map((f) => `${f.atMs / 1000}s ${f.kind} ${f.target} (${f.holdMs} ms)`).join('; ')}`,
@@ -217,6 +249,7 @@ try {
   const targets = {
     processes: platform.members,
     brokers: kafka.nodes,
+    ...(isolated ? { isolated } : {}),
     postgresLocation: postgres.location,
     postgresDown: () => postgres.down(),
   };
@@ -224,7 +257,7 @@ try {
   for (const fault of faults) {
     await sleep(Math.max(0, started + fault.atMs - Date.now()));
     // Slow restarts push the schedule back: once the workload is over, no fault but the first of each kind.
-    if (Date.now() >= stopAt && outcomes.length >= FAULT_KINDS.length) break;
+    if (Date.now() >= stopAt && outcomes.length >= kinds.length) break;
     log(`fault: ${fault.kind} ${fault.target} for ${fault.holdMs} ms`);
     // When it did start: a fault whose target was slow to come back delays the next one.
     const outcome: FaultOutcome = { ...fault, atMs: Date.now() - started, maxLag: 0 };

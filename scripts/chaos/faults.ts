@@ -10,10 +10,11 @@ import type { Admin, Consumer, Kafka } from '@ofp/bus';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
 import type { Pool } from '@ofp/runtime';
-import type { KafkaNode, PlatformProcess } from '@ofp/testing';
+import type { IsolatedHost, KafkaNode, PlatformProcess } from '@ofp/testing';
 
 export type FaultKind =
-  'kill-replica' | 'pause-replica' | 'kill-broker' | 'pause-broker' | 'restart-postgres';
+  'kill-replica' | 'pause-replica' | 'kill-broker' | 'pause-broker' | 'partition-broker' | 'restart-postgres';
+/** The default schedule's kinds (CI's): signals and crashes. */
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill-replica',
   'pause-replica',
@@ -21,6 +22,8 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'pause-broker',
   'restart-postgres',
 ];
+/** What `--faults network` adds: a broker cut off the network (docs/chaos.md says why not by default yet). */
+export const NETWORK_FAULT_KINDS: readonly FaultKind[] = ['partition-broker'];
 
 export interface Fault {
   readonly kind: FaultKind;
@@ -44,9 +47,10 @@ export interface FaultOutcome extends Fault {
 }
 
 /**
- * The faults of a run of `durationMs`: every kind once in an order drawn from the seed, then kinds
- * drawn from it, each after a quiet gap of 5 to 10 s, until the run's end is near. A pause outlasts the
- * consumers' session timeout by 3 to 8 s, so that their groups take the paused replica out.
+ * The faults of a run of `durationMs`: every kind of `kinds` once in an order drawn from the seed, then
+ * kinds drawn from it, each after a quiet gap of 5 to 10 s, until the run's end is near. A pause
+ * outlasts the consumers' session timeout by 3 to 8 s, so that their groups take the paused replica
+ * out. A partition cuts `isolatedBroker` (the one broker in a network namespace of its own) off.
  */
 export function scheduleFaults(
   random: RandomGenerator,
@@ -54,9 +58,11 @@ export function scheduleFaults(
   replicas: readonly string[],
   brokers: readonly number[],
   sessionTimeoutMs: number,
+  kinds: readonly FaultKind[],
+  isolatedBroker?: number,
 ): Fault[] {
   const pick = <T>(items: readonly T[]): T => items[uniformInt(random, 0, items.length - 1)]!;
-  const firsts = [...FAULT_KINDS];
+  const firsts = [...kinds];
   for (let i = firsts.length - 1; i > 0; i--) {
     const j = uniformInt(random, 0, i);
     [firsts[i], firsts[j]] = [firsts[j]!, firsts[i]!];
@@ -65,7 +71,7 @@ export function scheduleFaults(
   const faults: Fault[] = [];
   let at = 10_000;
   for (;;) {
-    const kind = firsts.shift() ?? pick(FAULT_KINDS);
+    const kind = firsts.shift() ?? pick(kinds);
     const fault: Fault =
       kind === 'kill-replica'
         ? { kind, atMs: at, target: pick(replicas), holdMs: uniformInt(random, 1_000, 5_000) }
@@ -76,13 +82,18 @@ export function scheduleFaults(
               target: pick(consumers),
               holdMs: sessionTimeoutMs + uniformInt(random, 3_000, 8_000),
             }
-          : kind === 'kill-broker' || kind === 'pause-broker'
-            ? { kind, atMs: at, target: String(pick(brokers)), holdMs: uniformInt(random, 8_000, 20_000) }
+          : kind === 'kill-broker' || kind === 'pause-broker' || kind === 'partition-broker'
+            ? {
+                kind,
+                atMs: at,
+                target: String(kind === 'partition-broker' ? isolatedBroker : pick(brokers)),
+                holdMs: uniformInt(random, 8_000, 20_000),
+              }
             : { kind, atMs: at, target: 'postgres', holdMs: 0 };
     if (
       fault.atMs + fault.holdMs > durationMs - 5_000 &&
       firsts.length === 0 &&
-      faults.length >= FAULT_KINDS.length
+      faults.length >= kinds.length
     )
       return faults;
     faults.push(fault);
@@ -94,6 +105,8 @@ export function scheduleFaults(
 export interface Targets {
   readonly processes: readonly PlatformProcess[];
   readonly brokers: readonly KafkaNode[];
+  /** The network namespace of the broker that partitions cut off (`--faults network`). */
+  readonly isolated?: IsolatedHost;
   /** The Postgres cluster's folder (its postmaster.pid names the postmaster). */
   readonly postgresLocation: string;
   /** Whether the embedded Postgres's watchdog has it down. */
@@ -252,6 +265,19 @@ export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
         await sleep(fault.holdMs);
       } finally {
         process.kill(pid, 'SIGCONT');
+      }
+      return;
+    }
+    case 'partition-broker': {
+      // Every packet between the broker and the rest (brokers, platform, the run) dropped silently, as
+      // a cut cable does: no reset, no refusal; then the link as it was.
+      const link = targets.isolated;
+      if (!link) throw new Error('no broker in a network namespace to cut off');
+      await link.partition();
+      try {
+        await sleep(fault.holdMs);
+      } finally {
+        await link.heal();
       }
       return;
     }
