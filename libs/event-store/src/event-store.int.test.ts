@@ -1,6 +1,8 @@
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
+import { baseError } from '@ofp/contracts';
+import { handleCommand, type Command } from './command-handler.js';
 import { EventStore, migrateEventStore } from './event-store.js';
 import { WrongExpectedVersion } from './errors.js';
 import { START, comparePositions, type GlobalPosition } from './types.js';
@@ -208,6 +210,89 @@ describe('EventStore', () => {
     expect(outbox.length).toBeGreaterThan(0);
     await store.acknowledgeOutbox(outbox.map((e) => e.position.position));
     expect(await store.readOutbox(10_000)).toEqual([]);
+  });
+
+  describe('handleCommand', () => {
+    beforeAll(async () => {
+      await db.pool.query('CREATE TABLE counted (stream_id text PRIMARY KEY, total int NOT NULL)');
+    });
+
+    /** Adds one to a counter kept as events, and to a table beside them in their transaction. */
+    const increment = (streamId: string, loads: { count: number }): Command<number, number> => ({
+      load: async () => {
+        loads.count++;
+        return (await store.readStreamHead(streamId))?.version ?? 0;
+      },
+      decide: (version) => ({
+        appends: [
+          {
+            streamId,
+            streamType: 'counter',
+            expectedVersion: version,
+            orgId: 1,
+            events: [{ eventId: randomUUID(), type: 'counter.incremented', data: { total: version + 1 } }],
+          },
+        ],
+        alsoInTransaction: async (client) => {
+          await client.query(
+            `INSERT INTO counted VALUES ($1, 1)
+             ON CONFLICT (stream_id) DO UPDATE SET total = counted.total + 1`,
+            [streamId],
+          );
+        },
+        outcome: (results) => results.get(streamId)!.version,
+      }),
+    });
+
+    it('decides concurrent commands on one stream again until each has appended once', async () => {
+      const loads = { count: 0 };
+      const versions = await Promise.all(
+        Array.from({ length: 12 }, () => handleCommand(store, increment('counter-1', loads))),
+      );
+      expect([...versions].sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+      const events = await store.readStream('counter-1');
+      // Each event was decided on the version before it: no increment decided on a stale total committed.
+      expect(events.map((event) => event.data)).toEqual(events.map((event) => ({ total: event.version })));
+      const { rows } = await db.pool.query('SELECT total FROM counted WHERE stream_id = $1', ['counter-1']);
+      expect(rows).toEqual([{ total: 12 }]);
+      // Twelve commands racing on one stream: some lost a round and were loaded again.
+      expect(loads.count).toBeGreaterThan(12);
+    });
+
+    it('appends nothing and writes nothing beside when the decision or its check refuses', async () => {
+      const loads = { count: 0 };
+      const refusal = baseError('Unprocessable', 'refused');
+      const refusing = increment('counter-2', loads);
+      await expect(
+        handleCommand(store, {
+          ...refusing,
+          decide: () => {
+            throw refusal;
+          },
+        }),
+      ).rejects.toBe(refusal);
+      await expect(handleCommand(store, { ...refusing, check: () => Promise.reject(refusal) })).rejects.toBe(
+        refusal,
+      );
+      expect(loads.count).toBe(2);
+      expect(await store.readStream('counter-2')).toEqual([]);
+      const { rows } = await db.pool.query('SELECT total FROM counted WHERE stream_id = $1', ['counter-2']);
+      expect(rows).toEqual([]);
+    });
+
+    it('rolls the events back when what commits with them fails', async () => {
+      const failing = increment('counter-3', { count: 0 });
+      await expect(
+        handleCommand(store, {
+          ...failing,
+          decide: (version) => ({
+            ...failing.decide(version),
+            alsoInTransaction: () => Promise.reject(new Error('the write beside failed')),
+          }),
+        }),
+      ).rejects.toThrow('the write beside failed');
+      expect(await store.readStream('counter-3')).toEqual([]);
+    });
   });
 });
 

@@ -1,5 +1,11 @@
 import { fieldError, baseError, recordStreamId, type RecordChange, type RecordJson } from '@ofp/contracts';
-import { handleCommand, WrongExpectedVersion, type EventStore, type GlobalPosition } from '@ofp/event-store';
+import {
+  handleCommand,
+  WrongExpectedVersion,
+  type AppendResults,
+  type Decided,
+  type EventStore,
+} from '@ofp/event-store';
 import type { ColumnDefinition, ModelDefinition, RecordBody } from '@ofp/models';
 import { describeActiveSpan, inTracesOf, type PoolClient } from '@ofp/runtime';
 import {
@@ -8,6 +14,7 @@ import {
   type RecordCommand,
   ABSENT,
   type RecordEvent,
+  type RecordState,
   type RelatedState,
 } from '../domain/record-decider.js';
 import { rulesOf } from '../domain/rules-by-model.js';
@@ -35,6 +42,14 @@ export interface WriteOutcome {
   readonly created: boolean;
   /** The streams written, the record's first (read-your-writes); none when nothing changed. */
   readonly written: readonly WrittenStream[];
+}
+
+/** What a write decides on: the record at its id, the record its model's rules decide on with it, the time. */
+interface LoadedRecord {
+  readonly id: number;
+  readonly state: RecordState;
+  readonly related: RelatedState | undefined;
+  readonly at: string;
 }
 
 /**
@@ -73,9 +88,8 @@ export class RecordCommands {
       `command ${model.name}.${request.kind}`,
       'internal',
       () =>
-        handleCommand(
-          this.store,
-          async () => {
+        handleCommand(this.store, {
+          load: async (): Promise<LoadedRecord> => {
             const id = creating ? (request.id ?? (await this.records.nextId())) : request.id;
             streamId = recordStreamId(model.name, id);
             describeActiveSpan({ 'ofp.record.id': id });
@@ -90,68 +104,86 @@ export class RecordCommands {
               context.orgId,
               creating ? body : state.status === 'live' ? state.record : undefined,
             );
-            const decision = decide(model, this.command(request, id, body, context.by), state, related);
-            const { events } = decision;
-            if (events.length === 0) {
-              if (state.status !== 'live') throw new Error('a decision without events needs a live record');
-              const unchanged: WriteOutcome = { record: state.record, created: false, written: [] };
-              return {
-                appends: [],
-                outcome: () => unchanged,
-                ...(alongside && { alsoInTransaction: (client: PoolClient) => alongside(client, unchanged) }),
-              };
-            }
-            const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
-            if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
-            await this.stock.check(
+            return { id, state, related, at: this.clock().toISOString() };
+          },
+          decide: (loaded) => this.decide(model, context, request, body, loaded, alongside),
+          check: (decided) =>
+            this.stock.check(
               context.orgId,
-              changes.map((change) => ({ streamType: change.model.name, events: change.events })),
-            );
-            const appends = changes.map((change) => this.records.appendOf(change, context));
-            const outcome = (
-              results: ReadonlyMap<string, { version: number; position: GlobalPosition }>,
-            ) => ({
-              record: events[events.length - 1]!.data.record,
-              created: creating,
-              written: appends.map((append): WrittenStream => ({
-                streamId: append.streamId,
+              decided.appends.map((append) => ({
                 streamType: append.streamType,
-                orgId: context.orgId,
                 changes: append.events.map((event) => event.data as RecordChange),
-                ...results.get(append.streamId)!,
               })),
-            });
-            const reservation = reservationOf(model, creating, events);
-            // A write with nothing to commit beside its events appends them alone (no transaction).
-            if (!reservation && !alongside) return { appends, outcome };
-            return {
-              appends,
-              outcome,
-              alsoInTransaction: async (client, results) => {
-                if (reservation) await this.moveReservations(client, model, context.orgId, id, reservation);
-                await alongside?.(client, outcome(results));
-              },
-            };
+            ),
+          onRace: (error) => {
+            // If-Match pins the client's record; a race on the related record is not the client's to lose.
+            if (!(error instanceof WrongExpectedVersion) || error.streamId !== streamId) return;
+            if (request.kind !== 'create' && request.ifMatch !== undefined)
+              throw baseError(
+                'PreconditionFailed',
+                'The record was changed concurrently; If-Match no longer matches',
+              );
+            if (request.kind === 'create' && request.id !== undefined)
+              throw fieldError('Conflict', 'id', 'has already been taken');
           },
-          {
-            onRace: (error) => {
-              // If-Match pins the client's record; a race on the related record is not the client's to lose.
-              if (!(error instanceof WrongExpectedVersion) || error.streamId !== streamId) return;
-              if (request.kind !== 'create' && request.ifMatch !== undefined)
-                throw baseError(
-                  'PreconditionFailed',
-                  'The record was changed concurrently; If-Match no longer matches',
-                );
-              if (request.kind === 'create' && request.id !== undefined)
-                throw fieldError('Conflict', 'id', 'has already been taken');
-            },
-          },
-        ),
+        }),
       {
         'ofp.record.type': model.name,
         'ofp.organization.id': context.orgId,
       },
     );
+  }
+
+  /**
+   * What a write does to the loaded record (and its related record): both records' events, with the
+   * unique-value reservations and the caller's `alongside` to commit with them; `alongside` alone for a
+   * write that changes nothing.
+   */
+  private decide(
+    model: ModelDefinition,
+    context: WriteContext,
+    request: WriteRequest,
+    body: RecordBody,
+    { id, state, related, at }: LoadedRecord,
+    alongside: Alongside | undefined,
+  ): Decided<WriteOutcome> {
+    const creating = request.kind === 'create';
+    const decision = decide(model, this.command(request, id, body, context.by, at), state, related);
+    const { events } = decision;
+    if (events.length === 0) {
+      if (state.status !== 'live') throw new Error('a decision without events needs a live record');
+      const unchanged: WriteOutcome = { record: state.record, created: false, written: [] };
+      return {
+        appends: [],
+        outcome: () => unchanged,
+        ...(alongside && { alsoInTransaction: (client: PoolClient) => alongside(client, unchanged) }),
+      };
+    }
+    const changes: RecordStreamChange[] = [{ model, orgId: context.orgId, id, state, events }];
+    if (decision.related) changes.push({ ...decision.related, orgId: context.orgId });
+    const appends = changes.map((change) => this.records.appendOf(change, context));
+    const outcome = (results: AppendResults): WriteOutcome => ({
+      record: events[events.length - 1]!.data.record,
+      created: creating,
+      written: appends.map((append): WrittenStream => ({
+        streamId: append.streamId,
+        streamType: append.streamType,
+        orgId: context.orgId,
+        changes: append.events.map((event) => event.data as RecordChange),
+        ...results.get(append.streamId)!,
+      })),
+    });
+    const reservation = reservationOf(model, creating, events);
+    // A write with nothing to commit beside its events appends them alone (no transaction).
+    if (!reservation && !alongside) return { appends, outcome };
+    return {
+      appends,
+      outcome,
+      alsoInTransaction: async (client, results) => {
+        if (reservation) await this.moveReservations(client, model, context.orgId, id, reservation);
+        await alongside?.(client, outcome(results));
+      },
+    };
   }
 
   /** The record the model's rules decide on with this one, named by the request's or the record's fields. */
@@ -167,8 +199,7 @@ export class RecordCommands {
     return { model: target, id, state: await this.records.load(target, id, orgId) };
   }
 
-  private command(request: WriteRequest, id: number, body: RecordBody, by: Actor): RecordCommand {
-    const at = this.clock().toISOString();
+  private command(request: WriteRequest, id: number, body: RecordBody, by: Actor, at: string): RecordCommand {
     const ifMatch =
       request.kind !== 'create' && request.ifMatch !== undefined ? { ifMatch: request.ifMatch } : {};
     switch (request.kind) {

@@ -1,6 +1,5 @@
-import { DomainError } from '@ofp/contracts';
+import { DomainError, type RecordChange } from '@ofp/contracts';
 import { inventory } from '@ofp/models';
-import type { RecordEvent } from '../domain/record-decider.js';
 import {
   STOCK_KEY_FIELD,
   STOCK_SOURCES,
@@ -13,10 +12,10 @@ import {
 import type { RecordStore } from './record-store.js';
 import type { UniqueValues } from './unique-values.js';
 
-/** The events decided on one stream, by its stream type (model name). */
-export interface DecidedEvents {
+/** The changes decided on one stream, by its stream type (model name). */
+export interface DecidedChanges {
   readonly streamType: string;
-  readonly events: readonly RecordEvent[];
+  readonly changes: readonly RecordChange[];
 }
 
 const NO_STOCK: Stock = { on_hand: 0, committed: 0, inbound: 0 };
@@ -33,12 +32,12 @@ export class StockLimits {
   ) {}
 
   /** @throws DomainError `Unprocessable` naming each total (`on_hand`) that would leave its bounds. */
-  async check(orgId: number, decided: readonly DecidedEvents[]): Promise<void> {
+  async check(orgId: number, decided: readonly DecidedChanges[]): Promise<void> {
     const changes = new Map<string, Stock & StockKey>();
-    for (const { streamType, events } of decided) {
+    for (const { streamType, changes: recordChanges } of decided) {
       if (!(STOCK_SOURCES as readonly string[]).includes(streamType)) continue;
-      for (const event of events)
-        for (const [key, change] of stockChanges(streamType, event.data)) {
+      for (const recordChange of recordChanges)
+        for (const [key, change] of stockChanges(streamType, recordChange)) {
           const sum = changes.get(key);
           changes.set(key, sum ? { ...sum, ...addedStock(sum, change) } : change);
         }

@@ -45,17 +45,22 @@ export class InventoryManager implements ProcessManager {
     if (orgId === null || (await this.handled.wasHandled(event))) return;
     const changes = [...stockChanges(event.streamType, event.data as RecordChange).values()];
     try {
-      await handleCommand(
-        this.store,
-        async () => {
-          const decided = await Promise.all(changes.map((change) => this.decideChange(orgId, change)));
+      await handleCommand(this.store, {
+        load: async (): Promise<LoadedStock[]> => {
+          const at = this.clock().toISOString();
+          return Promise.all(
+            changes.map(async (change) => ({ ...(await this.loadStock(orgId, change)), at })),
+          );
+        },
+        decide: (loaded) => {
+          const decided = loaded.map(decideStock);
           const metadata = followOnMetadata(this.name, event);
           return {
             appends: decided.map(({ id, state, events }) =>
               this.records.appendOf({ model: inventory, orgId, id, state, events }, metadata),
             ),
             alsoInTransaction: async (client) => {
-              for (const { id, state, key } of decided) {
+              for (const { id, state, change } of decided) {
                 if (state.status === 'absent')
                   await this.unique.reserve(
                     client,
@@ -63,7 +68,7 @@ export class InventoryManager implements ProcessManager {
                     inventory.name,
                     id,
                     [STOCK_KEY_FIELD],
-                    [{ field: STOCK_KEY_FIELD, value: stockKey(key) }],
+                    [{ field: STOCK_KEY_FIELD, value: stockKey(change) }],
                   );
               }
               await this.handled.markHandled(client, event);
@@ -72,8 +77,8 @@ export class InventoryManager implements ProcessManager {
           };
         },
         // Another first use of the same key took its unique value: decided again, it finds the record.
-        { isRace: (error) => isDomainError(error) && error.kind === 'Conflict' },
-      );
+        isRace: (error) => isDomainError(error) && error.kind === 'Conflict',
+      });
     } catch (error) {
       if (!(error instanceof AlreadyHandled)) throw error;
     }
@@ -87,30 +92,43 @@ export class InventoryManager implements ProcessManager {
     return [...ids.values()].map((id) => recordStreamId(inventory.name, id));
   }
 
-  /** The inventory record of a (sku, warehouse) after a change, as a command decided by the system. */
-  private async decideChange(orgId: number, change: Stock & StockKey) {
-    const key: StockKey = { sku: change.sku, warehouse: change.warehouse };
-    const existing = await this.unique.lookup(orgId, inventory.name, STOCK_KEY_FIELD, stockKey(key));
+  /** The inventory record of a change's (sku, warehouse), or the id it will take, and its item. */
+  private async loadStock(orgId: number, change: Stock & StockKey): Promise<Omit<LoadedStock, 'at'>> {
+    const existing = await this.unique.lookup(orgId, inventory.name, STOCK_KEY_FIELD, stockKey(change));
     const id = existing ?? (await this.records.nextId());
     const state: RecordState =
       existing === undefined ? { status: 'absent' } : await this.records.load(inventory, id, orgId);
-    if (state.status === 'deleted') throw new DomainError('Conflict', { base: ['inventory record deleted'] });
-    const current = state.status === 'live' ? state.record : { on_hand: 0, committed: 0, inbound: 0 };
-    const fields = {
-      item_id: (await this.unique.lookup(orgId, items.name, 'sku', key.sku)) ?? null,
-      sku: key.sku,
-      warehouse: key.warehouse,
-      on_hand: Number(current.on_hand) + change.on_hand,
-      committed: Number(current.committed) + change.committed,
-      inbound: Number(current.inbound) + change.inbound,
-    };
-    const at = this.clock().toISOString();
-    const by = { kind: 'system' } as const;
-    const { events } = decide(
-      inventory,
-      state.status === 'absent' ? { kind: 'create', id, fields, at, by } : { kind: 'update', fields, at, by },
-      state,
-    );
-    return { id, state, key, events };
+    const itemId = (await this.unique.lookup(orgId, items.name, 'sku', change.sku)) ?? null;
+    return { change, id, state, itemId };
   }
+}
+
+/** A stock change with the inventory record it moves, as loaded. */
+interface LoadedStock {
+  readonly change: Stock & StockKey;
+  readonly id: number;
+  readonly state: RecordState;
+  readonly itemId: number | null;
+  readonly at: string;
+}
+
+/** The inventory record of a (sku, warehouse) after a change, as a command decided by the system. */
+function decideStock({ change, id, state, itemId, at }: LoadedStock) {
+  if (state.status === 'deleted') throw new DomainError('Conflict', { base: ['inventory record deleted'] });
+  const current = state.status === 'live' ? state.record : { on_hand: 0, committed: 0, inbound: 0 };
+  const fields = {
+    item_id: itemId,
+    sku: change.sku,
+    warehouse: change.warehouse,
+    on_hand: Number(current.on_hand) + change.on_hand,
+    committed: Number(current.committed) + change.committed,
+    inbound: Number(current.inbound) + change.inbound,
+  };
+  const by = { kind: 'system' } as const;
+  const { events } = decide(
+    inventory,
+    state.status === 'absent' ? { kind: 'create', id, fields, at, by } : { kind: 'update', fields, at, by },
+    state,
+  );
+  return { id, state, change, events };
 }

@@ -2,7 +2,7 @@ import { recordStreamId, type RecordChange } from '@ofp/contracts';
 import { handleCommand, type EventStore, type StoredEvent } from '@ofp/event-store';
 import { orders } from '@ofp/models';
 import type { Pool, PoolClient } from '@ofp/runtime';
-import { decide } from '../domain/record-decider.js';
+import { decide, type RecordState } from '../domain/record-decider.js';
 import type { RecordStore } from '../commands/record-store.js';
 import { listOf } from '../domain/record-rules.js';
 import { orderProgressStatus } from '../domain/orders.js';
@@ -48,12 +48,21 @@ export class OrderProgressManager implements ProcessManager {
     const change = event.data as RecordChange;
     const entries = progressEntries(change);
     try {
-      await handleCommand(
-        this.store,
-        async () => {
-          const decided = await Promise.all(
-            entries.map(({ orderId: id, entry }) => this.decideOrder(orgId, id, change.record.id, entry)),
+      await handleCommand(this.store, {
+        load: async (): Promise<LoadedOrder[]> => {
+          const at = this.clock().toISOString();
+          return Promise.all(
+            entries.map(async ({ orderId, entry }) => ({
+              orderId,
+              entry,
+              at,
+              progress: await this.progressOf(orderId),
+              state: await this.records.load(orders, orderId, orgId),
+            })),
           );
+        },
+        decide: (loaded) => {
+          const decided = loaded.map((order) => decideOrder(orgId, change.record.id, order));
           const metadata = followOnMetadata(this.name, event);
           return {
             appends: decided.map(({ order }) => this.records.appendOf(order, metadata)),
@@ -65,8 +74,8 @@ export class OrderProgressManager implements ProcessManager {
             outcome: () => undefined,
           };
         },
-        { isRace: (error) => error instanceof ProgressRaced },
-      );
+        isRace: (error) => error instanceof ProgressRaced,
+      });
     } catch (error) {
       if (!(error instanceof AlreadyHandled)) throw error;
     }
@@ -79,48 +88,49 @@ export class OrderProgressManager implements ProcessManager {
     );
   }
 
-  /**
-   * An order's progress with one fulfillment order's entry set (or taken out, `undefined`), and the
-   * order's status change that follows from its sums, if any.
-   */
-  private async decideOrder(
-    orgId: number,
-    orderId: number,
-    fulfillmentOrderId: number,
-    entry: FulfillmentProgress | undefined,
-  ) {
-    const stored = await this.progressOf(orderId);
-    const { [fulfillmentOrderId]: _replaced, ...others } = stored.fulfillment;
-    const progress = entry === undefined ? others : { ...others, [fulfillmentOrderId]: entry };
-    const totals = Object.values(progress).reduce(
-      (sum, each) => ({ quantity: sum.quantity + each.quantity, shipped: sum.shipped + each.shipped }),
-      { quantity: 0, shipped: 0 },
+  private async progressOf(orderId: number): Promise<StoredProgress> {
+    const { rows } = await this.pool.query<StoredProgress>(
+      'SELECT fulfillment, version FROM api.order_progress WHERE order_id = $1',
+      [orderId],
     );
-    const state = await this.records.load(orders, orderId, orgId);
-    const status =
-      state.status === 'live'
-        ? orderProgressStatus(state.record, totals.quantity, totals.shipped)
-        : undefined;
-    const events =
-      status === undefined
-        ? []
-        : decide(
-            orders,
-            { kind: 'update', fields: { status }, at: this.clock().toISOString(), by: { kind: 'system' } },
-            state,
-          ).events;
-    return { order: { model: orders, orgId, id: orderId, state, events }, progress, version: stored.version };
-  }
-
-  private async progressOf(
-    orderId: number,
-  ): Promise<{ fulfillment: Record<string, FulfillmentProgress>; version: number }> {
-    const { rows } = await this.pool.query<{
-      fulfillment: Record<string, FulfillmentProgress>;
-      version: number;
-    }>('SELECT fulfillment, version FROM api.order_progress WHERE order_id = $1', [orderId]);
     return rows[0] ?? { fulfillment: {}, version: 0 };
   }
+}
+
+/** An order as its progress manager loads it: its progress, its record, one fulfillment order's entry. */
+interface LoadedOrder {
+  readonly orderId: number;
+  /** The fulfillment order's entry in the order's progress, or `undefined` to take it out. */
+  readonly entry: FulfillmentProgress | undefined;
+  readonly progress: StoredProgress;
+  readonly state: RecordState;
+  readonly at: string;
+}
+
+interface StoredProgress {
+  readonly fulfillment: Record<string, FulfillmentProgress>;
+  readonly version: number;
+}
+
+/**
+ * An order's progress with one fulfillment order's entry set (or taken out), and the order's status
+ * change that follows from its sums, if any.
+ */
+function decideOrder(orgId: number, fulfillmentOrderId: number, loaded: LoadedOrder) {
+  const { orderId, entry, progress: stored, state, at } = loaded;
+  const { [fulfillmentOrderId]: _replaced, ...others } = stored.fulfillment;
+  const progress = entry === undefined ? others : { ...others, [fulfillmentOrderId]: entry };
+  const totals = Object.values(progress).reduce(
+    (sum, each) => ({ quantity: sum.quantity + each.quantity, shipped: sum.shipped + each.shipped }),
+    { quantity: 0, shipped: 0 },
+  );
+  const status =
+    state.status === 'live' ? orderProgressStatus(state.record, totals.quantity, totals.shipped) : undefined;
+  const events =
+    status === undefined
+      ? []
+      : decide(orders, { kind: 'update', fields: { status }, at, by: { kind: 'system' } }, state).events;
+  return { order: { model: orders, orgId, id: orderId, state, events }, progress, version: stored.version };
 }
 
 /**

@@ -102,26 +102,27 @@ export class WebhookCommands {
   ): Promise<WebhookWithSecret> {
     await this.checkUrl(fields.url);
     const secret = generateSecret();
-    const record = await handleCommand(
-      this.store,
-      async () => {
-        const id = chosenId ?? (await this.nextId());
-        const event = decide({ kind: 'create', id, fields, at: this.now() }, undefined);
-        return this.decided(requester, id, undefined, event, async (client, record) => {
-          await client.query(
-            'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
-            [id, requester.orgId, this.secrets.seal(secret, endpointSecretContext(id))],
-          );
-          await commitWith?.(client, { record, secret });
-        });
+    const record = await handleCommand(this.store, {
+      load: async () => ({ id: chosenId ?? (await this.nextId()), at: this.now() }),
+      decide: ({ id, at }) =>
+        this.decided(
+          requester,
+          id,
+          undefined,
+          decide({ kind: 'create', id, fields, at }, undefined),
+          async (client, record) => {
+            await client.query(
+              'INSERT INTO webhooks.endpoints (webhook_id, org_id, secret) VALUES ($1, $2, $3)',
+              [id, requester.orgId, this.secrets.seal(secret, endpointSecretContext(id))],
+            );
+            await commitWith?.(client, { record, secret });
+          },
+        ),
+      onRace: () => {
+        // Any organization's webhook, deleted ones included, keeps its id (API.md §5: "the id is taken").
+        if (chosenId !== undefined) throw fieldError('Conflict', 'id', 'has already been taken');
       },
-      {
-        onRace: () => {
-          // Any organization's webhook, deleted ones included, keeps its id (API.md §5: "the id is taken").
-          if (chosenId !== undefined) throw fieldError('Conflict', 'id', 'has already been taken');
-        },
-      },
-    );
+    });
     return { record, secret };
   }
 
@@ -298,11 +299,10 @@ export class WebhookCommands {
     command: (at: string) => WebhookCommand,
     commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {
-    return handleCommand(
-      this.store,
-      async () => {
-        const current = await this.get(requester.orgId, id);
-        const event = decide(command(this.now()), current);
+    return handleCommand(this.store, {
+      load: async () => ({ current: await this.get(requester.orgId, id), at: this.now() }),
+      decide: ({ current, at }): Decided<RecordJson> => {
+        const event = decide(command(at), current);
         if (!event) {
           if (!current) throw baseError('NotFound', `webhook ${id} not found`);
           return {
@@ -316,16 +316,14 @@ export class WebhookCommands {
           await commitWith?.(client, record);
         });
       },
-      {
-        onRace: () => {
-          if (ifMatch !== undefined)
-            throw baseError(
-              'PreconditionFailed',
-              'The webhook was changed concurrently; If-Match no longer matches',
-            );
-        },
+      onRace: () => {
+        if (ifMatch !== undefined)
+          throw baseError(
+            'PreconditionFailed',
+            'The webhook was changed concurrently; If-Match no longer matches',
+          );
       },
-    );
+    });
   }
 
   /** The endpoint's secrets, health and queue follow the record's change, in its transaction. */
