@@ -6,14 +6,23 @@ const ALLOW_PRIVATE = 'WEBHOOK_ALLOW_PRIVATE_TARGETS=true';
 const ALLOWING = `a deployment allows such targets with ${ALLOW_PRIVATE}, or WEBHOOK_ALLOWED_NETWORKS for given CIDR blocks`;
 
 /**
+ * How long a webhook write waits for its URL's host to resolve. A resolver that drops a query answers
+ * after its own timeout (glibc's is 5 s, the whole request deadline of API.md §3): one lookup in thirty
+ * did so on the development machine, and the write then answered 503.
+ */
+export const RESOLVE_TIMEOUT_MS = 1_000;
+
+/**
  * Which URLs a webhook may have (API.md §8): `https` to a public address, or anything `http(s)` when the
  * deployment allows private targets. A host name is resolved and judged by what it resolves to now;
- * one that does not resolve yet is accepted, since every delivery resolves and judges it again.
+ * one that does not resolve yet, or not within {@link RESOLVE_TIMEOUT_MS}, is accepted, since every
+ * delivery resolves and judges it again.
  */
 export class UrlPolicy {
   constructor(
     private readonly guard: AddressGuard,
     private readonly resolve: HostResolver,
+    private readonly resolveTimeoutMs = RESOLVE_TIMEOUT_MS,
   ) {}
 
   /** Why `url` may not be a webhook URL, or undefined when it may. */
@@ -39,12 +48,14 @@ export class UrlPolicy {
         : `must point to a public address (${host} is ${reason}; ${ALLOWING})`;
     }
     if (allowPrivate) return undefined;
-    let addresses;
-    try {
-      addresses = await this.resolve(host);
-    } catch {
-      return undefined;
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), this.resolveTimeoutMs);
+    });
+    const addresses = await Promise.race([this.resolve(host).catch(() => undefined), late]).finally(() =>
+      clearTimeout(timer),
+    );
+    if (addresses === undefined) return undefined;
     for (const { address } of addresses) {
       const reason = this.guard.refusal(address);
       if (reason !== undefined)
