@@ -1,6 +1,7 @@
 /**
  * Schemathesis (PyPI) against a running standalone instance (`.ci/run`): every operation of its
- * `/openapi.json`, authenticated with a client-credentials token of a client made with `orderctl`, a
+ * `/openapi.json`, authenticated with a client-credentials token of a client made with `orderctl` (and
+ * with that client's credentials at the OAuth endpoints: scripts/schemathesis.toml), a
  * fixed seed and a bounded number of examples per operation. It fails on any 5xx, a hang, or a
  * response that does not conform to the document (status code, content type, headers, schema).
  *
@@ -61,12 +62,12 @@ try {
     clientSecret: String(client.client_secret),
   });
   const args = [
+    '--config-file',
+    join(REPOSITORY_ROOT, 'scripts', 'schemathesis.toml'),
     'run',
     `${instance.url}/openapi.json`,
     '--url',
     instance.url,
-    '--header',
-    `Authorization: Bearer ${token}`,
     '--seed',
     process.env.SCHEMATHESIS_SEED ?? '1',
     '--max-examples',
@@ -85,12 +86,19 @@ try {
     '--output-truncate',
     'true',
   ];
-  console.log(`schemathesis ${args.slice(0, 4).join(' ')} ...`);
+  console.log(`schemathesis ${args.slice(0, 6).join(' ')} ...`);
   // Run from .cache: schemathesis keeps its state (.schemathesis/) in the folder it runs in.
   const fuzzer = spawn(SCHEMATHESIS, args, {
     cwd: CACHE,
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NO_COLOR: '1' },
+    env: {
+      ...process.env,
+      NO_COLOR: '1',
+      OFP_FUZZ_HOOKS: join(REPOSITORY_ROOT, 'scripts', 'schemathesis-hooks.py'),
+      OFP_FUZZ_TOKEN: token,
+      OFP_FUZZ_CLIENT_ID: String(client.client_id),
+      OFP_FUZZ_CLIENT_SECRET: String(client.client_secret),
+    },
   });
   // Schemathesis frames its sections and its verdict in pytest's banners ("=== 3 warnings in 100.00s ===").
   // CI's log reader takes such a line for pytest's closing line, and one that counts no passed test for

@@ -2482,12 +2482,12 @@ export interface components {
          *     }
          */
         FulfillmentOrderCreate: {
-            /** @description The order it fulfills (an orders id) */
+            /** @description The order it fulfills (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
             /** @description The warehouse that ships it, and whose inventory it commits */
             warehouse?: string | null;
             /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
-            status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+            status?: ("open" | "in_progress" | "on_hold" | "closed" | "cancelled") | null;
             /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
             /** @description The date it is expected to ship (YYYY-MM-DD) */
@@ -3284,12 +3284,12 @@ export interface components {
          *     }
          */
         FulfillmentOrderUpdate: {
-            /** @description The order it fulfills (an orders id) */
+            /** @description The order it fulfills (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
             /** @description The warehouse that ships it, and whose inventory it commits */
             warehouse?: string | null;
             /** @description open → in_progress → partially_shipped → shipped (those two derived from its shipments) → closed; open|in_progress → on_hold → back; → cancelled */
-            status?: ("open" | "in_progress" | "on_hold" | "partially_shipped" | "shipped" | "closed" | "cancelled") | null;
+            status?: ("open" | "in_progress" | "on_hold" | "closed" | "cancelled") | null;
             /** @description The date the customer asked it to ship by (YYYY-MM-DD) */
             requested_ship_date?: string | null;
             /** @description The date it is expected to ship (YYYY-MM-DD) */
@@ -4444,7 +4444,6 @@ export interface components {
          *       "invoice_number": "INV-2026-0815",
          *       "order_id": 5120,
          *       "purchase_order_id": null,
-         *       "status": "partially_paid",
          *       "currency": "USD",
          *       "issue_date": "2026-11-23",
          *       "due_date": "2026-12-23",
@@ -4469,12 +4468,12 @@ export interface components {
         InvoiceCreate: {
             /** @description The invoice number, unique per organization */
             invoice_number: string;
-            /** @description The order it bills (an orders id) */
+            /** @description The order it bills (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
-            /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
+            /** @description The purchase order it is the vendor's bill for (a purchase_orders id). It must be the id of an existing purchase order of your organization: any other is a 422 on this field */
             purchase_order_id?: number | null;
             /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
-            status?: ("open" | "partially_paid" | "paid" | "void") | null;
+            status?: ("open" | "void") | null;
             /** @description ISO 4217 code of the amounts */
             currency?: string | null;
             /** @description The date it was issued (YYYY-MM-DD) */
@@ -5075,12 +5074,12 @@ export interface components {
         InvoiceUpdate: {
             /** @description The invoice number, unique per organization */
             invoice_number?: string;
-            /** @description The order it bills (an orders id) */
+            /** @description The order it bills (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
-            /** @description The purchase order it is the vendor's bill for (a purchase_orders id) */
+            /** @description The purchase order it is the vendor's bill for (a purchase_orders id). It must be the id of an existing purchase order of your organization: any other is a 422 on this field */
             purchase_order_id?: number | null;
             /** @description open → partially_paid → paid (those two derived from amount_paid); open → void */
-            status?: ("open" | "partially_paid" | "paid" | "void") | null;
+            status?: ("open" | "void") | null;
             /** @description ISO 4217 code of the amounts */
             currency?: string | null;
             /** @description The date it was issued (YYYY-MM-DD) */
@@ -6272,8 +6271,8 @@ export interface components {
             /** @description The order number, unique per organization */
             order_number: string;
             /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
-            status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
-            /** @description The person who ordered (a people id) */
+            status?: ("pending" | "open" | "on_hold" | "cancelled") | null;
+            /** @description The person who ordered (a people id). It must be the id of an existing person of your organization: any other is a 422 on this field */
             customer_id?: number | null;
             /** @description ISO 4217 code of the amounts */
             currency?: string | null;
@@ -6310,7 +6309,7 @@ export interface components {
             } | null;
             /** @description What is ordered; a list given replaces the old one */
             lines?: {
-                /** @description The item ordered (an items id) */
+                /** @description The item ordered (an items id). It must be the id of an existing item of your organization: any other is a 422 on this field */
                 item_id?: number | null;
                 /** @description The sku ordered */
                 sku: string;
@@ -6971,8 +6970,8 @@ export interface components {
             /** @description The order number, unique per organization */
             order_number?: string;
             /** @description pending → open → partially_fulfilled → fulfilled (those two derived from its shipments); pending|open → on_hold → back; → cancelled */
-            status?: ("pending" | "open" | "on_hold" | "partially_fulfilled" | "fulfilled" | "cancelled") | null;
-            /** @description The person who ordered (a people id) */
+            status?: ("pending" | "open" | "on_hold" | "cancelled") | null;
+            /** @description The person who ordered (a people id). It must be the id of an existing person of your organization: any other is a 422 on this field */
             customer_id?: number | null;
             /** @description ISO 4217 code of the amounts */
             currency?: string | null;
@@ -7009,7 +7008,7 @@ export interface components {
             } | null;
             /** @description What is ordered; a list given replaces the old one */
             lines?: {
-                /** @description The item ordered (an items id) */
+                /** @description The item ordered (an items id). It must be the id of an existing item of your organization: any other is a 422 on this field */
                 item_id?: number | null;
                 /** @description The sku ordered */
                 sku: string;
@@ -8417,7 +8416,6 @@ export interface components {
          *       "po_number": "PO-2026-0412",
          *       "vendor_name": "Evergreen Textiles",
          *       "warehouse": "SFO-1",
-         *       "status": "partially_received",
          *       "expected_arrival_date": "2026-12-02",
          *       "currency": "USD",
          *       "lines": [
@@ -8445,7 +8443,7 @@ export interface components {
             /** @description The warehouse that receives it, whose `inbound` it adds to */
             warehouse?: string | null;
             /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
-            status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+            status?: ("draft" | "open" | "closed" | "cancelled") | null;
             /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
             expected_arrival_date?: string | null;
             /** @description ISO 4217 code of the amounts */
@@ -9138,7 +9136,7 @@ export interface components {
             /** @description The warehouse that receives it, whose `inbound` it adds to */
             warehouse?: string | null;
             /** @description draft → open → partially_received → received (those two derived from the lines) → closed; draft|open → cancelled */
-            status?: ("draft" | "open" | "partially_received" | "received" | "closed" | "cancelled") | null;
+            status?: ("draft" | "open" | "closed" | "cancelled") | null;
             /** @description The date it is expected at the warehouse (YYYY-MM-DD) */
             expected_arrival_date?: string | null;
             /** @description ISO 4217 code of the amounts */
@@ -9402,12 +9400,12 @@ export interface components {
         ReturnCreate: {
             /** @description The return merchandise authorization number, unique per organization */
             rma_number: string;
-            /** @description The order returned from (an orders id) */
+            /** @description The order returned from (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
             /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
             warehouse?: string | null;
             /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
-            status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            status?: ("requested" | "authorized" | "refunded" | "closed" | "rejected" | "cancelled") | null;
             /** @description Why it is returned, in the customer's or the integrator's words */
             reason?: string | null;
             /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
@@ -9958,12 +9956,12 @@ export interface components {
         ReturnUpdate: {
             /** @description The return merchandise authorization number, unique per organization */
             rma_number?: string;
-            /** @description The order returned from (an orders id) */
+            /** @description The order returned from (an orders id). It must be the id of an existing order of your organization: any other is a 422 on this field */
             order_id?: number | null;
             /** @description The warehouse that receives it, whose `on_hand` restocked lines add to */
             warehouse?: string | null;
             /** @description requested → authorized → partially_received → received (those two derived from the lines) → refunded → closed; requested|authorized → rejected or cancelled */
-            status?: ("requested" | "authorized" | "partially_received" | "received" | "refunded" | "closed" | "rejected" | "cancelled") | null;
+            status?: ("requested" | "authorized" | "refunded" | "closed" | "rejected" | "cancelled") | null;
             /** @description Why it is returned, in the customer's or the integrator's words */
             reason?: string | null;
             /** @description When it was received in full (RFC 3339, UTC): given by the operator, else set when it becomes received */
@@ -10190,7 +10188,7 @@ export interface components {
          *     }
          */
         ShipmentCreate: {
-            /** @description The fulfillment order it ships (a fulfillment_orders id) */
+            /** @description The fulfillment order it ships (a fulfillment_orders id). It must be the id of an existing fulfillment order of your organization: any other is a 422 on this field */
             fulfillment_order_id: number;
             /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
             status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
@@ -10857,7 +10855,7 @@ export interface components {
          *     }
          */
         ShipmentUpdate: {
-            /** @description The fulfillment order it ships (a fulfillment_orders id) */
+            /** @description The fulfillment order it ships (a fulfillment_orders id). It must be the id of an existing fulfillment order of your organization: any other is a 422 on this field */
             fulfillment_order_id?: number;
             /** @description label_created → in_transit → out_for_delivery → delivered; any but delivered → exception or cancelled (which gives its quantities back) */
             status?: ("label_created" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "cancelled") | null;
@@ -12408,7 +12406,7 @@ export interface components {
     };
     responses: never;
     parameters: {
-        /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+        /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
         "Idempotency-Key": string;
         /** @description W/"<version>": the change applies only to that version, else 412 */
         "If-Match": string;
@@ -13073,7 +13071,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -13374,7 +13372,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -13568,7 +13566,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -13748,7 +13746,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -13938,7 +13936,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -14254,7 +14252,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -14555,7 +14553,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -14749,7 +14747,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -14929,7 +14927,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -15119,7 +15117,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -15435,7 +15433,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -15736,7 +15734,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -15930,7 +15928,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -16110,7 +16108,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -16300,7 +16298,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -16616,7 +16614,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -16917,7 +16915,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -17111,7 +17109,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -17291,7 +17289,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -17481,7 +17479,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -17797,7 +17795,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -18098,7 +18096,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -18292,7 +18290,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -18472,7 +18470,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -18662,7 +18660,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -18978,7 +18976,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -19279,7 +19277,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -19473,7 +19471,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -19653,7 +19651,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -19969,7 +19967,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -20270,7 +20268,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -20464,7 +20462,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -20644,7 +20642,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -20834,7 +20832,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -21150,7 +21148,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -21451,7 +21449,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -21645,7 +21643,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -21825,7 +21823,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -22141,7 +22139,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -22442,7 +22440,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -22636,7 +22634,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -22816,7 +22814,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -23006,7 +23004,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -23581,7 +23579,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -23882,7 +23880,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -24340,7 +24338,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -24653,7 +24651,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -24847,7 +24845,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25040,7 +25038,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25220,7 +25218,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25414,7 +25412,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25592,7 +25590,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25771,7 +25769,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
@@ -25789,7 +25787,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: date-time
-                     * @description Re-send what failed for good since this moment (RFC 3339), at most 14 days ago
+                     * @description Re-send what failed for good since this moment (RFC 3339), at most 14 days ago and not in the future (else a 422 on `since`: a rule of the clock, which JSON Schema cannot state)
                      */
                     since: string;
                 };
@@ -25969,7 +25967,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -26499,7 +26497,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422 */
+                /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];

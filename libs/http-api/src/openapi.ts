@@ -55,8 +55,13 @@ const REQUEST_HEADERS: Readonly<Record<string, Json>> = {
     name: 'Idempotency-Key',
     in: 'header',
     description:
-      'Replays the first response to the same request for 24 hours (API.md §5); another body with the same key is a 422',
-    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+      'Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does',
+    schema: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$',
+    },
   },
   'If-Match': {
     name: 'If-Match',
@@ -148,6 +153,12 @@ export function openApiDocument(routes: readonly RouteSpec[], options: OpenApiOp
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas, options);
+  }
+  for (const route of routes) {
+    const links = linksOf(route, routes);
+    if (links !== undefined)
+      (paths[route.path]![route.method.toLowerCase()]!.responses as Record<string, Json>)['201']!.links =
+        links;
   }
   const webhooks: Record<string, Json> = {};
   for (const event of options.webhooks) {
@@ -344,6 +355,34 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
     ...body,
     responses,
   };
+}
+
+/**
+ * The OpenAPI links of a create (`POST /v2/people` answering 201): to every operation on the record it
+ * made (`/v2/people/{id}` and the actions under it), with the id as the envelope carries it
+ * (`results.id`, API.md §2), so that a client or a fuzzer can follow a create to what takes its id.
+ * Creating at a chosen id (`POST /v2/people/{id}`) is left out: the created id is taken.
+ */
+function linksOf(route: RouteSpec, routes: readonly RouteSpec[]): Json | undefined {
+  if (route.method !== 'POST' || route.path.includes('{') || route.responses[201] === undefined)
+    return undefined;
+  const record = `${route.path}/{id}`;
+  const targets = routes.filter(
+    (target) =>
+      (target.path === record || target.path.startsWith(`${record}/`)) &&
+      !(target.method === 'POST' && target.path === record),
+  );
+  if (targets.length === 0) return undefined;
+  return Object.fromEntries(
+    targets.map((target) => [
+      target.operationId,
+      {
+        operationId: target.operationId,
+        parameters: { id: '$response.body#/results/id' },
+        description: `${target.summary}: the record this request created`,
+      },
+    ]),
+  );
 }
 
 /** Who may call: OpenAPI lists alternatives, so a token with any one of the scopes is one entry each. */

@@ -59,10 +59,25 @@ export function writeSchema(model: ModelDefinition, mode: 'create' | 'update'): 
           : 'The fields to change; fields left out keep their value, a nested list given replaces the list',
       ...examplesOf(
         model.example &&
-          (mode === 'create' ? writableOf(model.fields, model.example.record) : model.example.update),
+          (mode === 'create' ? createExample(model, model.example.record) : model.example.update),
       ),
     }),
   );
+}
+
+/**
+ * A create's example from the model's example record: its writable fields, less a state only the
+ * system sets (a client asking for one gets a 422, API.md §6).
+ */
+function createExample(
+  model: ModelDefinition,
+  record: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const body = writableOf(model.fields, record);
+  const machine = model.stateMachine;
+  if (machine !== undefined && machine.derived.includes(body[machine.column] as string))
+    delete body[machine.column];
+  return body;
 }
 
 /** The envelope of a single record (API.md §2). */

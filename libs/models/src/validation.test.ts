@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { DomainError } from '@ofp/contracts';
 import {
   inventoryAdjustments,
@@ -6,9 +7,10 @@ import {
   orders,
   people,
   phoneNumberTypes,
+  purchaseOrders,
   shipments,
 } from './registry.js';
-import { columnPath, validateCreate, validateUpdate } from './validation.js';
+import { columnPath, requestBodySchema, validateCreate, validateUpdate } from './validation.js';
 import type { ModelDefinition } from './fields.js';
 
 /** The errors a validation threw, or a failure when it did not throw a 422. */
@@ -276,5 +278,59 @@ describe('validateUpdate', () => {
 describe('columnPath', () => {
   it('writes list indexes in brackets and object keys after dots', () => {
     expect(columnPath(['packages', 0, 'lines', 2, 'quantity'])).toBe('packages[0].lines[2].quantity');
+  });
+});
+
+describe('the JSON Schema of request bodies says what the validator refuses (what schemathesis checks)', () => {
+  const property = (model: ModelDefinition, name: string): { pattern?: string; enum?: string[] } => {
+    const schema = z.toJSONSchema(requestBodySchema(model, 'create'), {
+      io: 'input',
+      unrepresentable: 'any',
+    }) as {
+      properties: Record<
+        string,
+        { pattern?: string; enum?: string[]; anyOf?: { pattern?: string; enum?: string[] }[] }
+      >;
+    };
+    const found = schema.properties[name]!;
+    return found.anyOf?.[0] ?? found;
+  };
+  const accepted = (model: ModelDefinition, body: Record<string, unknown>, column: string): boolean => {
+    try {
+      validateCreate(model, body);
+      return true;
+    } catch (error) {
+      return (error as DomainError).errors[column] === undefined;
+    }
+  };
+  const strings = ['Lovelace', ' Ada ', '', ' ', '\t\n', '\ufeff', '\u00a0', 'A\u0000', '\u0000', '\u00a0x'];
+
+  it('a required string: its pattern matches exactly what is neither blank nor holding a NUL', () => {
+    const pattern = new RegExp(property(people, 'last_name').pattern!);
+    for (const value of strings)
+      expect([value, pattern.test(value)]).toEqual([
+        value,
+        accepted(people, { last_name: value }, 'last_name'),
+      ]);
+  });
+
+  it('an optional string: its pattern matches exactly what holds no NUL', () => {
+    const pattern = new RegExp(property(people, 'first_name').pattern!);
+    for (const value of strings)
+      expect([value, pattern.test(value)]).toEqual([
+        value,
+        accepted(people, { last_name: 'Lovelace', first_name: value }, 'first_name'),
+      ]);
+  });
+
+  it('a status lists the states a client may ask for, not those the system derives (API.md §6)', () => {
+    for (const model of [orders, purchaseOrders, invoices]) {
+      const machine = model.stateMachine!;
+      const column = model.fields[machine.column] as unknown as { values: string[] };
+      expect(property(model, machine.column).enum).toEqual(
+        column.values.filter((value) => !machine.derived.includes(value)),
+      );
+      expect(machine.derived.length).toBeGreaterThan(0);
+    }
   });
 });

@@ -11,6 +11,7 @@ import type {
   StringColumn,
 } from './fields.js';
 import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp } from './formats.js';
+import type { StateMachine } from './state-machine.js';
 
 /** A validated request body: the writable fields that were given, in canonical form. */
 export type RecordBody = Record<string, unknown>;
@@ -112,7 +113,7 @@ const schemas = {
 export function requestBodySchema(model: ModelDefinition, mode: Mode): z.ZodType {
   let schema = schemas[mode].get(model);
   if (!schema) {
-    schema = objectSchema(model.fields, mode);
+    schema = objectSchema(model.fields, mode, model.stateMachine);
     schemas[mode].set(model, schema);
   }
   return schema;
@@ -128,11 +129,18 @@ function typeError(expected: string) {
         : `must be ${expected}`;
 }
 
-function objectSchema(fields: FieldMap, mode: Mode): z.ZodType {
+/**
+ * `machine`: the record's state machine, whose column the document shows with the states a client
+ * may ask for (API.md §6: setting a derived one is a 422, which the validator says in its own words).
+ */
+function objectSchema(fields: FieldMap, mode: Mode, machine?: StateMachine): z.ZodType {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, field] of Object.entries(fields)) {
-    const schema = fieldSchema(field, mode);
-    if (schema) shape[name] = documented(schema, field);
+    const schema =
+      machine?.column === name && field.kind === 'column' && field.type === 'string'
+        ? presence(columnSchema(field, machine.derived), field, mode)
+        : fieldSchema(field, mode);
+    if (schema) shape[name] = documented(schema, referenceRule(field));
   }
   // z.object drops keys it does not know, which is how unknown and read-only fields are ignored.
   return z.object(shape, { error: typeError('a JSON object') });
@@ -174,6 +182,17 @@ export function documented(schema: z.ZodType, field: FieldDefinition): z.ZodType
   });
 }
 
+/**
+ * A column holding another record's id, with what its description owes a writer: the record must
+ * exist in the writer's organization (a rule across records, which no JSON Schema can state).
+ */
+function referenceRule(field: FieldDefinition): FieldDefinition {
+  if (field.kind !== 'column' || field.type !== 'integer' || field.references === undefined) return field;
+  const target = field.references();
+  const rule = `It must be the id of an existing ${target.singular.replace(/_/g, ' ')} of your organization: any other is a 422 on this field`;
+  return { ...field, description: field.description === undefined ? rule : `${field.description}. ${rule}` };
+}
+
 /** A to-one relation that is not required may be null. */
 function relationPresence(field: { required: boolean }): { required: boolean; nullable: boolean } {
   return { required: field.required, nullable: !field.required };
@@ -191,7 +210,8 @@ function presence(
   return field.default === undefined ? value.optional() : value.default(field.default);
 }
 
-function columnSchema(column: ColumnDefinition): z.ZodType {
+/** `derived`: values of an enumeration that the document leaves out, only the system setting them. */
+function columnSchema(column: ColumnDefinition, derived: readonly string[] = []): z.ZodType {
   switch (column.type) {
     case 'string':
       return z
@@ -200,7 +220,7 @@ function columnSchema(column: ColumnDefinition): z.ZodType {
           const problem = stringProblem(column, value);
           if (problem) context.addIssue({ code: 'custom', message: problem });
         })
-        .meta(stringConstraints(column));
+        .meta(stringConstraints(column, derived));
     case 'integer':
       return z
         .number({ error: typeError('an integer') })
@@ -245,13 +265,20 @@ function columnSchema(column: ColumnDefinition): z.ZodType {
  * What the checks of a string column say, for the JSON Schema of request bodies: zod sees only the
  * refinement, which reports one problem at a time with the envelope's messages.
  */
-function stringConstraints(column: StringColumn): Record<string, unknown> {
-  return {
-    maxLength: column.maxLength,
-    ...(column.values ? { enum: column.values } : {}),
-    ...(column.pattern ? { pattern: column.pattern.regex.source } : {}),
-  };
+function stringConstraints(column: StringColumn, derived: readonly string[]): Record<string, unknown> {
+  if (column.values)
+    return { maxLength: column.maxLength, enum: column.values.filter((value) => !derived.includes(value)) };
+  if (column.pattern) return { maxLength: column.maxLength, pattern: column.pattern.regex.source };
+  return { maxLength: column.maxLength, pattern: column.required ? NOT_BLANK : NO_NUL };
 }
+
+/**
+ * What {@link stringProblem} refuses of a column without a pattern of its own: a NUL anywhere, and a
+ * required one that trim() leaves empty (JavaScript's whitespace, the BOM included, which a Python
+ * `\s` is not), in the ECMA-262 syntax JSON Schema patterns use.
+ */
+const NO_NUL = '^[^\\u0000]*$';
+const NOT_BLANK = '^[^\\u0000]*[^\\s\\ufeff\\u0000][^\\u0000]*$';
 
 function stringProblem(column: StringColumn, value: string): string | undefined {
   // Postgres text cannot hold NUL; letting one through would stop the projector at that event.

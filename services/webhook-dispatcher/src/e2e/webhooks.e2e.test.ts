@@ -1,4 +1,4 @@
-import { createPlatformClient, searchQuery, type PlatformClient } from '@ofp/client';
+import { createPlatformClient, searchQuery, type PlatformClient, type Schema } from '@ofp/client';
 import {
   createIntegrator,
   ingressFetch,
@@ -47,7 +47,7 @@ describe.each(RUN_MODES)('webhooks through the platform ($mode)', ({ mode }) => 
   }, 60_000);
 
   /** A webhook of `events` to `receiver`: its id and secret. */
-  async function subscribe(receiver: WebhookReceiver, events: string[]) {
+  async function subscribe(receiver: WebhookReceiver, events: Schema<'WebhookCreate'>['events']) {
     const { data } = await api.POST('/v2/webhooks', {
       body: { url: receiver.url, events, description: 'e2e' },
     });

@@ -538,7 +538,9 @@ const RECOVER_BODY = z.object({
       offset: true,
       error: 'must be an RFC 3339 timestamp such as 2026-11-21T07:30:00Z',
     })
-    .describe('Re-send what failed for good since this moment (RFC 3339), at most 14 days ago'),
+    .describe(
+      'Re-send what failed for good since this moment (RFC 3339), at most 14 days ago and not in the future (else a 422 on `since`: a rule of the clock, which JSON Schema cannot state)',
+    ),
 });
 
 const PORTAL_SESSION_BODY = z.strictObject({
