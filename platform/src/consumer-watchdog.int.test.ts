@@ -30,6 +30,27 @@ class WatchedKafka extends Kafka {
   }
 }
 
+/** `group`'s sample of a metric, as a scrape reads it. */
+async function groupSample(registry: Registry, group: string, name: string): Promise<number> {
+  const metric = await registry.getSingleMetric(name)!.get();
+  return metric.values.find((value) => value.labels.group === group)?.value ?? 0;
+}
+
+/** Sends `count` things events named after `name` to the things topic: their event ids. */
+async function sendThings(
+  producer: Producer,
+  topics: ReturnType<typeof testTopics>,
+  name: string,
+  count: number,
+): Promise<string[]> {
+  const events = Array.from({ length: count }, (_, i) => thingEvent(`${name}-${i}`, i));
+  await producer.send({
+    topic: topicOf(topics, 'things'),
+    messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
+  });
+  return events.map((event) => event.eventId);
+}
+
 // The watchdog for confluentinc/confluent-kafka-javascript#476 (a consumer that stops calling its
 // handler): a consumer whose partitions have events it is not handed is found within the stall
 // timeout, counted in bus_consumer_restarts_total (what the alert OfpConsumerStalled reads) and started
@@ -61,20 +82,8 @@ describe('the Kafka consumer watchdog', () => {
     await producer?.disconnect();
   });
 
-  /** The group's sample of a metric, as a scrape reads it. */
-  async function sample(name: string): Promise<number> {
-    const metric = await registry.getSingleMetric(name)!.get();
-    return metric.values.find((value) => value.labels.group === group)?.value ?? 0;
-  }
-
-  async function send(name: string, count: number): Promise<string[]> {
-    const events = Array.from({ length: count }, (_, i) => thingEvent(`${name}-${i}`, i));
-    await producer!.send({
-      topic: topicOf(topics, 'things'),
-      messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
-    });
-    return events.map((event) => event.eventId);
-  }
+  const sample = (name: string): Promise<number> => groupSample(registry, group, name);
+  const send = (name: string, count: number): Promise<string[]> => sendThings(producer!, topics, name, count);
 
   it('starts a consumer that stalls while behind again within its bound, and counts it once', async () => {
     const handled = new Set<string>();
@@ -183,19 +192,8 @@ describe('the Kafka consumer watchdog, for a consumer left with no partitions', 
     await producer?.disconnect();
   });
 
-  async function sample(name: string): Promise<number> {
-    const metric = await registry.getSingleMetric(name)!.get();
-    return metric.values.find((value) => value.labels.group === group)?.value ?? 0;
-  }
-
-  async function send(name: string, count: number): Promise<string[]> {
-    const events = Array.from({ length: count }, (_, i) => thingEvent(`${name}-${i}`, i));
-    await producer!.send({
-      topic: topicOf(topics, 'things'),
-      messages: events.map((event) => toKafkaMessage(event, 'urn:ofp:schema:things:1')),
-    });
-    return events.map((event) => event.eventId);
-  }
+  const sample = (name: string): Promise<number> => groupSample(registry, group, name);
+  const send = (name: string, count: number): Promise<string[]> => sendThings(producer!, topics, name, count);
 
   it('starts a consumer fenced out of its partitions again once its group is stuck behind', async () => {
     const handled = new Set<string>();
