@@ -5,7 +5,8 @@ import { baseError } from '@ofp/contracts';
 import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, MAX_BODY_DEPTH } from './http.js';
 import { IdempotencyStore } from './idempotency.js';
 import { createMetricsRegistry, createPool, inTransaction, type Pool } from '@ofp/runtime';
-import { jsonReply, PUBLIC, type Access, type Route } from './routes.js';
+import { jsonReply } from './reply.js';
+import { PUBLIC, type Access, type Route } from './routes.js';
 
 /** A stand-in for a bearer access: `Bearer <org>:<scope,scope>`. */
 const bearer = (scopes: string[]): Access<{ org: number }> => ({

@@ -38,13 +38,12 @@ import {
   type IdempotentWrite,
 } from './idempotency.js';
 import { prefersAsync } from './record-http.js';
+import { jsonReply, type Reply } from './reply.js';
 import {
   PUBLIC,
-  jsonReply,
   type Admission,
   type BodyKind,
   type HttpMethod,
-  type Reply,
   type Route,
   type RouteRequest,
 } from './routes.js';

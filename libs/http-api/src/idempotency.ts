@@ -8,7 +8,7 @@ import {
   type SealedColumn,
   type SecretsKeyring,
 } from '@ofp/runtime';
-import type { Reply } from './routes.js';
+import type { Reply } from './reply.js';
 
 /** Printable ASCII, 1 to 255 characters (API.md §5). */
 const KEY = /^[\x20-\x7e]{1,255}$/;

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
 import type { IdempotencyStore, IdempotentWrite } from './idempotency.js';
+import type { Reply } from './reply.js';
 import type { Logger } from '@ofp/runtime';
 
 /**
@@ -214,18 +215,6 @@ export interface RouteRequest<P = unknown> extends IncomingRequest {
    * response with {@link IdempotentWrite.record}, in the write's own transaction. Undefined otherwise.
    */
   readonly idempotency: IdempotentWrite | undefined;
-}
-
-/** What a handler answers. `body` is the serialized body; JSON unless `Content-Type` says otherwise. */
-export interface Reply {
-  readonly status: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly body?: string;
-}
-
-/** A JSON reply. */
-export function jsonReply(status: number, value: unknown, headers?: Readonly<Record<string, string>>): Reply {
-  return { status, body: JSON.stringify(value), ...(headers ? { headers } : {}) };
 }
 
 /** Anyone may call: health, metadata, the API descriptions. */

@@ -36,6 +36,9 @@ const MAX_PAYLOAD_LENGTH = 4 * 1024 * 1024;
  */
 export const DELIVERY_FAILED_EVENT_TYPE = 'webhook.delivery_failed';
 
+/** The event `POST /v2/webhooks/{id}/test` sends to that endpoint alone (API.md §8). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
 /** The highest delivery rate an endpoint may ask for, per second (Svix's throttle, Convoy's limit). */
 export const MAX_RATE_LIMIT = 10_000;
 

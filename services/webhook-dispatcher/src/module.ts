@@ -28,9 +28,9 @@ import { HttpSender } from './delivery/http-sender.js';
 import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
 import { portalPageOperations, portalPageRouteSpecs } from './portal/portal-page.js';
 import { PortalSessions } from './portal/portal-sessions.js';
-import { layOutTables } from './schema.js';
+import { ENDPOINT_SECRETS_SEALED, layOutTables } from './schema.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
-import { ENDPOINT_SECRETS_SEALED, WebhookCommands } from './subscriptions/webhook-commands.js';
+import { WebhookCommands } from './subscriptions/webhook-commands.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 

@@ -8,7 +8,7 @@ import {
   rotateSecretsKey,
 } from '@ofp/runtime';
 import { instanceSettings } from '@ofp/standalone';
-import type { OrderctlIo } from './run-orderctl.js';
+import type { OrderctlIo } from './orderctl-io.js';
 
 /** How often a progress line is printed while values are re-sealed. */
 const PROGRESS_EVERY_MS = 2_000;

@@ -2,15 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { describeError } from '@ofp/runtime';
 import { instanceSettings } from '@ofp/standalone';
+import type { OrderctlIo } from './orderctl-io.js';
 import { rotateSecretsKeyCommand } from './rotate-secrets-key.js';
-
-export interface OrderctlIo {
-  env: Readonly<Record<string, string | undefined>>;
-  fetch: typeof fetch;
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  version: string;
-}
 
 const USAGE = `Usage: orderctl [--url URL] [--admin-token TOKEN] [--json] <command> [options]
 

@@ -7,8 +7,8 @@ import {
   type PoolClient,
   type SecretsKeyring,
 } from '@ofp/runtime';
-import { DELIVERY_FAILED_EVENT_TYPE } from '../models.js';
-import { TEST_EVENT_TYPE, endpointSecretContext } from '../subscriptions/webhook-commands.js';
+import { DELIVERY_FAILED_EVENT_TYPE, TEST_EVENT_TYPE } from '../models.js';
+import { endpointSecretContext } from '../schema.js';
 import type { AttemptRecord } from './attempt.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 

@@ -1,8 +1,7 @@
 import type { z } from 'zod';
 import { MODELS, recordSchema } from '@ofp/models';
-import { DELIVERY_FAILED_EVENT_TYPE, webhookDeliveries, webhooks } from '../models.js';
+import { DELIVERY_FAILED_EVENT_TYPE, TEST_EVENT_TYPE, webhookDeliveries, webhooks } from '../models.js';
 import { EVENT_TYPES, dataSchema, eventCatalog, isEventType, webhookSchema } from './event-catalog.js';
-import { TEST_EVENT_TYPE } from './webhook-commands.js';
 import { WEBHOOK_EVENT_TYPES } from './webhook-decider.js';
 
 describe('the webhook event catalog', () => {

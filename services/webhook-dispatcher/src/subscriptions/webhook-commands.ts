@@ -2,18 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { baseError, fieldError, recordStreamId, type RecordJson } from '@ofp/contracts';
 import { handleCommand, type Decided, type EventStore } from '@ofp/event-store';
 import { deleteRecord, eventPayload, getRecord, writeRecord, type Queryable } from '@ofp/models';
-import { webhookDeliveries, webhooks } from '../models.js';
-import {
-  inTransaction,
-  sealedContext,
-  type Pool,
-  type PoolClient,
-  type SealedColumn,
-  type SecretsKeyring,
-} from '@ofp/runtime';
+import { TEST_EVENT_TYPE, webhookDeliveries, webhooks } from '../models.js';
+import { inTransaction, type Pool, type PoolClient, type SecretsKeyring } from '@ofp/runtime';
 import type { CommitWith, DeliveryQueue } from '../delivery/delivery-queue.js';
 import { generateSecret } from '../delivery/signing.js';
-import { TABLES } from '../schema.js';
+import { TABLES, endpointSecretContext } from '../schema.js';
 import type { UrlPolicy } from './url-policy.js';
 import {
   decide,
@@ -27,9 +20,6 @@ import {
 
 /** API.md §8: after a rotation, the previous secret signs too for 24 hours. */
 export const ROTATION_GRACE_MS = 24 * 3_600_000;
-
-/** The event `POST /v2/webhooks/{id}/test` sends to that endpoint alone (API.md §8). */
-export const TEST_EVENT_TYPE = 'webhook.test';
 
 /** API.md §8: `recover` reaches at most 14 days back. */
 export const RECOVERY_WINDOW_MS = 14 * 24 * 3_600_000;
@@ -45,26 +35,6 @@ export interface Requester {
 export interface WebhookWithSecret {
   readonly record: RecordJson;
   readonly secret: string;
-}
-
-/** Where the endpoints' signing secrets are kept, sealed (API.md §12). */
-export const ENDPOINT_SECRETS_TABLE = 'webhooks.endpoints';
-
-/**
- * The sealed columns of the endpoints: a secret is sealed for its endpoint's row, not its column, so
- * that rotation moves it from `secret` to `previous_secret` as it is.
- */
-export const ENDPOINT_SECRETS_SEALED: readonly SealedColumn[] = ['secret', 'previous_secret'].map(
-  (column) => ({
-    table: ENDPOINT_SECRETS_TABLE,
-    key: ['webhook_id'],
-    column,
-  }),
-);
-
-/** The context an endpoint's secret is sealed for. */
-export function endpointSecretContext(webhookId: number | string): string {
-  return sealedContext(ENDPOINT_SECRETS_TABLE, [webhookId]);
 }
 
 /** The dispatcher itself, as the author of the changes it makes. */
