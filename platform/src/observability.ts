@@ -9,7 +9,8 @@ import { sharedReading } from '@ofp/runtime';
  * and handled (`bus_consumer_events_fetched_total`, `bus_consumer_events_handled_total`: a group that
  * reads its events again and again shows there, not in its lag), and how often a group's Kafka consumer
  * was given its partitions and how often the bus's watchdog started one again
- * (`bus_consumer_assignments_total`, `bus_consumer_restarts_total`). Read at scrape time; the two lag
+ * (`bus_consumer_assignments_total`, `bus_consumer_restarts_total`), and which topics' partitions it
+ * found stalled (`bus_consumer_stalled_partitions_total`). Read at scrape time; the two lag
  * gauges share one reading.
  */
 export function registerFlowMetrics(registry: Registry, bus: Bus): void {
@@ -71,6 +72,17 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
       },
     });
   }
+  new Counter({
+    name: 'bus_consumer_stalled_partitions_total',
+    help: "Partitions, per topic, that the bus's watchdog found behind with nothing handed (or committed) on them for the stall timeout, when it started a Kafka consumer of the group again",
+    labelNames: ['group', 'topic'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { group, stalled } of bus.throughput())
+        for (const [topic, partitions] of Object.entries(stalled)) this.inc({ group, topic }, partitions);
+    },
+  });
 }
 
 /** What waits in the outbox, where the relay runs (`outbox_events`, `outbox_oldest_event_age_seconds`). */

@@ -56,9 +56,16 @@ export interface ConsumerThroughput {
   readonly assignments: number;
   /** Kafka: consumers of the group that the bus's watchdog found stalled while behind, and started again. */
   readonly restarts: number;
+  /**
+   * Kafka: per topic, the partitions the watchdog found stalled when it started a consumer of the
+   * group again (behind, with nothing handed or committed on them for the stall timeout).
+   */
+  readonly stalled: Readonly<Record<string, number>>;
 }
 
-type Counts = { -readonly [K in keyof Omit<ConsumerThroughput, 'group'>]: number };
+type Counts = { -readonly [K in keyof Omit<ConsumerThroughput, 'group' | 'stalled'>]: number } & {
+  stalled: Record<string, number>;
+};
 
 /** The counters behind {@link Bus.throughput}, kept per group by each bus. */
 export class ThroughputCounter {
@@ -66,7 +73,8 @@ export class ThroughputCounter {
 
   private of(group: string): Counts {
     let counts = this.groups.get(group);
-    if (!counts) this.groups.set(group, (counts = { fetched: 0, handled: 0, assignments: 0, restarts: 0 }));
+    if (!counts)
+      this.groups.set(group, (counts = { fetched: 0, handled: 0, assignments: 0, restarts: 0, stalled: {} }));
     return counts;
   }
 
@@ -86,8 +94,13 @@ export class ThroughputCounter {
     this.of(group).restarts++;
   }
 
+  stalled(group: string, topic: string): void {
+    const { stalled } = this.of(group);
+    stalled[topic] = (stalled[topic] ?? 0) + 1;
+  }
+
   read(): ConsumerThroughput[] {
-    return [...this.groups].map(([group, counts]) => ({ group, ...counts }));
+    return [...this.groups].map(([group, counts]) => ({ group, ...counts, stalled: { ...counts.stalled } }));
   }
 }
 

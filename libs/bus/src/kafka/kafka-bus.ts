@@ -19,6 +19,7 @@ import {
   type ConsumerConstructorConfig,
   type EachBatchPayload,
   type Kafka,
+  type TopicPartition,
 } from './kafka-javascript.js';
 import { REQUEST_TIMEOUT_MS } from './client.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
@@ -39,6 +40,15 @@ export const CONSUMER_PREFETCH = {
   'fetch.max.bytes': 4 * 1024 * 1024,
   'max.partition.fetch.bytes': 1024 * 1024,
 } as const;
+
+/** Where a consumer group is on one partition, and how many events it has not committed there. */
+interface PartitionOffsets {
+  readonly topic: string;
+  readonly partition: number;
+  /** The committed offset, or the low-water mark before the group's first commit. */
+  readonly committed: number;
+  readonly behind: number;
+}
 
 /** How often librdkafka commits the offsets the bus stored after each handled batch. */
 const COMMIT_INTERVAL_MS = 1_000;
@@ -120,8 +130,13 @@ export class KafkaBus implements Bus {
     let consumer: Consumer;
     const progress = { topics, consumer: () => consumer, progressedAt: Date.now() };
     if (!options.transient) this.durable.set(group, progress);
-    /** When a batch was last handed to the handler (or tried again): what the watchdog watches. */
-    let handedAt = Date.now();
+    /**
+     * What the watchdog watches, per partition (`topic:partition`) of the current consumer: when a batch
+     * of it was last handed to the handler (or tried again), or when the consumer was given it.
+     */
+    const handedAt = new Map<string, number>();
+    /** When the consumer was started (again), and when its handler last failed. */
+    const clock = { startedAt: Date.now(), failedAt: 0 };
     /** The batch being retried per partition, so that one handed again counts as fetched once. */
     const retrying = new Map<number | string, { offset: string; failures: number }>();
     // In place for at most half the max-poll interval: librdkafka's limit is twice it (the KafkaJS
@@ -136,7 +151,7 @@ export class KafkaBus implements Bus {
       if (failures === 0) this.counts.fetched(group, events.length);
       const giveBackAt = Date.now() + retryBudgetMs;
       for (;;) {
-        handedAt = Date.now();
+        handedAt.set(key, Date.now());
         // Returning without resolving: the KafkaJS layer seeks back, and nothing is committed past it.
         if (stopping || !payload.isRunning() || payload.isStale()) return;
         try {
@@ -144,6 +159,7 @@ export class KafkaBus implements Bus {
           break;
         } catch (error) {
           failures++;
+          clock.failedAt = Date.now();
           retrying.set(key, { offset: first, failures });
           logger.error(
             { err: error, topic: batch.topic, partition: batch.partition, failures },
@@ -184,8 +200,9 @@ export class KafkaBus implements Bus {
           ? { 'group.instance.id': this.options.instanceId }
           : {}),
         // Subscribed means assigned partitions: a service is not ready while it could still miss events.
-        rebalance_cb: (error: { code: number }) => {
+        rebalance_cb: (error: { code: number }, assignment: TopicPartition[]) => {
           if (error.code !== ErrorCodes.ERR__ASSIGN_PARTITIONS) return;
+          for (const { topic, partition } of assignment) handedAt.set(`${topic}:${partition}`, Date.now());
           this.counts.assigned(group);
           assigned(true);
         },
@@ -215,33 +232,49 @@ export class KafkaBus implements Bus {
         }
       })().finally(() => {
         restarting = undefined;
-        handedAt = Date.now();
+        clock.startedAt = Date.now();
       }));
 
-    // The watchdog: a consumer whose partitions have events it has not been handed for
-    // stallTimeoutMs is started again. The KafkaJS layer of @confluentinc/kafka-javascript can stop
-    // calling its handler after a quiet period (confluentinc/confluent-kafka-javascript#476); a
-    // handler being retried is being handed its batch, so a database outage does not count. A
-    // consumer with no partitions is behind by its group's whole lag once the group's commits have not
-    // moved for stallTimeoutMs either: one fenced by another under its static member's name, or that
-    // lost its assignment and never joined again, reads nothing while nobody else may.
-    const commits = { position: -1, movedAt: Date.now() };
+    // The watchdog judges every partition of the group's topics on its own, so that a topic that moves
+    // does not hide one that does not (the projector is one group over every topic it projects). A
+    // partition stalls when it has events its group has not committed and, for stallTimeoutMs since
+    // they were seen, neither did its group's commit on it move nor was a batch of it handed here:
+    // - on this consumer's partitions, the KafkaJS layer of @confluentinc/kafka-javascript can stop
+    //   calling its handler after a quiet period (confluentinc/confluent-kafka-javascript#476), or hand
+    //   the batches of some partitions and never fetch the others;
+    // - on the others', this consumer may be the one that should read them: fenced by another under its
+    //   static member's name, or with its assignment lost and never joined again, or its group assigned
+    //   without a topic it subscribes to; a consumer that owns them and is stuck is started again by its
+    //   own watchdog meanwhile, and a dead one leaves its group within a session, shorter than this.
+    // Either starts this consumer again. A handler being retried holds back the batches behind it, so
+    // for stallTimeoutMs after a failure (a database outage) and after a (re)start nothing is judged.
+    const watched = new Map<string, { committed: number; movedAt: number; behindSince: number }>();
     const watchdog = setInterval(
       () => {
         if (stopping || restarting) return;
         void (async () => {
-          let behind: number;
-          if (consumer.assignment().length > 0) {
-            commits.position = -1;
-            if (Date.now() - handedAt < this.stallTimeoutMs) return;
-            behind = await this.behind(consumer);
-          } else {
-            const { events, position } = await this.uncommitted(consumer, topics);
-            if (position !== commits.position) Object.assign(commits, { position, movedAt: Date.now() });
-            behind = Date.now() - commits.movedAt >= this.stallTimeoutMs ? events : 0;
+          const stalled: PartitionOffsets[] = [];
+          for (const each of await this.offsets(consumer, topics)) {
+            const now = Date.now();
+            const key = `${each.topic}:${each.partition}`;
+            const seen = watched.get(key);
+            const state = {
+              committed: each.committed,
+              movedAt: seen?.committed === each.committed ? seen.movedAt : now,
+              behindSince: each.behind > 0 ? Math.min(seen?.behindSince ?? now, now) : Infinity,
+            };
+            watched.set(key, state);
+            const quietSince = Math.max(state.movedAt, state.behindSince, handedAt.get(key) ?? 0);
+            if (now - quietSince >= this.stallTimeoutMs) stalled.push(each);
           }
-          if (behind && !stopping && !restarting && Date.now() - handedAt >= this.stallTimeoutMs)
-            return restart(`behind by ${behind} events with none handed for ${this.stallTimeoutMs} ms`);
+          const since = Math.max(clock.startedAt, clock.failedAt);
+          if (stalled.length === 0 || stopping || restarting || Date.now() - since < this.stallTimeoutMs)
+            return;
+          for (const { topic } of stalled) this.counts.stalled(group, topic);
+          const partitions = stalled.map(
+            ({ topic, partition, behind }) => `${topic}[${partition}] behind by ${behind}`,
+          );
+          return restart(`${partitions.join(', ')}, with none handed for ${this.stallTimeoutMs} ms`);
         })().catch((error: unknown) =>
           logger.warn({ err: error }, 'the consumer watchdog could not read the lag'),
         );
@@ -253,7 +286,7 @@ export class KafkaBus implements Bus {
     if (!(await run()))
       logger.warn({ timeoutMs: GROUP_JOIN_TIMEOUT_MS }, 'consumer group not joined yet; going on');
     // The stall timeout counts from the join (as after a restart), not from before it.
-    handedAt = Date.now();
+    clock.startedAt = Date.now();
     return {
       stop: async () => {
         stopping = true;
@@ -265,31 +298,16 @@ export class KafkaBus implements Bus {
     };
   }
 
-  /** Events on the partitions assigned to `consumer` that its group has not committed yet. */
-  private async behind(consumer: Consumer): Promise<number> {
-    const assignment = consumer.assignment();
-    const topics = [...new Set(assignment.map((each) => each.topic))];
-    const assigned = new Set(assignment.map(({ topic, partition }) => `${topic}:${partition}`));
-    const { events } = await this.uncommitted(consumer, topics, (topic, partition) =>
-      assigned.has(`${topic}:${partition}`),
-    );
-    return events;
-  }
-
   /**
-   * The high-water marks of the topics' partitions (those `counted`) minus the committed offsets of
-   * `consumer`'s group; with no commit yet, the group reads from the beginning (the low-water mark).
-   * `position` is the sum of where the group is on each, which moves when the group commits.
+   * Per partition of `topics`: where `consumer`'s group is (its committed offset; with no commit yet,
+   * the group reads from the beginning, the low-water mark) and how many events it has not committed
+   * below the high-water mark.
    * The committed offsets are the consumer's to ask (OffsetFetch through its group's coordinator): the
    * admin client's ListConsumerGroupOffsets crashes the process in librdkafka 2.15 when its answer is
    * NOT_COORDINATOR (a coordinator that moved or is just elected): rd_kafka_handle_OffsetFetch then
    * asks the client's consumer group, which an admin client does not have, to look for the coordinator.
    */
-  private async uncommitted(
-    consumer: Consumer,
-    topics: string[],
-    counted: (topic: string, partition: number) => boolean = () => true,
-  ): Promise<{ events: number; position: number }> {
+  private async offsets(consumer: Consumer, topics: string[]): Promise<PartitionOffsets[]> {
     const admin = await this.connectedAdmin();
     const heads = await Promise.all(
       topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
@@ -298,22 +316,19 @@ export class KafkaBus implements Bus {
       throw error;
     });
     const partitions = heads.flatMap(({ topic, partitions }) =>
-      partitions.filter((each) => counted(topic, each.partition)).map((each) => ({ topic, ...each })),
+      partitions.map((each) => ({ topic, ...each })),
     );
     const committed = await consumer.committed(
       partitions.map(({ topic, partition }) => ({ topic, partition })),
       REQUEST_TIMEOUT_MS,
     );
-    let events = 0;
-    let position = 0;
-    for (const { topic, partition, high, low } of partitions) {
+    return partitions.map(({ topic, partition, high, low }) => {
       const at = Number(
         committed.find((each) => each.topic === topic && each.partition === partition)?.offset ?? -1,
       );
-      position += at >= 0 ? at : Number(low);
-      events += Number(high) - (at >= 0 ? at : Number(low));
-    }
-    return { events, position };
+      const position = at >= 0 ? at : Number(low);
+      return { topic, partition, committed: position, behind: Number(high) - position };
+    });
   }
 
   private connectedAdmin(): Promise<Admin> {
@@ -348,7 +363,7 @@ export class KafkaBus implements Bus {
   async lag(): Promise<ConsumerLag[]> {
     return Promise.all(
       [...this.durable].map(async ([group, { topics, consumer, progressedAt }]) => {
-        const { events } = await this.uncommitted(consumer(), topics);
+        const events = (await this.offsets(consumer(), topics)).reduce((sum, { behind }) => sum + behind, 0);
         return { group, events, seconds: events > 0 ? (Date.now() - progressedAt) / 1000 : 0 };
       }),
     );

@@ -15,6 +15,7 @@ export type EachBatchPayload = KafkaJS.EachBatchPayload;
 export type KafkaMessage = KafkaJS.KafkaMessage;
 export type Message = KafkaJS.Message;
 export type TopicMessages = KafkaJS.TopicMessages;
+export type TopicPartition = KafkaJS.TopicPartition;
 
 /**
  * librdkafka's log lines and the KafkaJS layer's own (through that layer) into the process's pino
