@@ -6,9 +6,12 @@
 // draining the same backlog to the same receiver, with the CPU per delivery of each process.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
@@ -254,6 +257,7 @@ async function runBenchmark(): Promise<void> {
       backlog,
       [loadGenerator('dispatcher'), postgres],
       delivered,
+      profileThisProcess,
     );
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
@@ -346,15 +350,37 @@ interface Drained {
 }
 
 /**
+ * With `BENCH_CPU_PROF_DIR`: a V8 CPU profile of this process (the dispatcher runs in it) from now until
+ * the returned function is called, written there as `dispatcher-<time>.cpuprofile`. Otherwise nothing.
+ */
+async function profileThisProcess(): Promise<() => Promise<void>> {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  if (!dir) return () => Promise.resolve();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, `dispatcher-${Date.now()}.cpuprofile`);
+    await writeFile(file, JSON.stringify(profile));
+    process.stderr.write(`dispatcher CPU profile of the measured deliveries: ${file}\n`);
+  };
+}
+
+/**
  * Waits while `backlog` deliveries arrive at the receiver (`delivered` counts all it ever had),
- * accounting the participants' CPU time after the first `WARMUP_EVENTS` of them; a delivery that
- * never comes fails the run after `STALL_MS`.
+ * accounting the participants' CPU time after the first `WARMUP_EVENTS` of them (and profiling them
+ * with `profile`, when given); a delivery that never comes fails the run after `STALL_MS`.
  */
 async function drain(
   label: string,
   backlog: number,
   participants: readonly CpuParticipant[],
   delivered: () => Promise<number>,
+  profile?: () => Promise<() => Promise<void>>,
 ): Promise<Drained> {
   const before = await delivered();
   const progress = progressBar(
@@ -362,12 +388,15 @@ async function drain(
   );
   progress.start(backlog, 0);
   let measuring: { delivered: number; at: number; meter: CpuMeter } | undefined;
+  let profiled: (() => Promise<void>) | undefined;
   try {
     for (let seen = 0, movedAt = performance.now(); ;) {
       const done = (await delivered()) - before;
       progress.update(Math.min(done, backlog));
-      if (measuring === undefined && done >= WARMUP_EVENTS)
+      if (measuring === undefined && done >= WARMUP_EVENTS) {
+        profiled = await profile?.();
         measuring = { delivered: done, at: performance.now(), meter: await CpuMeter.start(participants) };
+      }
       if (done >= backlog) break;
       if (done > seen) [seen, movedAt] = [done, performance.now()];
       // A delivery that never comes must fail the benchmark, not hang it.
@@ -376,9 +405,12 @@ async function drain(
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const seconds = (performance.now() - measuring!.at) / 1000;
-    return { measured: backlog - measuring!.delivered, seconds, cpu: await measuring!.meter.stop() };
+    const cpu = await measuring!.meter.stop();
+    await profiled?.();
+    return { measured: backlog - measuring!.delivered, seconds, cpu };
   } catch (error) {
     await measuring?.meter.stop();
+    await profiled?.();
     throw error;
   } finally {
     progress.stop();
