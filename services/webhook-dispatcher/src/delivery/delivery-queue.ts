@@ -1,15 +1,8 @@
 import type { Queryable } from '@ofp/models';
-import {
-  SecretsKeyError,
-  inTransaction,
-  prepared,
-  type Pool,
-  type PoolClient,
-  type SecretsKeyring,
-} from '@ofp/runtime';
+import { inTransaction, prepared, type Pool, type PoolClient, type SecretsKeyring } from '@ofp/runtime';
 import { DELIVERY_FAILED_EVENT_TYPE, TEST_EVENT_TYPE } from '../models.js';
-import { endpointSecretContext } from '../schema.js';
 import type { AttemptRecord } from './attempt.js';
+import { EndpointSecrets, type UnopenedSecret } from './endpoint-secrets.js';
 import type { AttemptVerdict } from './retry-schedule.js';
 
 /** NOTIFY channel raised when deliveries become due, so idle workers of every process wake at once. */
@@ -82,11 +75,6 @@ export interface ClaimedDelivery {
   readonly secrets: readonly string[] | UnopenedSecret;
 }
 
-/** An endpoint's stored secret that did not open, and why (never what it holds). */
-export interface UnopenedSecret {
-  readonly unopened: string;
-}
-
 /** An attempt and what it decided for its delivery. */
 export interface FinishedAttempt {
   readonly delivery: ClaimedDelivery;
@@ -152,11 +140,15 @@ export type CommitWith<T> = (client: PoolClient, result: T) => Promise<void>;
  * (they read up to the oldest transaction in flight).
  */
 export class DeliveryQueue {
+  private readonly secrets: EndpointSecrets;
+
   /** `secrets` opens the endpoints' sealed signing secrets (API.md §12). */
   constructor(
     private readonly pool: Pool,
-    private readonly secrets: SecretsKeyring,
-  ) {}
+    secrets: SecretsKeyring,
+  ) {
+    this.secrets = new EndpointSecrets(secrets);
+  }
 
   /**
    * Queues deliveries for endpoints that still exist (and are enabled, unless `includeDisabled`), once
@@ -396,18 +388,6 @@ export class DeliveryQueue {
         ),
       );
       await client.query('COMMIT');
-      // A secret that does not open fails its endpoint's deliveries alone, not the claim.
-      const secretsOf = (row: ClaimedRow): readonly string[] | UnopenedSecret => {
-        const context = endpointSecretContext(row.webhook_id);
-        try {
-          return [row.secret, row.previous_secret]
-            .filter((sealed) => sealed !== null)
-            .map((sealed) => this.secrets.open(sealed, context));
-        } catch (error) {
-          if (!(error instanceof SecretsKeyError)) throw error;
-          return { unopened: error.message };
-        }
-      };
       const deliveries = rows.flatMap((row) =>
         row.id === null
           ? []
@@ -424,7 +404,7 @@ export class DeliveryQueue {
                 roundAttempts: row.round_attempts,
                 claimedBy: options.worker,
                 url: row.url,
-                secrets: secretsOf(row),
+                secrets: this.secrets.open(row.webhook_id, row.secret, row.previous_secret),
               },
             ],
       );

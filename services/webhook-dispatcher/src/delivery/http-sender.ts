@@ -104,8 +104,15 @@ export class HttpSender {
         signal: this.deadline.signal(),
       });
       const ok = response.statusCode >= 200 && response.statusCode < 300;
-      // The status decides the outcome; a body that stalls or breaks only loses the excerpt.
-      const excerpt = await readExcerpt(response.body, this.options.maxExcerptBytes).catch(() => null);
+      // The status decides the outcome; a body that stalls or breaks only loses the excerpt. An empty
+      // one (most answers: 204, or 200 with no body) is let go without an iterator over it.
+      const excerpt =
+        response.statusCode === 204 || response.headers['content-length'] === '0'
+          ? await response.body.dump().then(
+              () => '',
+              () => null,
+            )
+          : await readExcerpt(response.body, this.options.maxExcerptBytes).catch(() => null);
       const retryAfter = response.headers['retry-after'];
       return {
         startedAt,
