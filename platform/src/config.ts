@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { kafkaConfigShape, kafkaSettingsIssues } from '@ofp/bus';
 import { env } from '@ofp/runtime';
-import { webhookDispatcherConfigShape } from '@ofp/webhook-dispatcher';
+import { webhookDispatcherConfigShape, webhookDispatcherSettingsIssues } from '@ofp/webhook-dispatcher';
 
 /** `all` is the standalone mode; `migrate` applies every service's migrations and exits (the Helm hook Job). */
 export const TARGET_NAMES = ['all', 'auth', 'api', 'projector', 'webhook-dispatcher', 'migrate'] as const;
@@ -129,7 +129,10 @@ export const platformConfigSchema = z
     OTEL_LOGS_EXPORTER: otelExporter('logs'),
   })
   .superRefine((config, ctx) => {
-    for (const { setting, message } of kafkaSettingsIssues(config))
+    for (const { setting, message } of [
+      ...kafkaSettingsIssues(config),
+      ...webhookDispatcherSettingsIssues(config),
+    ])
       ctx.addIssue({ code: 'custom', path: [setting], message });
     if (config.TARGET === 'auth' && config.ADMIN_PORT === config.PORT && config.PORT !== 0) {
       ctx.addIssue({

@@ -265,4 +265,15 @@ describe('start-up failures: one line naming the setting, exit code 1, nothing c
     expect(result.stderr).toMatch(/^Invalid configuration:\n {2}PORT: .+\n$/);
     expect(await readdir(dataDir)).toEqual([]);
   });
+
+  it('settings that contradict each other are refused, naming them', async () => {
+    const result = await runToExit({
+      env: { DATA_DIR: dataDir, WEBHOOK_WORKER_CONCURRENCY: '16', WEBHOOK_ENDPOINT_CONCURRENCY: '16' },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^Invalid configuration:\n {2}WEBHOOK_ENDPOINT_CONCURRENCY: \(16\) must be below WEBHOOK_WORKER_CONCURRENCY \(16\): .+\n$/,
+    );
+    expect(await readdir(dataDir)).toEqual([]);
+  });
 });

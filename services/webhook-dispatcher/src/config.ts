@@ -36,7 +36,7 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
  * - `WEBHOOK_ALLOW_PRIVATE_TARGETS` (false): any target address, and plain `http` (API.md §8; local runs, tests);
  * - `WEBHOOK_ALLOWED_NETWORKS` (none): comma-separated CIDR blocks allowed although not public;
  * - `WEBHOOK_WORKER_CONCURRENCY` (64): deliveries in flight per process;
- * - `WEBHOOK_ENDPOINT_CONCURRENCY` (16): deliveries in flight per endpoint, across processes;
+ * - `WEBHOOK_ENDPOINT_CONCURRENCY` (16): deliveries in flight per endpoint, across processes (below the workers');
  * - `WEBHOOK_POLL_INTERVAL_MS` (1000): how often idle workers look for retries that fell due;
  * - `WEBHOOK_DELIVERY_RETENTION_DAYS` (30, at least 14): how long finished deliveries (payloads included) are kept.
  */
@@ -52,7 +52,7 @@ export const webhookDispatcherConfigShape = {
     .meta({ description: 'deliveries in flight per process' }),
   WEBHOOK_ENDPOINT_CONCURRENCY: env.positiveInt(DEFAULT_LIMITS.endpointConcurrency).meta({
     description:
-      "deliveries of one endpoint claimed at once, across processes (a rate per second is the webhook's own rate_limit)",
+      "deliveries of one endpoint claimed at once, across processes; below `WEBHOOK_WORKER_CONCURRENCY`, so that a slow endpoint leaves workers to the others (a rate per second is the webhook's own rate_limit)",
   }),
   WEBHOOK_POLL_INTERVAL_MS: env
     .positiveInt(DEFAULT_LIMITS.pollIntervalMs)
@@ -66,6 +66,25 @@ export const webhookDispatcherConfigShape = {
 };
 
 type WebhookDispatcherConfig = z.infer<z.ZodObject<typeof webhookDispatcherConfigShape>>;
+
+/**
+ * What is wrong with the dispatcher settings taken together, each naming its setting: an endpoint
+ * allowed as many deliveries at once as a process has workers could, when slow, hold every worker of
+ * that process while other endpoints' deliveries wait.
+ */
+export function webhookDispatcherSettingsIssues(
+  config: Pick<WebhookDispatcherConfig, 'WEBHOOK_WORKER_CONCURRENCY' | 'WEBHOOK_ENDPOINT_CONCURRENCY'>,
+): { setting: string; message: string }[] {
+  const { WEBHOOK_WORKER_CONCURRENCY: workers, WEBHOOK_ENDPOINT_CONCURRENCY: perEndpoint } = config;
+  return perEndpoint < workers
+    ? []
+    : [
+        {
+          setting: 'WEBHOOK_ENDPOINT_CONCURRENCY',
+          message: `(${perEndpoint}) must be below WEBHOOK_WORKER_CONCURRENCY (${workers}): one slow endpoint would hold every delivery worker of a process and the other endpoints' deliveries would wait`,
+        },
+      ];
+}
 
 /** The dispatcher settings of a parsed config, for `createWebhookDispatcher`'s dependencies (module.ts). */
 export function webhookDispatcherSettings(config: WebhookDispatcherConfig): {

@@ -4,6 +4,7 @@ export {
   DEFAULT_LIMITS,
   webhookDispatcherConfigShape,
   webhookDispatcherSettings,
+  webhookDispatcherSettingsIssues,
   type DeliveryLimits,
 } from './config.js';
 export type { HostResolver, ResolvedAddress } from './delivery/address-guard.js';
