@@ -85,6 +85,7 @@ describe('KafkaBus', () => {
       },
       'js.consumer.max.batch.size': 50,
       ...CONSUMER_PREFETCH,
+      'topic.metadata.refresh.interval.ms': 10_000,
       'group.instance.id': 'projector-0',
     });
     // A transient group's only member is this process's consumer: no instance id to keep.

@@ -50,6 +50,16 @@ interface PartitionOffsets {
   readonly behind: number;
 }
 
+/**
+ * How often a consumer asks for the metadata of its topics (librdkafka's default: 5 minutes). A
+ * subscribed topic missing from the consumer's first metadata is left out of its group's assignment
+ * until the next ask finds it: a KRaft broker applies a topic's creation from the controller's log a
+ * moment after the creation is acknowledged, and ensureTopics saw the leaders through one broker only,
+ * so a consumer that starts then and asks another broker met `Unknown topic or partition` and read only
+ * the topics it found (a projector replica its people topic alone, for the rest of a chaos run).
+ */
+const TOPIC_METADATA_REFRESH_MS = 10_000;
+
 /** How often librdkafka commits the offsets the bus stored after each handled batch. */
 const COMMIT_INTERVAL_MS = 1_000;
 
@@ -195,6 +205,7 @@ export class KafkaBus implements Bus {
         },
         'js.consumer.max.batch.size': this.options.batchSize,
         ...CONSUMER_PREFETCH,
+        'topic.metadata.refresh.interval.ms': TOPIC_METADATA_REFRESH_MS,
         // Static membership for the durable groups only: a transient group has one member, this one.
         ...(this.options.instanceId && !options.transient
           ? { 'group.instance.id': this.options.instanceId }
