@@ -29,6 +29,39 @@ describe('the descriptions the repository keeps', () => {
   );
 });
 
+describe('what the OpenAPI document tells a client (or a fuzzer) that follows it', () => {
+  const openapi = repositoryDescriptions().openapi as {
+    paths: Record<string, Record<string, Operation>>;
+    webhooks: Record<string, unknown>;
+  };
+  interface Operation {
+    parameters?: { name?: string; style?: string; explode?: boolean; schema?: Record<string, unknown> }[];
+    responses: Record<string, { links?: Record<string, { operationId: string; parameters: unknown }> }>;
+  }
+
+  it("links a webhook's test event to the delivery it made: its read and its retry (API.md §8)", () => {
+    const links = openapi.paths['/v2/webhooks/{id}/test']!.post!.responses['201']!.links!;
+    expect(Object.values(links).map(({ operationId }) => operationId)).toEqual([
+      'webhook_deliveries.get',
+      'webhook_deliveries.retry',
+    ]);
+    for (const link of Object.values(links))
+      expect(link.parameters).toEqual({ id: '$response.body#/results/id' });
+  });
+
+  it("takes the events feed's types as a comma-separated list of the catalog's types", () => {
+    const type = openapi.paths['/v2/events']!.get!.parameters!.find(({ name }) => name === 'type')!;
+    expect(type).toMatchObject({
+      style: 'form',
+      explode: false,
+      schema: { type: 'array', minItems: 1, maxItems: 20 },
+    });
+    expect((type.schema!.items as { enum: string[] }).enum.sort()).toEqual(
+      Object.keys(openapi.webhooks).sort(),
+    );
+  });
+});
+
 describe('the generated parts of docs/ pages', () => {
   it.each(Object.keys(GENERATED_SECTIONS))('%s is what the code generates', async (path) => {
     const committed = await readFile(`${ROOT}${path}`, 'utf8');

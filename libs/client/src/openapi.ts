@@ -7472,12 +7472,18 @@ export interface components {
                 /** @description The number, digits only (3 to 20) */
                 number: string;
                 /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
-                phone_number_type?: {
+                phone_number_type?: ({
                     /** @description Names the phone number type by its id */
                     id?: number;
                     /** @description Names the phone number type by its name */
                     name?: string;
-                } | null;
+                } | {
+                    /** @description Names the phone number type by its id */
+                    id: number;
+                } | {
+                    /** @description Names the phone number type by its name */
+                    name: string;
+                }) | null;
             }[];
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
@@ -7738,12 +7744,18 @@ export interface components {
                 /** @description The number, digits only (3 to 20) */
                 number: string;
                 /** @description Its type: written as `{"id": N}` or `{"name": "Work"}`, answered as `{"id", "name"}`; null for none */
-                phone_number_type?: {
+                phone_number_type?: ({
                     /** @description Names the phone number type by its id */
                     id?: number;
                     /** @description Names the phone number type by its name */
                     name?: string;
-                } | null;
+                } | {
+                    /** @description Names the phone number type by its id */
+                    id: number;
+                } | {
+                    /** @description Names the phone number type by its name */
+                    name: string;
+                }) | null;
             }[];
             /** @description The integrator's own reference for the record (an ERP key), unique per organization and model: a second record with the same one is a 409 */
             external_id?: string | null;
@@ -11146,8 +11158,8 @@ export interface components {
         WebhookCreate: {
             /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url: string;
-            /** @description Event types, or ["*"] for all */
-            events: string[];
+            /** @description Event types (`GET /v2/webhook_event_types` lists them), or ["*"] for all */
+            events: ("*" | "phone_number_type.created" | "phone_number_type.updated" | "phone_number_type.deleted" | "person.created" | "person.updated" | "person.deleted" | "item.created" | "item.updated" | "item.deleted" | "order.created" | "order.updated" | "order.deleted" | "order.cancelled" | "fulfillment_order.created" | "fulfillment_order.updated" | "fulfillment_order.deleted" | "fulfillment_order.shipped" | "fulfillment_order.cancelled" | "shipment.created" | "shipment.updated" | "shipment.tracking_updated" | "shipment.delivered" | "purchase_order.created" | "purchase_order.updated" | "purchase_order.deleted" | "purchase_order.received" | "invoice.created" | "invoice.updated" | "invoice.paid" | "return.created" | "return.updated" | "return.deleted" | "return.received" | "inventory.created" | "inventory.updated" | "inventory_adjustment.created" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test" | "webhook.delivery_failed")[];
             /** @description Free text */
             description?: string | null;
             /**
@@ -12229,8 +12241,8 @@ export interface components {
         WebhookUpdate: {
             /** @description The https URL deliveries are POSTed to; private, loopback and link-local targets are refused unless the deployment allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS, which also allows http) */
             url?: string;
-            /** @description Event types, or ["*"] for all */
-            events?: string[];
+            /** @description Event types (`GET /v2/webhook_event_types` lists them), or ["*"] for all */
+            events?: ("*" | "phone_number_type.created" | "phone_number_type.updated" | "phone_number_type.deleted" | "person.created" | "person.updated" | "person.deleted" | "item.created" | "item.updated" | "item.deleted" | "order.created" | "order.updated" | "order.deleted" | "order.cancelled" | "fulfillment_order.created" | "fulfillment_order.updated" | "fulfillment_order.deleted" | "fulfillment_order.shipped" | "fulfillment_order.cancelled" | "shipment.created" | "shipment.updated" | "shipment.tracking_updated" | "shipment.delivered" | "purchase_order.created" | "purchase_order.updated" | "purchase_order.deleted" | "purchase_order.received" | "invoice.created" | "invoice.updated" | "invoice.paid" | "return.created" | "return.updated" | "return.deleted" | "return.received" | "inventory.created" | "inventory.updated" | "inventory_adjustment.created" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test" | "webhook.delivery_failed")[];
             /** @description Free text */
             description?: string | null;
             /** @description False: nothing is delivered to it (the dispatcher sets it after a 410 or 5 days of failures) */
@@ -24064,7 +24076,7 @@ export interface operations {
                 /** @description Events per page, 1 to 500 */
                 limit?: number;
                 /** @description Only events of these types, comma-separated (at most 20; `GET /v2/webhook_event_types` lists them) */
-                type?: string;
+                type?: ("phone_number_type.created" | "phone_number_type.updated" | "phone_number_type.deleted" | "person.created" | "person.updated" | "person.deleted" | "item.created" | "item.updated" | "item.deleted" | "order.created" | "order.updated" | "order.deleted" | "order.cancelled" | "fulfillment_order.created" | "fulfillment_order.updated" | "fulfillment_order.deleted" | "fulfillment_order.shipped" | "fulfillment_order.cancelled" | "shipment.created" | "shipment.updated" | "shipment.tracking_updated" | "shipment.delivered" | "purchase_order.created" | "purchase_order.updated" | "purchase_order.deleted" | "purchase_order.received" | "invoice.created" | "invoice.updated" | "invoice.paid" | "return.created" | "return.updated" | "return.deleted" | "return.received" | "inventory.created" | "inventory.updated" | "inventory_adjustment.created" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test" | "webhook.delivery_failed")[];
                 /** @description Only events of records of this model (`orders`, `people`, ...) */
                 model?: "phone_number_types" | "people" | "items" | "orders" | "fulfillment_orders" | "shipments" | "purchase_orders" | "invoices" | "returns" | "inventory" | "inventory_adjustments" | "webhooks";
                 /** @description With `model`: only the events of the record with this id, in its version order */

@@ -263,13 +263,15 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
           Object.entries(parameter.examples).map(([key, { summary, value }]) => [key, { summary, value }]),
         ),
       };
+      // An operation reads each parameter as one string: a list is its values comma-separated.
+      const list = (schema as { type?: unknown }).type === 'array' ? { style: 'form', explode: false } : {};
       parameters.push({
         name,
         in: 'query',
         description: parameter.description,
         ...(parameter.json
           ? { content: { 'application/json': { schema, ...examples } } }
-          : { schema, ...examples }),
+          : { ...list, schema, ...examples }),
       });
     }
   }
@@ -358,15 +360,18 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
 }
 
 /**
- * The OpenAPI links of a create (`POST /v2/people` answering 201): to every operation on the record it
- * made (`/v2/people/{id}` and the actions under it), with the id as the envelope carries it
- * (`results.id`, API.md §2), so that a client or a fuzzer can follow a create to what takes its id.
- * Creating at a chosen id (`POST /v2/people/{id}`) is left out: the created id is taken.
+ * The OpenAPI links of a create (`POST /v2/people` answering 201, or an action that makes a record of
+ * another collection, its response's `creates`): to every operation on the record it made
+ * (`/v2/people/{id}` and the actions under it), with the id as the envelope carries it (`results.id`,
+ * API.md §2), so that a client or a fuzzer can follow a create to what takes its id. Creating at a
+ * chosen id (`POST /v2/people/{id}`) is left out: the created id is taken.
  */
 function linksOf(route: RouteSpec, routes: readonly RouteSpec[]): Json | undefined {
-  if (route.method !== 'POST' || route.path.includes('{') || route.responses[201] === undefined)
-    return undefined;
-  const record = `${route.path}/{id}`;
+  const created = route.responses[201];
+  if (route.method !== 'POST' || created === undefined) return undefined;
+  const collection = created.creates ?? (route.path.includes('{') ? undefined : route.path);
+  if (collection === undefined) return undefined;
+  const record = `${collection}/{id}`;
   const targets = routes.filter(
     (target) =>
       (target.path === record || target.path.startsWith(`${record}/`)) &&

@@ -152,6 +152,12 @@ export interface ResponseDescription {
   /** Its media type when not JSON (`text/plain` for metrics). */
   readonly mediaType?: string;
   readonly headers?: readonly string[];
+  /**
+   * For a 201 of an operation that is not a create on its own collection (`POST /v2/webhooks/{id}/test`
+   * makes a delivery): the collection path of the record it makes (`/v2/webhook_deliveries`), which its
+   * `Location` names. The document links the answer to the operations on that record.
+   */
+  readonly creates?: string;
 }
 
 /**

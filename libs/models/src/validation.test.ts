@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { DomainError } from '@ofp/contracts';
 import {
@@ -321,6 +322,57 @@ describe('the JSON Schema of request bodies says what the validator refuses (wha
         value,
         accepted(people, { last_name: 'Lovelace', first_name: value }, 'first_name'),
       ]);
+  });
+
+  /** Whether the document's schema of a create body and the validator agree on each body. */
+  const agreement = (model: ModelDefinition, bodies: Record<string, unknown>[]) => {
+    const schema = z.toJSONSchema(requestBodySchema(model, 'create'), {
+      io: 'input',
+      unrepresentable: 'any',
+    });
+    const valid = new Ajv2020({ strict: false }).compile(schema);
+    return bodies.map((body) => {
+      let validator = true;
+      try {
+        validateCreate(model, body);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        validator = false;
+      }
+      return { body, document: valid(body), validator };
+    });
+  };
+  const agreeing = (rows: { body: unknown; document: boolean; validator: boolean }[]) =>
+    rows.map(({ body, validator }) => ({ body, document: validator, validator }));
+
+  it('a reference: the document asks for one of its lookup keys, as the validator does', () => {
+    const rows = agreement(
+      people,
+      [{}, { id: 1 }, { name: 'Work' }, { id: 1, name: 'Work' }, { label: 'Work' }, null].map(
+        (phone_number_type) => ({
+          last_name: 'Lovelace',
+          phone_numbers: [{ number: '4155550123', phone_number_type }],
+        }),
+      ),
+    );
+    expect(rows).toEqual(agreeing(rows));
+    expect(rows.map(({ validator }) => validator)).toEqual([false, true, true, true, false, true]);
+  });
+
+  it('an email: its pattern refuses what the validator refuses, a NUL included', () => {
+    const rows = agreement(
+      people,
+      [
+        'ada@example.com',
+        'ada\u0000@example.com',
+        'ada@exam\u0000ple.com',
+        'ada example.com',
+        'a@b@c',
+        '@x',
+      ].map((email) => ({ last_name: 'Lovelace', email })),
+    );
+    expect(rows).toEqual(agreeing(rows));
+    expect(rows.filter(({ validator }) => validator)).toHaveLength(1);
   });
 
   it('a status lists the states a client may ask for, not those the system derives (API.md §6)', () => {

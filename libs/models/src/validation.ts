@@ -342,17 +342,28 @@ export function decimalPattern(column: DecimalColumn, as: 'request' | 'response'
   return `^${whole}(\\.\\d{1,${column.scale}})?$`;
 }
 
-/** `{"id": 3}` or `{"name": "Work"}`: the target named by one of its lookup keys. */
+/**
+ * `{"id": 3}` or `{"name": "Work"}`: the target named by one of its lookup keys. The document says
+ * "one of them" as a variant per key (`anyOf`), the form code generators read as a union
+ * (openapi-typescript: `{id: number} | {name: string}`).
+ */
 function referenceSchema(field: ReferenceDefinition): z.ZodType {
   const target = field.target();
   const shape: Record<string, z.ZodType> = {};
+  const variants: Record<string, unknown>[] = [];
   for (const key of field.lookupKeys) {
     const lookup = target.fields[key];
     if (lookup?.kind !== 'column') throw new Error(`${target.name}.${key} is not a column to look up by`);
     // The id is read-only on the target, but naming a record by it is what a reference is for.
-    shape[key] = columnSchema(lookup)
-      .optional()
-      .describe(`Names the ${target.singular.replace(/_/g, ' ')} by its ${key}`);
+    const schema = columnSchema(lookup).describe(
+      `Names the ${target.singular.replace(/_/g, ' ')} by its ${key}`,
+    );
+    shape[key] = schema.optional();
+    const { $schema: _dialect, ...property } = z.toJSONSchema(schema, {
+      io: 'input',
+      unrepresentable: 'any',
+    });
+    variants.push({ type: 'object', properties: { [key]: property }, required: [key] });
   }
   const keys = field.lookupKeys.join(' or ');
   return z
@@ -360,5 +371,6 @@ function referenceSchema(field: ReferenceDefinition): z.ZodType {
     .refine(
       (value) => field.lookupKeys.some((key) => value[key] !== undefined),
       `must name the ${target.singular} by ${keys}`,
-    );
+    )
+    .meta({ anyOf: variants });
 }

@@ -57,11 +57,14 @@ export function eventFeedRouteSpec(eventTypes: readonly PublishedEventType[]): R
         },
         type: {
           description: `Only events of these types, comma-separated (at most ${FEED_LIMITS.maxTypes}; \`GET /v2/webhook_event_types\` lists them)`,
-          schema: z.string().max(2000),
+          schema: z
+            .array(z.enum([...eventTypes.map(({ type }) => type)] as [string, ...string[]]))
+            .min(1)
+            .max(FEED_LIMITS.maxTypes),
           examples: {
             orders: {
               summary: 'Cancelled and shipped orders',
-              value: 'order.cancelled,fulfillment_order.shipped',
+              value: ['order.cancelled', 'fulfillment_order.shipped'],
             },
           },
         },

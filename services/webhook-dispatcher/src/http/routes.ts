@@ -129,11 +129,11 @@ export function webhookRouteSpecs(): RouteSpec[] {
     operationId: string,
     [summary, description]: [summary: string, description: string],
     model: ModelDefinition,
-    response: [status: number, schema: z.ZodType],
+    response: [status: number, schema: z.ZodType, creates?: string],
     more: Partial<RouteSpec> = {},
   ): RouteSpec => {
     const writes = method !== 'GET';
-    const [status, schema] = response;
+    const [status, schema, creates] = response;
     return {
       method,
       path,
@@ -153,6 +153,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
             ...(status === 201 ? ['Location'] : []),
             ...(writes ? ['Idempotent-Replayed', 'Preference-Applied'] : []),
           ],
+          ...(creates === undefined ? {} : { creates }),
         },
       },
       errors: writes ? [404, 409, 412, 415, 422] : [404],
@@ -279,7 +280,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
         'Queues one `webhook.test` event for this endpoint, signed and retried as any other: a way to check a receiver. The answer is the new delivery (`Location` names it), whose attempts show what the receiver answered.',
       ],
       webhooks,
-      [201, delivered],
+      [201, delivered, DELIVERIES],
     ),
     route(
       'POST',

@@ -1,5 +1,7 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { z } from 'zod';
 import { DomainError } from '@ofp/contracts';
-import { webhookBody } from './webhook-body.js';
+import { webhookBody, webhookBodySchema } from './webhook-body.js';
 
 function errorsOf(run: () => unknown): Record<string, string[]> | undefined {
   try {
@@ -73,5 +75,28 @@ describe('webhook bodies', () => {
     expect(webhookBody({ enabled: false }, 'update')).toEqual({ enabled: false });
     expect(webhookBody({ events: ['*'] }, 'update')).toEqual({ events: ['*'] });
     expect(errorsOf(() => webhookBody({ enabled: null }, 'update'))).toEqual({ enabled: ["can't be null"] });
+  });
+
+  it('publishes events as the list of types the validator takes (what schemathesis checks)', () => {
+    const valid = new Ajv2020({ strict: false }).compile(
+      z.toJSONSchema(webhookBodySchema('create'), { io: 'input', unrepresentable: 'any' }),
+    );
+    for (const events of [
+      ['*'],
+      ['order.created', 'webhook.test'],
+      ['*', 'order.created'],
+      [],
+      ['order.creat'],
+      ['people.created'],
+      [''],
+      [1],
+      new Array(101).fill('*'),
+    ]) {
+      const body = { url: 'https://erp.example.com/hooks', events };
+      expect([events, valid(body)]).toEqual([
+        events,
+        errorsOf(() => webhookBody(body, 'create')) === undefined,
+      ]);
+    }
   });
 });

@@ -2,7 +2,7 @@ import { DomainError, type FieldErrors } from '@ofp/contracts';
 import { z } from 'zod';
 import { requestBodySchema, schemaName, validateCreate, validateUpdate } from '@ofp/models';
 import { webhooks } from '../models.js';
-import { closestEventType, isEventType } from '../subscriptions/event-catalog.js';
+import { EVENT_TYPES, closestEventType, isEventType } from '../subscriptions/event-catalog.js';
 import type { WebhookFields } from '../subscriptions/webhook-decider.js';
 
 /**
@@ -37,18 +37,20 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** How many entries `events` may have (the registry's list). */
+const EVENTS_LIMIT = webhooks.fields.events?.kind === 'list' ? webhooks.fields.events.maxItems : 0;
+
 /**
  * `events`: a non-empty list of `*` or event types of the catalog (API.md §8), duplicates dropped; a
  * refused one is answered with the closest that exists.
  */
 function eventTypes(value: unknown, errors: FieldErrors): string[] | undefined {
-  const limit = webhooks.fields.events?.kind === 'list' ? webhooks.fields.events.maxItems : 0;
   if (!Array.isArray(value) || value.length === 0) {
     errors.events = ['must be a non-empty array of event types (such as "order.created") or ["*"]'];
     return undefined;
   }
-  if (value.length > limit) {
-    errors.events = [`must have at most ${limit} elements`];
+  if (value.length > EVENTS_LIMIT) {
+    errors.events = [`must have at most ${EVENTS_LIMIT} elements`];
     return undefined;
   }
   value.forEach((type: unknown, index) => {
@@ -74,7 +76,12 @@ function createExample(): Record<string, unknown> {
 export function webhookBodySchema(mode: 'create' | 'update'): z.ZodType {
   let schema = bodySchemas.get(mode);
   if (!schema) {
-    const events = z.array(z.string()).min(1).max(100).describe('Event types, or ["*"] for all');
+    const types = ['*', ...EVENT_TYPES.map(({ type }) => type)] as [string, ...string[]];
+    const events = z
+      .array(z.enum(types))
+      .min(1)
+      .max(EVENTS_LIMIT)
+      .describe('Event types (`GET /v2/webhook_event_types` lists them), or ["*"] for all');
     schema = (requestBodySchema(webhooks, mode) as z.ZodObject)
       .extend({ events: mode === 'create' ? events : events.optional() })
       .meta({
