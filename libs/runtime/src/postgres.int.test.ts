@@ -113,6 +113,18 @@ describe('database timeouts (API.md §3: 503 within 5 s while the database hangs
     expect(pool.totalCount).toBe(1);
   });
 
+  it('gives a statement that waited for a connection its own deadline, not that of whoever released it', async () => {
+    // The pool hands a released connection to the next waiter inside the releaser's call: a wait without
+    // a deadline (read-your-writes' checks) ran its statement under the nearly spent deadline of the
+    // request that released, and failed within 1 ms under load (fulfillment.e2e's parallel writes).
+    const held = await withDatabaseDeadline(Date.now() + 400, () => pool.connect());
+    const waiting = timed(() => withDatabaseDeadline(undefined, () => pool.query('SELECT pg_sleep(0.3)')));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    withDatabaseDeadline(Date.now() + 50, () => held.release());
+    const { error } = await waiting;
+    expect(error).toBeUndefined();
+  });
+
   it('rolls back a transaction whose statement passed the deadline, and hands nobody its connection', async () => {
     const { error } = await timed(() =>
       withDatabaseDeadline(Date.now() + 300, () =>

@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
@@ -158,15 +158,25 @@ class DeadlineClient extends pg.Client {
   }
 }
 
-/** The pool: a wait for a connection also ends at the current request's deadline. */
+/**
+ * The pool: a wait for a connection also ends at the current request's deadline, and what follows the
+ * wait runs in the waiter's own context (its deadline, its trace).
+ */
 class DeadlinePool extends pg.Pool {
   // The callback form is what pool.query uses; the promise form what callers use.
   override connect(...args: unknown[]): never {
     const connect = (callback: Callback): void => void (super.connect as (cb: unknown) => void)(callback);
     const deadline = deadlines.getStore();
-    const callback = args[0] as ((error?: Error, client?: pg.PoolClient, done?: unknown) => void) | undefined;
+    // pg-pool calls a waiter back from inside release(), in the releasing caller's async context: bound
+    // to the waiter's, or pool.query's statement would run under the deadline of whichever request
+    // released the connection, as often as not nearly spent (a wait without a deadline, read-your-writes'
+    // checks, then failed within 1 ms under load).
+    const callback =
+      typeof args[0] === 'function'
+        ? AsyncResource.bind(args[0] as (error?: Error, client?: pg.PoolClient, done?: unknown) => void)
+        : undefined;
     if (deadline === undefined || deadline === Infinity)
-      return (super.connect as (...a: unknown[]) => never)(...args);
+      return (super.connect as (...a: unknown[]) => never)(...(callback ? [callback] : []));
     const ms = Math.max(1, deadline - Date.now());
     const connected = new Promise<pg.PoolClient>((resolve, reject) => {
       let late = false;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { platformFetch } from '@ofp/client';
 import {
   createIntegrator,
   RUN_MODES,
@@ -68,6 +69,50 @@ async function anotherClient(
     },
   };
 }
+
+/**
+ * Writes as the SDK's transport sends them (`@ofp/client`): each with an `Idempotency-Key`, sent again
+ * with it after a 503 once its `Retry-After` has passed (API.md §3: the answer of a database that is
+ * overloaded; §5: the key makes the retried write happen once). Every try's answer is kept, so that a
+ * test sees what the platform answered under contention, not only the last answer.
+ */
+function retryingWriter(platform: RunningPlatform, as: Integrator) {
+  const tries: { status: number; retryAfter: string | null }[] = [];
+  const send = platformFetch({
+    // Up to 9 retries: under load (20 on 2 cores) many writes queue for the api's 10 connections.
+    retry: { maxAttempts: 10 },
+    fetch: async (request) => {
+      const response = await fetch(request);
+      tries.push({ status: response.status, retryAfter: response.headers.get('retry-after') });
+      return response;
+    },
+  });
+  return {
+    tries,
+    async post(path: string, body: unknown): Promise<number> {
+      const response = await send(
+        new Request(`${platform.apiUrl}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${as.accessToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      );
+      await response.body?.cancel();
+      return response.status;
+    },
+  };
+}
+
+/**
+ * The tries answered otherwise than a write's outcome (201, 409, 422) or the contract's 503 with
+ * `Retry-After`: none may be (a 500, a 503 without `Retry-After`, a timeout of the request itself).
+ */
+function overloadAnswers(tries: readonly { status: number; retryAfter: string | null }[]) {
+  return tries.filter(
+    ({ status, retryAfter }) => ![201, 409, 422].includes(status) && !(status === 503 && retryAfter !== null),
+  );
+}
+
 const address = { name: 'Ada', address1: '1 Quay', city: 'Port', postal_code: '1000', country: 'US' };
 
 /** Follow-on changes cross Kafka twice in the distributed shape (to the process manager, to the projector). */
@@ -478,21 +523,20 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         warehouse: WAREHOUSE,
         lines: [{ sku, quantity: 10 }],
       });
-      const responses = await Promise.all(
+      const writer = retryingWriter(platform, acme);
+      const statuses = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          acme.request('POST', '/v2/shipments', {
-            body: {
-              fulfillment_order_id: fo.id,
-              packages: [{ tracking_number: `R-${i}`, lines: [{ sku, quantity: 1 }] }],
-            },
+          writer.post('/v2/shipments', {
+            fulfillment_order_id: fo.id,
+            packages: [{ tracking_number: `R-${i}`, lines: [{ sku, quantity: 1 }] }],
           }),
         ),
       );
-      const statuses = responses.map((response) => response.status);
       expect(statuses.filter((status) => status === 201)).toHaveLength(10);
       expect(
         statuses.filter((status) => status !== 201).every((status) => status === 409 || status === 422),
       ).toBe(true);
+      expect(overloadAnswers(writer.tries)).toEqual([]);
       const after = (await acme.request<Json & { lines: Line[] }>('GET', `/v2/fulfillment_orders/${fo.id}`))
         .body.results;
       expect(after).toMatchObject({ status: 'shipped', lines: [{ quantity: 10, quantity_shipped: 10 }] });
@@ -509,14 +553,19 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     async () => {
       const sku = 'COUNT-1';
       const deltas = Array.from({ length: 50 }, (_, i) => (i % 5 === 0 ? -(i + 1) : i + 1));
-      const responses = await Promise.all(
+      const writer = retryingWriter(platform, acme);
+      const statuses = await Promise.all(
         deltas.map((quantity_delta) =>
-          acme.request('POST', '/v2/inventory_adjustments', {
-            body: { sku, warehouse: WAREHOUSE, quantity_delta, reason: 'cycle count' },
+          writer.post('/v2/inventory_adjustments', {
+            sku,
+            warehouse: WAREHOUSE,
+            quantity_delta,
+            reason: 'cycle count',
           }),
         ),
       );
-      expect(responses.every((response) => response.status === 201)).toBe(true);
+      expect(statuses.every((status) => status === 201)).toBe(true);
+      expect(overloadAnswers(writer.tries)).toEqual([]);
       const sum = deltas.reduce((a, b) => a + b, 0);
       await shows(() => stockOf(acme, sku, WAREHOUSE), {
         on_hand: sum,
