@@ -18,6 +18,13 @@ const unbounded = (scope: 'SESSION' | 'LOCAL'): string =>
  * and in its own transaction, recorded in `public.schema_migrations` under `component`. A session
  * advisory lock serializes processes that start at the same moment: the second waits, then sees the
  * versions the first applied and skips them.
+ *
+ * No migration builds an index `CONCURRENTLY`: Postgres refuses it in a transaction, and outside one it
+ * would still deadlock here, since it waits for every transaction with an older snapshot to end, a
+ * process waiting in `pg_advisory_lock` for this lock included (replicas start together); Postgres
+ * breaks the deadlock by failing one side, the build leaving an invalid index. An index on a table that
+ * can be large is created `IF NOT EXISTS` instead, so that an operator can build it concurrently before
+ * the upgrade (docs/operations.md, "Upgrading").
  */
 export function migrate(
   pool: Pool,

@@ -9,6 +9,8 @@ CREATE TABLE auth.revoked_access_tokens (
 CREATE INDEX revoked_access_tokens_expires_at ON auth.revoked_access_tokens (expires_at);
 
 -- What the janitor scans for (API.md §7: expired codes, grants and refresh tokens are purged).
-CREATE INDEX refresh_tokens_expires_at ON auth.refresh_tokens (expires_at);
-CREATE INDEX authorization_codes_expires_at ON auth.authorization_codes (expires_at);
-CREATE INDEX grants_revoked ON auth.grants (id) WHERE revoked_at IS NOT NULL;
+-- IF NOT EXISTS: on a large table an operator builds it CONCURRENTLY before upgrading, without
+-- blocking writes, and this finds it (docs/operations.md, "Upgrading").
+CREATE INDEX IF NOT EXISTS refresh_tokens_expires_at ON auth.refresh_tokens (expires_at);
+CREATE INDEX IF NOT EXISTS authorization_codes_expires_at ON auth.authorization_codes (expires_at);
+CREATE INDEX IF NOT EXISTS grants_revoked ON auth.grants (id) WHERE revoked_at IS NOT NULL;
