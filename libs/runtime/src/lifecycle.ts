@@ -77,8 +77,8 @@ export class ModuleRunner {
 }
 
 /**
- * Runs modules until SIGTERM or SIGINT, then stops them in reverse order and exits. A second signal
- * during the drain exits at once.
+ * Runs modules until SIGTERM, SIGINT or SIGHUP, then stops them in reverse order and exits. A second
+ * signal during the drain exits at once.
  */
 export async function runUntilSignal(runner: ModuleRunner, logger: Logger): Promise<void> {
   let signalled = false;
@@ -99,6 +99,9 @@ export async function runUntilSignal(runner: ModuleRunner, logger: Logger): Prom
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // The terminal of an `npm start` closed: unhandled, it ended the process at once, and the embedded
+  // Postgres (a process group of its own, which the hangup does not reach) ran on until the next start.
+  process.on('SIGHUP', onSignal);
   try {
     await runner.start();
   } catch (error) {
