@@ -279,6 +279,54 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await checkpoint()).toBe(last);
     expect(handled).toEqual([]);
+    await subscription.stop();
+    subscription = undefined;
+  });
+
+  it('sleeps through appends of types it does not read, and wakes for one of its own at once', async () => {
+    let reads = 0;
+    const counted = new (class extends EventStore {
+      override readAll(...args: Parameters<EventStore['readAll']>) {
+        reads++;
+        return super.readAll(...args);
+      }
+    })(db.pool, { outbox: false });
+    const handled: StoredEvent[] = [];
+    // A poll far longer than the test: only a notification can wake it.
+    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
+      batchSize: 100,
+      pollIntervalMs: 60_000,
+    });
+    const sleeper = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes: ['rare'],
+      handle: async (events) => void handled.push(...events),
+    });
+    const append = (streamType: string) =>
+      store.append({
+        streamId: `${streamType}-${randomUUID()}`,
+        streamType,
+        expectedVersion: 0,
+        orgId: 1,
+        events: [{ eventId: randomUUID(), type: `${streamType}.created`, data: {} }],
+      });
+    try {
+      // Caught up, and its first checkpoint (due within a second of the start) stored.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const asleep = reads;
+      for (let n = 0; n < 20; n++) await append('common');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(reads - asleep).toBe(0);
+      const appended = performance.now();
+      await append('rare');
+      const deadline = Date.now() + 5_000;
+      while (handled.length === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(handled.map((event) => event.streamType)).toEqual(['rare']);
+      expect(performance.now() - appended).toBeLessThan(5_000);
+    } finally {
+      await sleeper.stop();
+    }
   });
 
   it('stores where it is when it stops in order, so that the next consumer of its group hands nothing again', async () => {

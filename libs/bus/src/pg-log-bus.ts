@@ -130,7 +130,13 @@ class PgLogConsumer implements Subscription {
 
   async start(): Promise<void> {
     const wake = (): void => this.wakeup.notify();
-    this.unlisten = await this.session.listen(EVENTS_CHANNEL, { notify: wake, resumed: wake });
+    // An append's notification names its stream type: one of types this group does not read leaves it
+    // asleep (its poll moves it past such events); an empty payload (an older appender) wakes it.
+    const types = new Set(this.subscription.streamTypes);
+    const appended = (streamType: string): void => {
+      if (streamType === '' || types.has(streamType)) wake();
+    };
+    this.unlisten = await this.session.listen(EVENTS_CHANNEL, { notify: appended, resumed: wake });
     this.loop = this.run();
   }
 

@@ -4,7 +4,11 @@ import { migrate, prepared } from '@ofp/runtime';
 import { StreamParked, WrongExpectedVersion } from './errors.js';
 import type { GlobalPosition, NewEvent, StoredEvent } from './types.js';
 
-/** Postgres NOTIFY channel raised by every append, so readers wake without polling. */
+/**
+ * Postgres NOTIFY channel raised by every append, so readers wake without polling. The payload is the
+ * appended stream's type (one notification per stream type in a transaction: Postgres folds equal
+ * ones), so that a reader wakes only for the types it reads; an empty payload wakes every reader.
+ */
 export const EVENTS_CHANNEL = 'es_events';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -207,7 +211,7 @@ export class EventStore {
     const n = input.events.length;
     const versions = input.events.map((_, i) => input.expectedVersion + i + 1);
     // One statement: the version check, the check that no event of the stream is parked (API.md §12),
-    // the events, the outbox rows and the wake-up notification.
+    // the events, the outbox rows and the wake-up notification (naming the stream type).
     const outbox = this.options.outbox
       ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
       : '';
@@ -222,7 +226,7 @@ export class EventStore {
             AND NOT EXISTS (SELECT FROM es.parked_events WHERE stream_id = $1)
          RETURNING position, transaction_id
        )${outbox}
-       SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', '') FROM inserted
+       SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', $2) FROM inserted
        ORDER BY position`,
         [
           input.streamId,
