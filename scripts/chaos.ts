@@ -37,6 +37,7 @@ import {
   startKafkaCluster,
   startPlatform,
   startWebhookReceiver,
+  stopPostgresWithThisProcess,
   type WebhookReceiver,
 } from '@ofp/testing';
 import {
@@ -137,9 +138,15 @@ try {
   // Durable, as production's: an ephemeral cluster (synchronous_commit off) loses the last commits
   // when its postmaster is killed, while Kafka already has their events.
   const postgres = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger });
+  // Stopped and deleted whichever way this run ends: by its cleanups below, else (a crash, SIGKILL)
+  // once it is gone. Its brokers and their namespace have lifelines of their own, its platform
+  // processes die with it (startPlatform).
+  const leftovers = [postgres.location, dataDir, `${dataDir}.lock`, `${dataDir}.password`];
+  const postgresLifeline = stopPostgresWithThisProcess(postgres.location, leftovers);
   cleanups.unshift(async () => {
     await postgres.stop();
     await removeCluster(dataDir);
+    postgresLifeline.end();
   });
   const server = new pg.Client({ connectionString: postgres.url });
   await server.connect();

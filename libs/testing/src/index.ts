@@ -18,3 +18,4 @@ export * from './search-oracle.js';
 export * from './query-arbitrary.js';
 export * from './hostile-write.js';
 export * from './chromium.js';
+export * from './lifeline.js';

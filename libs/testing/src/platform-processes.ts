@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
@@ -10,6 +11,16 @@ import { testSecretsKeyFile } from './secrets.js';
 /** The compiled process entry point (`npm test` builds before running the tiers that use it). */
 const PLATFORM_MAIN = fileURLToPath(new URL('../../../platform/dist/main.js', import.meta.url));
 const OUTPUT_TAIL_LINES = 30;
+/**
+ * What a platform process's command runs under so that it never outlives the process that started it:
+ * util-linux's `setpriv` has the kernel send it SIGKILL when its parent dies (PR_SET_PDEATHSIG), also
+ * when the parent dies of SIGKILL or a crash and none of its cleanup runs (a chaos run that died left
+ * its eight platform processes running). SIGKILL, because a paused replica does not act on another
+ * signal. Elsewhere (no setpriv: macOS), nothing; the process's stop() is then the only way.
+ */
+const DIE_WITH_PARENT: readonly string[] = existsSync('/usr/bin/setpriv')
+  ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--']
+  : [];
 
 export interface RunningPlatform {
   /** Base URL of the auth service (`/oauth`, `/.well-known`, `/v2/authenticate`). */
@@ -213,7 +224,8 @@ class ManagedProcess implements PlatformProcess {
 
   /** Spawns the process (not waiting for it to be ready). */
   start(): void {
-    const child = spawn(process.execPath, [...this.nodeOptions, PLATFORM_MAIN], {
+    const [command, ...args] = [...DIE_WITH_PARENT, process.execPath, ...this.nodeOptions, PLATFORM_MAIN];
+    const child = spawn(command, args, {
       env: { ...environmentWithoutSettings(), ...this.env, TARGET: this.target, PORT: String(this.port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
