@@ -25,8 +25,11 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { Kafka, logLevel } from '@ofp/bus';
+import { PROCESS_MANAGER_SUBSCRIPTIONS } from '@ofp/api';
+import { PROJECTED_STREAM_TYPES, PROJECTOR_GROUP } from '@ofp/projector';
 import { createPool } from '@ofp/runtime';
 import { startEmbeddedPostgres } from '@ofp/standalone';
+import { INTAKE_GROUP, intakeStreamTypes } from '@ofp/webhook-dispatcher';
 import {
   CACHE_DIR,
   UNLIMITED_RATE,
@@ -226,7 +229,13 @@ try {
   // One pool for the lag samples and the checks: a sample every 500 ms reuses its connection.
   const pool = createPool({ connectionString: databaseUrl, applicationName: 'chaos-checks', max: 4 });
   cleanups.unshift(() => pool.end());
-  const sampler = new LagSampler(pool, kafkaClient, admin, TOPIC_PREFIX, started);
+  // The durable groups and what each reads, from the services' own lists.
+  const subscriptions = [
+    { group: PROJECTOR_GROUP, streamTypes: PROJECTED_STREAM_TYPES },
+    { group: INTAKE_GROUP, streamTypes: intakeStreamTypes() },
+    ...PROCESS_MANAGER_SUBSCRIPTIONS,
+  ];
+  const sampler = new LagSampler(pool, kafkaClient, admin, TOPIC_PREFIX, subscriptions, started);
   cleanups.unshift(() => sampler.stop());
   const faults = scheduleFaults(
     random,

@@ -121,11 +121,17 @@ export class LagSampler {
   /** A consumer per group, never subscribed, that asks for the group's committed offsets. */
   private readonly askers = new Map<string, Promise<Consumer>>();
 
+  /**
+   * `subscriptions`: the platform's durable consumer groups and the stream types each reads (the
+   * services' own lists), so that a group that has committed nothing on a topic it reads, or nothing
+   * at all, is behind by the whole topic rather than not at all.
+   */
   constructor(
     private readonly pool: Pool,
     private readonly kafka: Kafka,
     private readonly admin: Admin,
     private readonly topicPrefix: string,
+    private readonly subscriptions: readonly { group: string; streamTypes: readonly string[] }[],
     private readonly started: number,
   ) {
     this.loop = this.run();
@@ -179,17 +185,27 @@ export class LagSampler {
   }
 
   /**
-   * Events of the run's topics that the durable groups have not committed. Transient groups (a
-   * subscription's own, `<group>-<uuid>`) come and go: only durable ones count. A group's committed
-   * offsets are asked as a consumer of it (the admin client's ListConsumerGroupOffsets crashes the
-   * process on NOT_COORDINATOR in librdkafka 2.15; KafkaBus.uncommitted tells more), for every
-   * partition of the run's topics; a partition it has committed nothing on is one it does not read.
+   * Events of the run's topics that the durable groups have not committed. A group of
+   * `subscriptions` reads its stream types' topics from the beginning (the low-water mark) until it
+   * commits, as the bus counts it (KafkaBus.uncommitted). A durable group the run does not know (a
+   * transient one, `<group>-<uuid>`, comes and goes and counts for nothing) is counted where it
+   * committed. A group's committed offsets are asked as a consumer of it (the admin client's
+   * ListConsumerGroupOffsets and DescribeConsumerGroups crash the process in librdkafka 2.15).
    */
   private async consumerLag(): Promise<number> {
     const { groups } = await this.admin.listGroups();
-    const durable = groups
-      .map((group) => group.groupId)
-      .filter((id) => !/-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
+    const known = new Map(
+      this.subscriptions.map(({ group, streamTypes }) => [
+        group,
+        new Set(streamTypes.map((type) => `${this.topicPrefix}${type}`)),
+      ]),
+    );
+    const durable = new Set([
+      ...known.keys(),
+      ...groups
+        .map((group) => group.groupId)
+        .filter((id) => !/-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)),
+    ]);
     const topics = (await this.admin.listTopics()).filter((topic) => topic.startsWith(this.topicPrefix));
     const partitions = (
       await Promise.all(
@@ -200,17 +216,20 @@ export class LagSampler {
     ).flat();
     let lag = 0;
     for (const groupId of durable) {
+      const reads = known.get(groupId);
+      const read = reads ? partitions.filter(({ topic }) => reads.has(topic)) : partitions;
       const committed = await (
         await this.asker(groupId)
       ).committed(
-        partitions.map(({ topic, partition }) => ({ topic, partition })),
+        read.map(({ topic, partition }) => ({ topic, partition })),
         5_000,
       );
-      for (const { topic, partition, high } of partitions) {
+      for (const { topic, partition, high, low } of read) {
         const at = Number(
           committed.find((c) => c.topic === topic && c.partition === partition)?.offset ?? -1,
         );
         if (at >= 0) lag += Math.max(0, Number(high) - at);
+        else if (reads) lag += Number(high) - Number(low);
       }
     }
     return lag;

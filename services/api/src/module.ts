@@ -19,13 +19,26 @@ import { ReferenceResolver } from './commands/references.js';
 import { UniqueValues } from './commands/unique-values.js';
 import { eventFeedOperations, eventFeedRouteSpec, type PublishedEventType } from './http/event-feed-route.js';
 import { apiOperations, apiRouteSpecs } from './http/routes.js';
-import { InventoryManager } from './process-managers/inventory-manager.js';
-import { OrderProgressManager } from './process-managers/order-progress-manager.js';
-import { processManagersModule } from './process-managers/process-manager.js';
+import { INVENTORY_MANAGER, InventoryManager } from './process-managers/inventory-manager.js';
+import { ORDER_PROGRESS_MANAGER, OrderProgressManager } from './process-managers/order-progress-manager.js';
+import {
+  processManagerGroup,
+  processManagersModule,
+  type ProcessManagerSubscription,
+} from './process-managers/process-manager.js';
 import { EventFeed } from './queries/event-feed.js';
 import { ReadYourWrites } from './queries/read-your-writes.js';
 import { RecordQueries } from './queries/record-queries.js';
 import { TenantSeeder } from './tenant-seeder.js';
+
+/**
+ * The consumer groups of the process managers the api runs ({@link createApiService}, in the same
+ * order), and the stream types each reads: who reads what, known without starting the api (the chaos
+ * run counts a group's lag on topics it has committed nothing on from it).
+ */
+export const PROCESS_MANAGER_SUBSCRIPTIONS: readonly { group: string; streamTypes: readonly string[] }[] = (
+  [ORDER_PROGRESS_MANAGER, INVENTORY_MANAGER] satisfies ProcessManagerSubscription[]
+).map(({ name, streamTypes }) => ({ group: processManagerGroup(name), streamTypes }));
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 

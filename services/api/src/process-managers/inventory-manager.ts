@@ -15,7 +15,18 @@ import {
   type StockKey,
 } from '../domain/inventory.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import { followOnMetadata, type ProcessManager, type SourceEvent } from './process-manager.js';
+import {
+  followOnMetadata,
+  type ProcessManager,
+  type ProcessManagerSubscription,
+  type SourceEvent,
+} from './process-manager.js';
+
+/** The inventory manager reads the events that move stock. */
+export const INVENTORY_MANAGER: ProcessManagerSubscription = {
+  name: 'inventory',
+  streamTypes: STOCK_SOURCES,
+};
 
 /**
  * Keeps the inventory records (API.md §6) from the events that move stock: for each event, the
@@ -25,8 +36,8 @@ import { followOnMetadata, type ProcessManager, type SourceEvent } from './proce
  * and a redelivered event is never counted twice.
  */
 export class InventoryManager implements ProcessManager {
-  readonly name = 'inventory';
-  readonly streamTypes = STOCK_SOURCES;
+  readonly name = INVENTORY_MANAGER.name;
+  readonly streamTypes = INVENTORY_MANAGER.streamTypes;
   readonly derives = [inventory.name];
   private readonly handled: HandledEvents;
 

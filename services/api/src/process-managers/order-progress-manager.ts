@@ -7,7 +7,18 @@ import type { RecordStore } from '../commands/record-store.js';
 import { listOf } from '../domain/record-rules.js';
 import { orderProgressStatus } from '../domain/orders.js';
 import { AlreadyHandled, HandledEvents } from './handled-events.js';
-import { followOnMetadata, type ProcessManager, type SourceEvent } from './process-manager.js';
+import {
+  followOnMetadata,
+  type ProcessManager,
+  type ProcessManagerSubscription,
+  type SourceEvent,
+} from './process-manager.js';
+
+/** The order progress manager reads fulfillment orders. */
+export const ORDER_PROGRESS_MANAGER: ProcessManagerSubscription = {
+  name: 'order-progress',
+  streamTypes: ['fulfillment_orders'],
+};
 
 /** What one fulfillment order holds for its order and has shipped of it. */
 interface FulfillmentProgress {
@@ -28,8 +39,8 @@ interface FulfillmentLine {
  * same order lose and decide again.
  */
 export class OrderProgressManager implements ProcessManager {
-  readonly name = 'order-progress';
-  readonly streamTypes = ['fulfillment_orders'];
+  readonly name = ORDER_PROGRESS_MANAGER.name;
+  readonly streamTypes = ORDER_PROGRESS_MANAGER.streamTypes;
   readonly derives = [orders.name];
   private readonly handled: HandledEvents;
 

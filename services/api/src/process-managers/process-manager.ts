@@ -35,6 +35,20 @@ export function followOnMetadata(manager: string, event: StoredEvent): EventMeta
   };
 }
 
+/**
+ * A process manager's name and the stream types it reacts to, declared apart from the manager so that
+ * who reads what is known without building one ({@link PROCESS_MANAGER_SUBSCRIPTIONS}).
+ */
+export interface ProcessManagerSubscription {
+  readonly name: string;
+  readonly streamTypes: readonly string[];
+}
+
+/** The consumer group of the process manager named `name`. */
+export function processManagerGroup(name: string): string {
+  return `process-manager.${name}`;
+}
+
 /** What a manager reads of an event. */
 export type SourceEvent = Pick<StoredEvent<RecordChange>, 'streamId' | 'streamType' | 'orgId' | 'data'>;
 
@@ -58,7 +72,7 @@ export function processManagersModule(
     name: 'process-managers',
     parking,
     subscriptions: managers.map((manager) => ({
-      group: `process-manager.${manager.name}`,
+      group: processManagerGroup(manager.name),
       streamTypes: manager.streamTypes,
       handle: async (events) => {
         for (const event of events) {
