@@ -8,10 +8,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 public class CreateTopic {
   public static void main(String[] args) throws Exception {
@@ -28,8 +30,14 @@ public class CreateTopic {
       admin.createTopics(List.of(new NewTopic(args[1], assignment))).all().get();
       long deadline = System.currentTimeMillis() + 30_000;
       for (;;) {
-        TopicDescription topic = admin.describeTopics(List.of(args[1])).allTopicNames().get().get(args[1]);
-        if (topic.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) return;
+        try {
+          TopicDescription topic = admin.describeTopics(List.of(args[1])).allTopicNames().get().get(args[1]);
+          if (topic.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) return;
+        } catch (ExecutionException error) {
+          // A KRaft broker learns of the topic from the controller's log a moment after the creation is
+          // acknowledged; asked before that, it does not know it yet.
+          if (!(error.getCause() instanceof UnknownTopicOrPartitionException)) throw error;
+        }
         if (System.currentTimeMillis() > deadline) throw new IllegalStateException("no leaders after 30 s");
         Thread.sleep(200);
       }
