@@ -31,6 +31,31 @@ class WatchedKafka extends Kafka {
 }
 
 /**
+ * A bus on the test brokers whose group is named after `name`: its consumers kept, its flow metrics in
+ * a registry of its own, the stall timeout of these tests.
+ */
+function watchedBus(name: string, options: Partial<ConstructorParameters<typeof KafkaBus>[2]> = {}) {
+  const kafka = new WatchedKafka({
+    kafkaJS: {
+      clientId: `${name}-test`,
+      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
+      logLevel: logLevel.NOTHING,
+    },
+  });
+  const topics = testTopics(2);
+  const group = `${name}-${randomUUID()}`;
+  const bus = new KafkaBus(kafka, testLogger(name), {
+    topics,
+    batchSize: 100,
+    stallTimeoutMs: STALL_TIMEOUT_MS,
+    ...options,
+  });
+  const registry = new Registry();
+  registerFlowMetrics(registry, bus);
+  return { kafka, topics, group, bus, registry };
+}
+
+/**
  * Waits for the consumer the watchdog starts in place of `stalled`: the restart is counted before the
  * old consumer has left (which can take seconds on a loaded machine) and the new one is made.
  */
@@ -72,22 +97,7 @@ async function sendThings(
 // stall is the real consumer's own: its partitions paused, as the KafkaJS layer's stall leaves them
 // fetched-from but never handed over.
 describe('the Kafka consumer watchdog', () => {
-  const kafka = new WatchedKafka({
-    kafkaJS: {
-      clientId: 'consumer-watchdog-test',
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
-  const topics = testTopics(2);
-  const group = `consumer-watchdog-${randomUUID()}`;
-  const bus = new KafkaBus(kafka, testLogger('consumer-watchdog'), {
-    topics,
-    batchSize: 100,
-    stallTimeoutMs: STALL_TIMEOUT_MS,
-  });
-  const registry = new Registry();
-  registerFlowMetrics(registry, bus);
+  const { kafka, topics, group, bus, registry } = watchedBus('consumer-watchdog');
   let subscription: Subscription | undefined;
   let producer: Producer | undefined;
   afterAll(async () => {
@@ -177,25 +187,11 @@ describe('the Kafka consumer watchdog', () => {
 // moved for the stall timeout; started again, it joins as the same member and takes the partitions.
 describe('the Kafka consumer watchdog, for a consumer left with no partitions', () => {
   const SESSION_TIMEOUT_MS = 6_000;
-  const kafka = new WatchedKafka({
-    kafkaJS: {
-      clientId: 'consumer-watchdog-unassigned-test',
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
-  const topics = testTopics(2);
-  const group = `consumer-watchdog-unassigned-${randomUUID()}`;
   const instanceId = `replica-${randomUUID()}`;
-  const bus = new KafkaBus(kafka, testLogger('consumer-watchdog-unassigned'), {
-    topics,
-    batchSize: 100,
-    stallTimeoutMs: STALL_TIMEOUT_MS,
+  const { kafka, topics, group, bus, registry } = watchedBus('consumer-watchdog-unassigned', {
     sessionTimeoutMs: SESSION_TIMEOUT_MS,
     instanceId,
   });
-  const registry = new Registry();
-  registerFlowMetrics(registry, bus);
   let subscription: Subscription | undefined;
   let producer: Producer | undefined;
   let impostor: Consumer | undefined;
@@ -279,22 +275,7 @@ describe('the Kafka consumer watchdog, for a consumer left with no partitions', 
 // consumer again, names the things topic in bus_consumer_stalled_partitions_total, and what waited on
 // it is handled. Judged by the last batch handed on any partition, it never restarts (the test fails).
 describe('the Kafka consumer watchdog, for one topic of a group that stalls while another moves', () => {
-  const kafka = new WatchedKafka({
-    kafkaJS: {
-      clientId: 'consumer-watchdog-topic-test',
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
-  const topics = testTopics(2);
-  const group = `consumer-watchdog-topic-${randomUUID()}`;
-  const bus = new KafkaBus(kafka, testLogger('consumer-watchdog-topic'), {
-    topics,
-    batchSize: 100,
-    stallTimeoutMs: STALL_TIMEOUT_MS,
-  });
-  const registry = new Registry();
-  registerFlowMetrics(registry, bus);
+  const { kafka, topics, group, bus, registry } = watchedBus('consumer-watchdog-topic');
   let subscription: Subscription | undefined;
   let producer: Producer | undefined;
   afterAll(async () => {
