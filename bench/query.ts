@@ -3,9 +3,12 @@
 // driven by the same load generator in the same run, and against the same SQL sent straight through pg
 // from the load generator (a second line: its client's CPU is the load generator's). At growing sizes of
 // the read model: 20,000 and 200,000 people with two phone numbers each, 2,000,000 as well with --large.
-// For each size and search: the maximum rate at concurrency 32 of each side, the CPU time per request of
-// each process involved, the platform's CPU against the lean server's, and the api's latency at half its
-// maximum rate; then how each search's Postgres CPU and latency grow with the data.
+// For each size and search, in rounds that alternate the two sides (a single run's CPU per request moves
+// up to twofold with the machine's other work, so one run cannot tell 1.15x from 2x): each side at its
+// maximum rate at concurrency 32, and each at the same fixed rate (half the api's maximum); the median
+// and spread over the rounds of each process's CPU time per request and of the platform's against the
+// lean server's, the platform's idle CPU taken off; the api's latency at half its maximum rate; then how
+// each search's Postgres CPU and latency grow with the data.
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
@@ -39,8 +42,16 @@ const SIZES = [
   ...(process.env.BENCH_PEOPLE ?? '20000,200000').split(',').map(Number),
   ...(process.argv.includes('--large') ? [2_000_000] : []),
 ].sort((a, b) => a - b);
-/** Seconds each search runs at its maximum rate on each side, and then at half the api's maximum. */
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+/** Seconds of each measured run of a round (each side at its maximum rate, then at half the api's). */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+/** Rounds per search, each measuring the platform and the lean server in turn (the first side alternates). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+/**
+ * Seconds the platform and the lean server are measured idle before each search's rounds: the standalone
+ * platform process also hosts the projector, the consumers' pollers and the watchdogs, whose CPU while no
+ * request arrives is not the searches' and is taken off their CPU per request.
+ */
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 3);
 /** Seconds of each search on each side before measuring it (see `warmUp`). */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 /** Only the searches whose names contain this (`BENCH_SEARCH=dotted`), for a profile of one. */
@@ -75,6 +86,7 @@ function lastNameIndex(g: string): string {
 
 if (SIZES.some((size) => !Number.isInteger(size) || size < 20_000))
   throw new Error('BENCH_PEOPLE: comma-separated sizes of at least 20000 (the offset search skips 10,000)');
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error('BENCH_ROUNDS: a whole number of at least 1');
 
 const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_query');
@@ -90,28 +102,42 @@ const postgres = await postgresBackends(databaseUrl);
 const platformProcesses = processes('platform', Object.values(platform.pids));
 const generator = loadGenerator();
 
-const HEADER = [
-  `${''.padEnd(24)} ${'maximum rate'.padEnd(15)} | ${'CPU µs per request'.padEnd(47)} | api at half its maximum rate`,
-  `${'search'.padEnd(24)} ${'api/s'.padStart(7)} ${'lean/s'.padStart(7)} | ${'platform'.padStart(8)} ${'lean'.padStart(6)} ${'ratio'.padStart(6)} ${'pg api'.padStart(7)} ${'pg lean'.padStart(7)} ${'loadgen'.padStart(8)} | ${'rate'.padStart(6)} ${'p50'.padStart(6)} ${'p90'.padStart(6)} ${'p99'.padStart(6)} ms`,
-].join('\n');
-
-/** One side's run at its maximum rate: the rate, and the CPU time of each process involved. */
+/** One side's run: the rate, and the CPU time of each process involved. */
 interface Side {
   readonly run: Measurement;
   readonly cpu: CpuUsed;
 }
 
+/** One round: each side at its maximum rate, and each at half the api's maximum of the first round. */
+interface Round {
+  readonly apiMax: Side;
+  readonly leanMax: Side;
+  readonly apiHalf: Side;
+  readonly leanHalf: Side;
+}
+
 interface SearchResult {
-  readonly api: Side;
-  readonly lean: Side;
+  readonly rounds: readonly Round[];
+  /** The same SQL through pg from the load generator. */
   readonly raw: Side;
-  /** The api at half its maximum rate. */
-  readonly half: Side;
+  /** CPU seconds per second of the platform and of the lean server with no request arriving. */
+  readonly idle: { readonly platform: number; readonly lean: number };
 }
 
 /** µs of `participant`'s CPU per request of a side. */
 function usOf(side: Side, participant: CpuParticipant): number | undefined {
   return cpuPerUnit(side.cpu, participant.name, side.run.operations);
+}
+
+/**
+ * µs of CPU per request of the platform (or the lean server) on a side, less what the process spends
+ * idle (`idlePerSecond`) over the side's seconds: the standalone platform's projector, pollers and
+ * watchdogs run whether or not searches arrive.
+ */
+function netUs(side: Side, participant: CpuParticipant, idlePerSecond: number): number | undefined {
+  const seconds = side.cpu.get(participant.name);
+  if (seconds === undefined) return undefined;
+  return (Math.max(0, seconds - idlePerSecond * side.run.seconds) * 1e6) / side.run.operations;
 }
 
 const searches: [string, (i: number, size: number) => unknown][] = (
@@ -180,9 +206,8 @@ try {
     await seed(orgId, seeded, size, work, home);
     seeded = size;
     console.log(
-      `\n${size.toLocaleString('en')} people x 2 phone numbers; each search ${SECONDS} s at concurrency ${CONCURRENCY} on each side, then ${SECONDS} s at half the api's maximum rate`,
+      `\n${size.toLocaleString('en')} people x 2 phone numbers; each search: ${ROUNDS} rounds, each of ${SECONDS} s at concurrency ${CONCURRENCY} on each side (the first side alternating), then ${SECONDS} s of each at half the api's maximum rate. CPU µs per request as median [lowest-highest] over the rounds; the platform's and the lean server's CPU while idle (measured ${IDLE_SECONDS} s before each search) taken off`,
     );
-    console.log(HEADER);
     const bySearch = new Map<string, SearchResult>();
     results.set(size, bySearch);
     for (const [name, q] of searches) {
@@ -222,16 +247,41 @@ try {
         const { result, cpu } = await withCpu(participants, work);
         return { run: result, cpu };
       };
-      const apiSide = await side([platformProcesses, postgres, generator], () =>
-        measureFor(SECONDS, CONCURRENCY, api),
-      );
+      const idle = await withCpu([platformProcesses, leanCpu], () => sleep(IDLE_SECONDS * 1000));
+      const idlePerSecond = (participant: CpuParticipant): number =>
+        (idle.cpu.get(participant.name) ?? 0) / IDLE_SECONDS;
+      const apiMax = (): Promise<Side> =>
+        side([platformProcesses, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, api));
+      const leanMax = (): Promise<Side> =>
+        side([leanCpu, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, leanSearch));
+      const rounds: Round[] = [];
+      let halfRate: number | undefined;
+      for (let round = 0; round < ROUNDS; round++) {
+        // The side measured first alternates, so that a drift of the machine's load within a round
+        // weighs on both alike.
+        const apiFirst = round % 2 === 0;
+        const first = await (apiFirst ? apiMax() : leanMax());
+        const second = await (apiFirst ? leanMax() : apiMax());
+        const [apiSide, leanSide] = apiFirst ? [first, second] : [second, first];
+        halfRate ??= apiSide.run.perSecond / 2;
+        const rate = halfRate;
+        const apiHalf = (): Promise<Side> =>
+          side([platformProcesses, postgres, generator], () => measureAtRate(rate, SECONDS, api));
+        const leanHalf = (): Promise<Side> =>
+          side([leanCpu, postgres, generator], () => measureAtRate(rate, SECONDS, leanSearch));
+        const third = await (apiFirst ? apiHalf() : leanHalf());
+        const fourth = await (apiFirst ? leanHalf() : apiHalf());
+        rounds.push({
+          apiMax: apiSide,
+          leanMax: leanSide,
+          apiHalf: apiFirst ? third : fourth,
+          leanHalf: apiFirst ? fourth : third,
+        });
+      }
       const result: SearchResult = {
-        api: apiSide,
-        lean: await side([leanCpu, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, leanSearch)),
+        rounds,
         raw: await side([postgres, generator], () => measureFor(SECONDS, CONCURRENCY, sql)),
-        half: await side([platformProcesses, postgres, generator], () =>
-          measureAtRate(apiSide.run.perSecond / 2, SECONDS, api),
-        ),
+        idle: { platform: idlePerSecond(platformProcesses), lean: idlePerSecond(leanCpu) },
       };
       bySearch.set(name, result);
       console.log(formatSearch(name, result));
@@ -251,6 +301,10 @@ try {
   await raw.end();
   await platform.stop();
   await database.stop();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function uptime(): string {
@@ -315,32 +369,98 @@ function us(value: number | undefined, width: number): string {
   return (value === undefined ? 'n/a' : value.toFixed(0)).padStart(width);
 }
 
-/**
- * Two lines: the api against the lean server (rates; CPU per request of the platform and of the lean
- * server, their ratio, Postgres's on each side, the load generator's on the api side; the api's latency
- * at half its maximum rate), then the raw pg side.
- */
-function formatSearch(name: string, r: SearchResult): string {
-  const ms = (value: number): string => value.toFixed(2).padStart(6);
-  const platformUs = usOf(r.api, platformProcesses);
-  const leanUs = cpuPerUnit(r.lean.cpu, 'lean', r.lean.run.operations);
-  const ratio =
-    platformUs === undefined || leanUs === undefined ? 'n/a' : `${(platformUs / leanUs).toFixed(2)}x`;
-  const main = `${name.padEnd(24)} ${r.api.run.perSecond.toFixed(0).padStart(7)} ${r.lean.run.perSecond.toFixed(0).padStart(7)} | ${us(platformUs, 8)} ${us(leanUs, 6)} ${ratio.padStart(6)} ${us(usOf(r.api, postgres), 7)} ${us(usOf(r.lean, postgres), 7)} ${us(usOf(r.api, generator), 8)} | ${r.half.run.perSecond.toFixed(0).padStart(6)} ${ms(r.half.run.p50Ms)} ${ms(r.half.run.p90Ms)} ${ms(r.half.run.p99Ms)}`;
-  const second = `${'  raw pg, in the loadgen'.padEnd(24)} ${r.raw.run.perSecond.toFixed(0).padStart(7)}/s: postgres ${us(usOf(r.raw, postgres), 0)} µs, loadgen ${us(usOf(r.raw, generator), 0)} µs per query (lean side's loadgen ${us(usOf(r.lean, generator), 0)} µs)`;
-  return `${main}\n${second}`;
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-/** Issue 25's goal for the request path: the platform's CPU per search near the lean server's. */
+/** The median, or undefined when a round was not measured. */
+function medianOf(values: readonly (number | undefined)[]): number | undefined {
+  return values.some((value) => value === undefined) ? undefined : median(values as number[]);
+}
+
+/** Values of the rounds as `median [lowest-highest]`, n/a where one was not measured. */
+function spread(values: readonly (number | undefined)[], digits = 0, suffix = ''): string {
+  if (values.some((value) => value === undefined)) return 'n/a';
+  const measured = values as readonly number[];
+  const f = (value: number): string => `${value.toFixed(digits)}${suffix}`;
+  return `${f(median(measured))} [${f(Math.min(...measured))}-${f(Math.max(...measured))}]`;
+}
+
+/** The platform's CPU per request against the lean server's, idle CPU taken off, in each round. */
+function ratios(r: SearchResult, which: 'Max' | 'Half'): (number | undefined)[] {
+  return r.rounds.map((round) => {
+    const platformUs = netUs(round[`api${which}`], platformProcesses, r.idle.platform);
+    const leanUs = netUs(round[`lean${which}`], lean!.cpu, r.idle.lean);
+    return platformUs === undefined || leanUs === undefined ? undefined : platformUs / leanUs;
+  });
+}
+
+/**
+ * A search's lines: at the maximum rate and at the same fixed rate, the rates and each process's CPU
+ * per request (the platform's and the lean server's net of idle, their ratio, Postgres's on each side,
+ * the load generator's on the api side) over the rounds; the api's latency at half its maximum rate;
+ * the idle CPU taken off; and the raw pg side.
+ */
+function formatSearch(name: string, r: SearchResult): string {
+  const leanCpu = lean!.cpu;
+  const of = (
+    pick: (round: Round) => Side,
+    participant: CpuParticipant,
+    idle?: number,
+  ): (number | undefined)[] =>
+    r.rounds.map((round) =>
+      idle === undefined ? usOf(pick(round), participant) : netUs(pick(round), participant, idle),
+    );
+  const lines = [`${name}`];
+  for (const which of ['Max', 'Half'] as const) {
+    const api = (round: Round): Side => round[`api${which}`];
+    const leanSide = (round: Round): Side => round[`lean${which}`];
+    const rates =
+      which === 'Max'
+        ? `max rate: api ${spread(r.rounds.map((round) => round.apiMax.run.perSecond))}/s, lean ${spread(r.rounds.map((round) => round.leanMax.run.perSecond))}/s`
+        : `same rate: ${spread(r.rounds.map((round) => round.apiHalf.run.perSecond))}/s on each side`;
+    lines.push(
+      `  ${rates}`,
+      `    CPU µs per request: platform ${spread(of(api, platformProcesses, r.idle.platform))}, lean ${spread(of(leanSide, leanCpu, r.idle.lean))}, ratio ${spread(ratios(r, which), 2, 'x')}`,
+      `    postgres ${spread(of(api, postgres))} (api) ${spread(of(leanSide, postgres))} (lean), load generator ${spread(of(api, generator))} (api) ${spread(of(leanSide, generator))} (lean)`,
+    );
+  }
+  const half = r.rounds.map((round) => round.apiHalf.run);
+  lines.push(
+    `  api latency at half its maximum rate: p50 ${spread(
+      half.map((m) => m.p50Ms),
+      2,
+    )} p90 ${spread(
+      half.map((m) => m.p90Ms),
+      2,
+    )} p99 ${spread(
+      half.map((m) => m.p99Ms),
+      2,
+    )} ms`,
+    `  idle CPU taken off: platform ${(r.idle.platform * 1e3).toFixed(1)} ms per s, lean ${(r.idle.lean * 1e3).toFixed(1)} ms per s`,
+    `  raw pg, in the loadgen: ${r.raw.run.perSecond.toFixed(0)}/s: postgres ${us(usOf(r.raw, postgres), 0)} µs, loadgen ${us(usOf(r.raw, generator), 0)} µs per query`,
+  );
+  return lines.join('\n');
+}
+
+/**
+ * Issue 25's goal for the request path: the platform's CPU per search at most 1.15 times the lean
+ * server's, by the median over the rounds at the maximum rate and at the same rate.
+ */
 function printGoals(bySearch: ReadonlyMap<string, SearchResult>): void {
   const missed: string[] = [];
   for (const [name, r] of bySearch) {
-    const platformUs = usOf(r.api, platformProcesses);
-    const leanUs = cpuPerUnit(r.lean.cpu, 'lean', r.lean.run.operations);
-    if (platformUs !== undefined && leanUs !== undefined && platformUs > LEAN_RATIO_GOAL * leanUs)
-      missed.push(
-        `${name}: platform CPU ${platformUs.toFixed(0)} µs per request, ${(platformUs / leanUs).toFixed(2)}x the lean server's ${leanUs.toFixed(0)} µs (goal <= ${LEAN_RATIO_GOAL}x)`,
-      );
+    for (const which of ['Max', 'Half'] as const) {
+      const measured = ratios(r, which);
+      if (measured.some((ratio) => ratio === undefined)) continue;
+      const ratio = median(measured as number[]);
+      if (ratio > LEAN_RATIO_GOAL)
+        missed.push(
+          `${name} (${which === 'Max' ? 'maximum rate' : 'same rate'}): platform CPU per request ${ratio.toFixed(2)}x the lean server's, median of ${r.rounds.length} rounds (goal <= ${LEAN_RATIO_GOAL}x)`,
+        );
+    }
   }
   console.log(
     missed.length === 0 ? 'all searches within the goal' : `missed goal:\n  ${missed.join('\n  ')}`,
@@ -359,21 +479,24 @@ function printGrowth(
   if (results.size < 2) return;
   const sizes = [...results.keys()];
   const cell = 22;
-  console.log(`\nGrowth: Postgres CPU per request and p50 at half the api's maximum rate`);
+  console.log(
+    `\nGrowth: Postgres CPU per request and p50 at half the api's maximum rate (medians over the rounds)`,
+  );
   console.log(
     `${'search'.padEnd(24)} ${sizes.map((size) => `${size.toLocaleString('en')} people`.padStart(cell)).join('')}   growth (CPU, p50)`,
   );
   const missed: string[] = [];
   for (const name of names) {
     const row = sizes.map((size) => results.get(size)!.get(name)!);
-    const postgresUs = row.map((r) => usOf(r.half, postgres));
-    const cells = row.map((r, k) =>
-      `${us(postgresUs[k], 7)} µs ${r.half.run.p50Ms.toFixed(2).padStart(6)} ms`.padStart(cell),
+    const postgresUs = row.map((r) => medianOf(r.rounds.map((round) => usOf(round.apiHalf, postgres))));
+    const p50 = row.map((r) => median(r.rounds.map((round) => round.apiHalf.run.p50Ms)));
+    const cells = row.map((_, k) =>
+      `${us(postgresUs[k], 7)} µs ${p50[k]!.toFixed(2).padStart(6)} ms`.padStart(cell),
     );
     const first = postgresUs[0];
     const last = postgresUs[postgresUs.length - 1];
     const growth = first === undefined || last === undefined ? undefined : last / first;
-    const p50Growth = row[row.length - 1]!.half.run.p50Ms / row[0]!.half.run.p50Ms;
+    const p50Growth = p50[p50.length - 1]! / p50[0]!;
     const byNature = GROWS_BY_NATURE.includes(name) ? ' (grows by nature)' : '';
     console.log(
       `${name.padEnd(24)} ${cells.join('')}   ${growth === undefined ? 'n/a' : `x${growth.toFixed(1)}`}, x${p50Growth.toFixed(1)}${byNature}`,
