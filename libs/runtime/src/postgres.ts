@@ -275,17 +275,30 @@ export function statementName(text: string): string {
 }
 
 /**
+ * Statements without parameters that a transaction runs first (after BEGIN) and last (before COMMIT),
+ * each sent with BEGIN or COMMIT in one round trip (a simple-query string of two statements).
+ */
+export interface TransactionEnds {
+  readonly first?: string;
+  readonly last?: string;
+}
+
+/**
  * Runs `work` in one transaction on one connection, committing on success and rolling back on error.
  * A connection whose rollback failed (lost, or past its deadline) is dropped from the pool rather
  * than handed to the next user mid-transaction.
  */
-export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+  ends: TransactionEnds = {},
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(ends.first === undefined ? 'BEGIN' : `BEGIN; ${ends.first}`);
     const result = await work(client);
-    await client.query('COMMIT');
+    await client.query(ends.last === undefined ? 'COMMIT' : `${ends.last}; COMMIT`);
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));

@@ -34,11 +34,10 @@ export function createProjectorModule(deps: ProjectorDependencies): Module {
         group: PROJECTOR_GROUP,
         streamTypes: PROJECTED_STREAM_TYPES,
         handle: (events) =>
-          inTransaction(deps.pool, async (client) => {
-            await client.query(`SELECT pg_advisory_xact_lock_shared(${PROJECTION_LOCK})`);
-            await applyEvents(client, READ_SCHEMA, events);
+          inTransaction(deps.pool, (client) => applyEvents(client, READ_SCHEMA, events), {
+            first: `SELECT pg_advisory_xact_lock_shared(${PROJECTION_LOCK})`,
             // Read-your-writes waiters look again (a batch redelivered wakes them needlessly, harmlessly).
-            await client.query(`SELECT pg_notify('${PROJECTION_CHANNEL}', '')`);
+            last: `SELECT pg_notify('${PROJECTION_CHANNEL}', '')`,
           }),
       },
     ],
