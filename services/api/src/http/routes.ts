@@ -278,6 +278,7 @@ async function write(
     };
   };
   const { idempotency } = request;
+  const since = deps.readYourWrites.mark();
   const outcome = await deps.commands.write(
     model,
     {
@@ -290,7 +291,7 @@ async function write(
     command,
     idempotency && ((client, written) => idempotency.record(client, respond(written))),
   );
-  if (!request.respondAsync) await deps.readYourWrites.settle(outcome.written);
+  if (!request.respondAsync) await deps.readYourWrites.settle(outcome.written, since);
   return respond(outcome);
 }
 
