@@ -26,6 +26,7 @@ import {
   migrateWebhookDispatcher,
 } from '@ofp/webhook-dispatcher';
 import { startLean } from './lean.js';
+import { databaseWithStatements, formatCensus, StatementCensus, type Census } from './statements.js';
 import {
   CpuMeter,
   cpuPerUnit,
@@ -56,6 +57,11 @@ const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 4);
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 5_000);
 const LATENCY_RATE_PER_SECOND = Number(process.env.BENCH_LATENCY_RATE ?? 1_000);
 const SEED_CONCURRENCY = 32;
+/**
+ * With BENCH_STATEMENTS=1: the statements, rows, buffers, WAL bytes and row writes (HOT updates among
+ * them) per measured delivery, counted by pg_stat_statements (see `bench/statements.ts`).
+ */
+const COUNT_STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 /** How long the delivery phase may go without a delivery before the benchmark fails. */
 const STALL_MS = 60_000;
 
@@ -123,7 +129,10 @@ async function runBenchmark(): Promise<void> {
     return (await response.body.json()) as T;
   };
 
-  const database = await startScratchDatabase(logger, 'bench_webhooks');
+  const database = await (COUNT_STATEMENTS ? databaseWithStatements : startScratchDatabase)(
+    logger,
+    'bench_webhooks',
+  );
   const databaseUrl = database.url;
   const pool = createPool({ connectionString: databaseUrl, applicationName: 'bench-webhooks', max: 40 });
   const postgres = await postgresBackends(databaseUrl);
@@ -252,12 +261,22 @@ async function runBenchmark(): Promise<void> {
 
     const delivered = async (): Promise<number> => (await receiverGet<{ count: number }>('/count')).count;
     await modules.start();
+    let census: Census | undefined;
     const dispatcherRun = await drain(
       'delivery',
       backlog,
       [loadGenerator('dispatcher'), postgres],
       delivered,
-      profileThisProcess,
+      async () => {
+        const profiled = await profileThisProcess();
+        const counting = COUNT_STATEMENTS
+          ? await StatementCensus.start(databaseUrl, ['webhooks'])
+          : undefined;
+        return async () => {
+          await profiled();
+          census = await counting?.stop();
+        };
+      },
     );
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
@@ -330,6 +349,13 @@ async function runBenchmark(): Promise<void> {
       `  CPU µs per delivery: dispatcher ${us(dispatcherRun.cpu, 'dispatcher', dispatcherRun.measured)}, its Postgres ${us(dispatcherRun.cpu, postgres.name, dispatcherRun.measured)} | lean worker ${us(leanRun.cpu, 'lean', leanRun.measured)}, its Postgres ${us(leanRun.cpu, postgres.name, leanRun.measured)} (this database's backends)`,
       `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
+      ...(census
+        ? [
+            '',
+            'Postgres statements of the measured deliveries:',
+            ...formatCensus(census, dispatcherRun.measured, 'delivery'),
+          ]
+        : []),
       '',
     ];
     process.stdout.write(lines.join('\n'));
@@ -372,15 +398,16 @@ async function profileThisProcess(): Promise<() => Promise<void>> {
 
 /**
  * Waits while `backlog` deliveries arrive at the receiver (`delivered` counts all it ever had),
- * accounting the participants' CPU time after the first `WARMUP_EVENTS` of them (and profiling them
- * with `profile`, when given); a delivery that never comes fails the run after `STALL_MS`.
+ * accounting the participants' CPU time after the first `WARMUP_EVENTS` of them (and observing them
+ * with `observe`, when given: it starts, and returns what stops); a delivery that never comes fails the
+ * run after `STALL_MS`.
  */
 async function drain(
   label: string,
   backlog: number,
   participants: readonly CpuParticipant[],
   delivered: () => Promise<number>,
-  profile?: () => Promise<() => Promise<void>>,
+  observe?: () => Promise<() => Promise<void>>,
 ): Promise<Drained> {
   const before = await delivered();
   const progress = progressBar(
@@ -388,13 +415,13 @@ async function drain(
   );
   progress.start(backlog, 0);
   let measuring: { delivered: number; at: number; meter: CpuMeter } | undefined;
-  let profiled: (() => Promise<void>) | undefined;
+  let observed: (() => Promise<void>) | undefined;
   try {
     for (let seen = 0, movedAt = performance.now(); ;) {
       const done = (await delivered()) - before;
       progress.update(Math.min(done, backlog));
       if (measuring === undefined && done >= WARMUP_EVENTS) {
-        profiled = await profile?.();
+        observed = await observe?.();
         measuring = { delivered: done, at: performance.now(), meter: await CpuMeter.start(participants) };
       }
       if (done >= backlog) break;
@@ -406,11 +433,11 @@ async function drain(
     }
     const seconds = (performance.now() - measuring!.at) / 1000;
     const cpu = await measuring!.meter.stop();
-    await profiled?.();
+    await observed?.();
     return { measured: backlog - measuring!.delivered, seconds, cpu };
   } catch (error) {
     await measuring?.meter.stop();
-    await profiled?.();
+    await observed?.();
     throw error;
   } finally {
     progress.stop();

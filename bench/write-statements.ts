@@ -7,18 +7,12 @@
 
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
-import {
-  createIntegrator,
-  startPlatform,
-  startScratchDatabase,
-  testLogger,
-  UNLIMITED_RATE,
-} from '@ofp/testing';
+import { createIntegrator, startPlatform, testLogger, UNLIMITED_RATE } from '@ofp/testing';
 import { warmUp, measure } from './measure.js';
+import { databaseWithStatements } from './statements.js';
 
 const WRITES = Number(process.env.BENCH_WRITES ?? 2_000);
 const CONCURRENCIES = [1, 16];
-const EXTENSION = 'pg_stat_statements';
 const logger = testLogger('bench');
 
 interface StatementRow {
@@ -27,44 +21,9 @@ interface StatementRow {
   query: string;
 }
 
-/** A scratch database on a Postgres with pg_stat_statements loaded, and whether this run loaded it. */
-async function databaseWithStatements(): Promise<{
-  url: string;
-  stop: () => Promise<void>;
-  loaded: boolean;
-}> {
-  for (let attempt = 0; ; attempt++) {
-    const database = await startScratchDatabase(logger, 'bench_write_statements');
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const { rows } = await client.query<{ libraries: string }>(
-      "SELECT current_setting('shared_preload_libraries') AS libraries",
-    );
-    if (
-      rows[0]!.libraries
-        .split(',')
-        .map((name) => name.trim())
-        .includes(EXTENSION)
-    ) {
-      await client.end();
-      return { ...database, loaded: attempt > 0 };
-    }
-    if (process.env.DATABASE_URL || attempt > 0) {
-      await client.end();
-      await database.stop();
-      throw new Error(`DATABASE_URL: shared_preload_libraries must include ${EXTENSION} for this benchmark`);
-    }
-    // The test Postgres is this worktree's own: load the extension at its next start.
-    await client.query(`ALTER SYSTEM SET shared_preload_libraries = '${EXTENSION}'`);
-    await client.end();
-    await database.stop();
-  }
-}
-
-const database = await databaseWithStatements();
+const database = await databaseWithStatements(logger, 'bench_write_statements');
 const admin = new pg.Client({ connectionString: database.url });
 await admin.connect();
-await admin.query(`CREATE EXTENSION IF NOT EXISTS ${EXTENSION}`);
 const platform = await startPlatform({ databaseUrl: database.url, env: { ...UNLIMITED_RATE } });
 try {
   const integrator = await createIntegrator(platform, { name: 'Bench' });
@@ -120,7 +79,6 @@ try {
     await http.close();
   }
 } finally {
-  if (database.loaded) await admin.query('ALTER SYSTEM RESET shared_preload_libraries');
   await admin.end();
   await platform.stop();
   await database.stop();
