@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createPool } from '@ofp/runtime';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 import {
   DeliveryQueue,
@@ -228,6 +229,36 @@ describe('the delivery queue', () => {
     expect(await claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toHaveLength(3);
     expect(await claim({ ...CLAIM, endpointConcurrency: 3 }, NOW)).toEqual([]);
     expect(await claim({ ...CLAIM, endpointConcurrency: 5 }, NOW)).toHaveLength(2);
+  });
+
+  it('claims with heap-only updates: a claim writes no index entry', async () => {
+    // One connection, whose table counts are flushed on demand (pg_stat_force_next_flush).
+    const pool = createPool({ connectionString: harness.database.url, applicationName: 'test', max: 1 });
+    try {
+      const counts = async (): Promise<{ updated: number; hot: number }> => {
+        await pool.query('SELECT pg_stat_force_next_flush()');
+        const { rows } = await pool.query<{ updated: string; hot: string }>(
+          `SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables
+            WHERE schemaname = 'webhooks' AND relname = 'delivery_queue'`,
+        );
+        return { updated: Number(rows[0]!.updated), hot: Number(rows[0]!.hot) };
+      };
+      await queue.enqueue(
+        Array.from({ length: 10 }, (_, n) => delivery(`items-${n}`, 1)),
+        NOW,
+      );
+      const before = await counts();
+      expect(await new DeliveryQueue(pool, harness.secrets).claim(CLAIM, NOW)).toMatchObject({
+        deliveries: expect.arrayContaining([expect.anything()]) as unknown,
+      });
+      const after = await counts();
+      expect({ updated: after.updated - before.updated, hot: after.hot - before.hot }).toEqual({
+        updated: 10,
+        hot: 10,
+      });
+    } finally {
+      await pool.end();
+    }
   });
 
   it('holds no endpoint behind another whose slots are taken, however long its backlog', async () => {

@@ -272,12 +272,6 @@ export class DeliveryQueue {
            SELECT (SELECT q.webhook_id FROM webhooks.delivery_queue q
                     WHERE q.due_at IS NOT NULL AND q.webhook_id > e.webhook_id ORDER BY q.webhook_id LIMIT 1)
              FROM queued e WHERE e.webhook_id IS NOT NULL
-         ), busy AS (
-           -- Claims that hold (a lapsed one is due again, and among those below).
-           SELECT c.webhook_id, count(*)::int AS claimed
-             FROM webhooks.delivery_queue c
-            WHERE c.claimed_by IS NOT NULL AND c.due_at > $1
-            GROUP BY c.webhook_id
          ), rated AS (
            -- The queued endpoints that have a rate, each a token bucket (GCRA): one token every
            -- \`spacing\` ms, at most \`burst\` at once; \`tat\` is when it would be full again.
@@ -292,22 +286,25 @@ export class DeliveryQueue {
                   greatest(0, burst + floor(extract(epoch FROM $1 - tat) * 1000 / spacing + 1e-6))::int AS tokens
              FROM rated
          ), due AS (
-           -- Each endpoint's oldest due deliveries: as many as its free slots (no more than a claim
-           -- takes), or, when it has a rate, up to $2, those beyond its tokens to be put off below.
+           -- Each endpoint's oldest due deliveries, claimed ones among them (a claim leaves the due time
+           -- alone): as many as its limit, so that they hold its claims (claims take the oldest first,
+           -- and a delivery queued again after a claim is due after it) and its free slots; and when it
+           -- has a rate, up to $2 more, those beyond its tokens to be put off below.
            SELECT f.* FROM queued e
-             LEFT JOIN busy b ON b.webhook_id = e.webhook_id
              LEFT JOIN allowed a ON a.webhook_id = e.webhook_id
             CROSS JOIN LATERAL (
-              SELECT q.delivery_id, q.webhook_id, q.due_at
+              SELECT q.delivery_id, q.webhook_id, q.due_at, q.claimed_by IS NOT NULL AND q.claimed_until > $1 AS held
                 FROM webhooks.delivery_queue q
                WHERE q.webhook_id = e.webhook_id AND q.due_at <= $1
                ORDER BY q.due_at, q.delivery_id
-               LIMIT CASE WHEN a.webhook_id IS NULL THEN greatest(0, least($4, $3 - coalesce(b.claimed, 0)))
-                          ELSE $2 END) f
+               LIMIT $3 + CASE WHEN a.webhook_id IS NULL THEN 0 ELSE $2 END) f
             WHERE e.webhook_id IS NOT NULL
+         ), busy AS (
+           -- Claims that hold (a lapsed one is due again).
+           SELECT due.webhook_id, count(*)::int AS claimed FROM due WHERE due.held GROUP BY due.webhook_id
          ), ranked AS (
            SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.due_at, due.delivery_id) AS place
-             FROM due
+             FROM due WHERE NOT due.held
          ), chosen AS (
            SELECT r.delivery_id FROM ranked r
              LEFT JOIN busy b ON b.webhook_id = r.webhook_id
@@ -326,7 +323,7 @@ export class DeliveryQueue {
                     + ((r.place - a.tokens - 1) * a.spacing) * interval '1 millisecond' AS due_at
              FROM ranked r JOIN allowed a ON a.webhook_id = r.webhook_id
              JOIN webhooks.delivery_queue q ON q.delivery_id = r.delivery_id
-            WHERE r.place > a.tokens AND q.claimed_by IS NULL AND q.due_at <= $1
+            WHERE r.place > a.tokens AND r.place <= $2 AND q.claimed_by IS NULL AND q.due_at <= $1
               FOR UPDATE OF q SKIP LOCKED
          ), deferred AS (
            UPDATE webhooks.delivery_queue q SET due_at = h.due_at
@@ -336,9 +333,11 @@ export class DeliveryQueue {
            -- Only the rows taken are locked; one that changed since the scan is re-checked, or skipped.
            SELECT q.delivery_id FROM webhooks.delivery_queue q
             WHERE q.delivery_id IN (SELECT delivery_id FROM chosen) AND q.due_at <= $1
+              AND (q.claimed_by IS NULL OR q.claimed_until <= $1)
             FOR UPDATE SKIP LOCKED
          ), claimed AS (
-           UPDATE webhooks.delivery_queue q SET due_at = $6, claimed_by = $5
+           -- Heap-only: neither column is indexed (migration 010).
+           UPDATE webhooks.delivery_queue q SET claimed_by = $5, claimed_until = $6
              FROM locked l WHERE q.delivery_id = l.delivery_id
            RETURNING q.delivery_id, q.webhook_id, q.round_attempts
          ), spent AS (
@@ -424,10 +423,11 @@ export class DeliveryQueue {
 
   /**
    * Records finished attempts in one statement: each delivery's record and its attempt-log row, its
-   * queue row (gone once the delivery is finished, due again at its retry), and each endpoint's health;
-   * then passes the turns of the records whose deliveries finished. An attempt whose claim was taken
-   * back meanwhile (its worker was presumed dead, or its claim lapsed) is not recorded: that delivery
-   * is queued again and will be sent again, with the same id.
+   * queue row (gone once the delivery is finished, due again at its retry), each endpoint's health, and
+   * the turn of each record whose delivery finished, given to its next delivery; a record whose next
+   * delivery the statement does not see has its turn passed after the commit (see `passTurns`). An
+   * attempt whose claim was taken back meanwhile (its worker was presumed dead, or its claim lapsed) is
+   * not recorded: that delivery is queued again and will be sent again, with the same id.
    *
    * A delivery given up (its last attempt failed, or its endpoint was disabled meanwhile) is noted in
    * `webhooks.delivery_failures` by the same statement, for the FailureAnnouncer to tell.
@@ -449,7 +449,12 @@ export class DeliveryQueue {
         `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
         [endpoints],
       );
-      return client.query<{ webhook_id: number | null; disable_reason: string | null; given_up: number }>(
+      return client.query<{
+        webhook_id: number | null;
+        disable_reason: string | null;
+        given_up: number;
+        unseen: Lane[] | null;
+      }>(
         prepared(
           `WITH result AS (
          SELECT r.*,
@@ -465,10 +470,25 @@ export class DeliveryQueue {
        ), left_queue AS (
          DELETE FROM webhooks.delivery_queue q USING result r
           WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND NOT r.retried
-         RETURNING q.delivery_id
+         RETURNING q.delivery_id, q.webhook_id, q.stream_id
+       ), lanes AS (
+         -- The records whose delivery finished, and each one's next open delivery at the endpoint that
+         -- this statement sees (none: one being queued may not be visible yet).
+         SELECT l.webhook_id, l.stream_id, n.delivery_id, n.due_at
+           FROM (SELECT DISTINCT webhook_id, stream_id FROM left_queue WHERE stream_id IS NOT NULL) l
+           LEFT JOIN LATERAL (
+             SELECT q.delivery_id, q.due_at FROM webhooks.delivery_queue q
+              WHERE q.webhook_id = l.webhook_id AND q.stream_id = l.stream_id
+                AND q.delivery_id NOT IN (SELECT delivery_id FROM left_queue)
+              ORDER BY q.sequence LIMIT 1) n ON true
+       ), turned AS (
+         -- The turn passed to it, in this statement: found by key, in key order (as passTurns locks).
+         UPDATE webhooks.delivery_queue q SET due_at = $14
+          WHERE q.delivery_id = ANY ((SELECT array_agg(delivery_id) FROM lanes WHERE due_at IS NULL)::bigint[])
+            AND q.due_at IS NULL
        ), retried AS (
          UPDATE webhooks.delivery_queue q
-            SET due_at = r.next_attempt_at, claimed_by = NULL, round_attempts = q.round_attempts + 1
+            SET due_at = r.next_attempt_at, claimed_by = NULL, claimed_until = NULL, round_attempts = q.round_attempts + 1
            FROM result r
           WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND r.retried
          RETURNING q.delivery_id
@@ -517,8 +537,10 @@ export class DeliveryQueue {
          ON CONFLICT (delivery_id) DO NOTHING
          RETURNING delivery_id
        )
-       -- Finished deliveries free endpoint slots: wake every worker.
-       SELECT t.webhook_id, t.disable_reason, (SELECT count(*)::int FROM given_up) AS given_up
+       -- Finished deliveries free endpoint slots, and turns passed make deliveries due: wake every worker.
+       SELECT t.webhook_id, t.disable_reason, (SELECT count(*)::int FROM given_up) AS given_up,
+              (SELECT json_agg(json_build_object('webhookId', webhook_id, 'streamId', stream_id))
+                 FROM lanes WHERE delivery_id IS NULL) AS unseen
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake
          LEFT JOIN touched t ON t.disable_reason IS NOT NULL`,
           [
@@ -541,12 +563,9 @@ export class DeliveryQueue {
         ),
       );
     });
-    const finishedLanes = finished.flatMap(({ delivery, verdict }) =>
-      verdict.status === 'pending' || delivery.streamId === null
-        ? []
-        : [{ webhookId: delivery.webhookId, streamId: delivery.streamId }],
-    );
-    if (finishedLanes.length > 0) await this.passTurns(now, finishedLanes);
+    // A record whose next delivery the statement did not see: one queued meanwhile may need the turn.
+    const unseen = rows[0]?.unseen ?? [];
+    if (unseen.length > 0) await this.passTurns(now, unseen);
     return {
       toDisable: rows.flatMap(({ webhook_id: id }) => (id === null ? [] : [id])),
       givenUp: rows[0]?.given_up ?? 0,
@@ -665,7 +684,7 @@ export class DeliveryQueue {
     await client.query(
       `WITH gone AS (
          DELETE FROM webhooks.delivery_queue
-          WHERE webhook_id = $1 AND (claimed_by IS NULL OR due_at <= $3)
+          WHERE webhook_id = $1 AND (claimed_by IS NULL OR claimed_until <= $3)
          RETURNING delivery_id
        )
        UPDATE webhooks.webhook_deliveries d
@@ -695,11 +714,12 @@ export class DeliveryQueue {
    * Gives each record's turn (at an endpoint) to its first open delivery when that one is waiting: for
    * the given lanes, or for every lane with deliveries waiting.
    *
-   * Turns are passed after the transaction that finished a delivery commits, and again after the one
-   * that queued a delivery behind an open one. Of two such transactions running at once, whichever
-   * passes turns last sees the other's rows, so no delivery waits for a turn that was passed before it
-   * existed. Only a process that dies between a commit and passing turns leaves one waiting: the
-   * sweep over every lane, at start and now and then, is for those.
+   * The statement that finishes a delivery passes its record's turn to the next delivery it sees;
+   * seeing none, turns are passed after its transaction commits, and again after the one that queued
+   * a delivery behind an open one. Of two such transactions running at once, whichever passes turns
+   * last sees the other's rows, so no delivery waits for a turn that was passed before it existed.
+   * Only a process that dies between a commit and passing turns leaves one waiting: the sweep over
+   * every lane, at start and now and then, is for those.
    */
   async passTurns(now: Date, lanes?: readonly Lane[]): Promise<number> {
     // Two passes over overlapping rows (the intake's and a worker's) can deadlock; the statement is
@@ -760,10 +780,11 @@ export class DeliveryQueue {
   /**
    * Queues again, due at once, deliveries claimed but not recorded by a worker that is gone (all its
    * claims) or that hands them back (the given ones). They go out with their original `webhook-id`.
+   * Due now, not at their first due time: after the claims that hold, which claims count in due order.
    */
   async release(claims: { worker: number; ids?: readonly number[] }, now: Date): Promise<number> {
     const { rowCount } = await this.pool.query(
-      `UPDATE webhooks.delivery_queue SET due_at = $1, claimed_by = NULL
+      `UPDATE webhooks.delivery_queue SET due_at = $1, claimed_by = NULL, claimed_until = NULL
         WHERE claimed_by = $2 AND ($3::bigint[] IS NULL OR delivery_id = ANY($3::bigint[]))`,
       [now, claims.worker, claims.ids ?? null],
     );
@@ -804,9 +825,10 @@ export class DeliveryQueue {
    */
   async depth(now: Date): Promise<QueueDepth> {
     const { rows } = await this.pool.query<QueueDepth>(
-      `SELECT count(*) FILTER (WHERE claimed_by IS NULL OR due_at <= $1)::int AS pending,
-              count(*) FILTER (WHERE claimed_by IS NOT NULL AND due_at > $1)::int AS sending,
-              coalesce(extract(epoch FROM $1::timestamptz - min(due_at) FILTER (WHERE due_at <= $1)), 0)::float8
+      `SELECT count(*) FILTER (WHERE claimed_by IS NULL OR claimed_until <= $1)::int AS pending,
+              count(*) FILTER (WHERE claimed_by IS NOT NULL AND claimed_until > $1)::int AS sending,
+              coalesce(extract(epoch FROM $1::timestamptz - min(due_at)
+                FILTER (WHERE due_at <= $1 AND (claimed_by IS NULL OR claimed_until <= $1))), 0)::float8
                 AS "oldestDueSeconds"
          FROM webhooks.delivery_queue`,
       [now],
