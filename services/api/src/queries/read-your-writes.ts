@@ -118,8 +118,11 @@ export class ReadYourWrites {
     const begun = performance.now();
     const deadline = Date.now() + this.options.timeoutMs;
     // The write is durable by now: its own wait bounds this, not the request's database deadline, and
-    // a database that fails meanwhile makes it answer without the wait rather than fail.
-    const reached = await withDatabaseDeadline(undefined, () =>
+    // a database that fails meanwhile makes it answer without the wait rather than fail. The wait's
+    // deadline bounds its statements too (what a manager appends to, those streams' versions): under
+    // the pool's own bound (statement_timeout and 2 s) a link to Postgres that hung held the answer
+    // 32 s (the chaos run's api cut from Postgres).
+    const reached = await withDatabaseDeadline(deadline, () =>
       Promise.all([
         ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline, since)),
         ...written.flatMap((stream) =>
