@@ -3,16 +3,18 @@
  * balancers, on a Kafka cluster of three brokers, under a mixed workload, while a scheduler drawn from
  * a seed kills and restarts replicas, pauses one past the Kafka session timeout, kills a broker and
  * brings it back, freezes one, crashes Postgres, and with `--faults network` cuts a broker off the
- * network (its own network namespace; as root). Then, with the platform quiet, it checks that nothing was lost,
+ * network (its own network namespace; as root) and slows, resets and cuts the platform's links to
+ * Postgres (a Toxiproxy proxy per process; one api replica cut while the others reach it). Then, with the platform quiet, it checks that nothing was lost,
  * duplicated, reordered or left stale, and prints the counts, the recovery times and the largest lag.
  *
  *   npm run chaos                                  150 s of faults, a seed drawn at random
  *   npm run chaos -- --seed 42 --duration 600      the same schedule again, for longer
  *   npm run chaos -- --replicas 3 --brokers 3 --writers 8 --hostile-writers 2
  *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
- *   npm run chaos -- --faults network             also a broker cut off the network (as root)
+ *   npm run chaos -- --faults network --duration 300   also the network faults (as root)
  *
- * Everything runs on loopback (with --faults network, one broker behind a veth pair) and is stopped at
+ * Everything runs on loopback (with --faults network, one broker behind a veth pair, Postgres behind
+ * Toxiproxy) and is stopped at
  * the end (Postgres in .cache/chaos-postgres, deleted).
  * Exits with 1 when a check fails. docs/chaos.md.
  */
@@ -39,11 +41,13 @@ import {
   networkNamespacesUnavailable,
   startKafkaCluster,
   startPlatform,
+  startToxiproxy,
   startWebhookReceiver,
   stopPostgresWithThisProcess,
   type WebhookReceiver,
 } from '@ofp/testing';
 import {
+  checkCutAnswers,
   checkInventory,
   checkPeople,
   checkReadModel,
@@ -97,7 +101,7 @@ if (!Number.isInteger(hostileCount) || hostileCount < 0 || hostileCount >= write
 }
 /** `--faults network` adds the network faults to the schedule (as root: network namespaces). */
 if (args.faults !== undefined && args.faults !== 'network') {
-  console.error(`--faults: network (the default kinds and a broker cut off the network), not ${args.faults}`);
+  console.error(`--faults: network (the default kinds and the network faults), not ${args.faults}`);
   process.exit(2);
 }
 const networkFaults = args.faults === 'network';
@@ -165,6 +169,17 @@ try {
   const isolated = networkFaults ? await isolatedHost() : undefined;
   if (isolated) cleanups.push(() => isolated.remove());
   const kinds = isolated ? [...FAULT_KINDS, ...NETWORK_FAULT_KINDS] : FAULT_KINDS;
+  // With --faults network, every platform process reaches Postgres through a Toxiproxy proxy of its
+  // own, for latency, resets and one api replica cut off; the run's own checks connect directly.
+  const postgresLinks = networkFaults
+    ? await startToxiproxy({ cacheDir: CACHE_DIR, upstream: `${url.hostname}:${url.port}`, seed, log })
+    : undefined;
+  if (postgresLinks) cleanups.push(() => postgresLinks.stop());
+  const linkUrl = async (name: string): Promise<Record<string, string>> => {
+    const through = new URL(databaseUrl);
+    through.host = await postgresLinks!.addressFor(name);
+    return { DATABASE_URL: through.toString() };
+  };
   log(
     isolated
       ? `starting ${brokers} Kafka brokers, node ${brokers} in network namespace ${isolated.name}`
@@ -192,6 +207,7 @@ try {
     kafkaBrokers: kafka.brokers,
     replicas,
     output,
+    ...(postgresLinks ? { envFor: linkUrl } : {}),
     env: {
       ...UNLIMITED_RATE,
       KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
@@ -247,7 +263,7 @@ try {
     isolated && brokers,
   );
   log(
-    `schedule: ${faults.map((f) => `${f.atMs / 1000}s ${f.kind} ${f.target} (${f.holdMs} ms)`).join('; ')}`,
+    `schedule: ${faults.map((f) => `${f.atMs / 1000}s ${f.kind} ${f.target} (${f.holdMs} ms${f.link ? ` ${JSON.stringify(f.link)}` : ''})`).join('; ')}`,
   );
 
   const tally = emptyTally();
@@ -266,6 +282,7 @@ try {
     processes: platform.members,
     brokers: kafka.nodes,
     ...(isolated ? { isolated } : {}),
+    ...(postgresLinks ? { postgresLinks } : {}),
     postgresLocation: postgres.location,
     postgresDown: () => postgres.down(),
   };
@@ -345,6 +362,19 @@ try {
     await checkReadModel(pool),
     checkWebhooks(receivers, events),
     checkHostile(hostile),
+    ...(postgresLinks
+      ? [
+          checkCutAnswers(
+            [tally, hostile.tally],
+            outcomes
+              .filter((outcome) => outcome.kind === 'cut-api-postgres')
+              .map((outcome) => ({
+                fromMs: started + outcome.atMs,
+                untilMs: started + (outcome.restoredMs ?? outcome.atMs + outcome.holdMs),
+              })),
+          ),
+        ]
+      : []),
     // Last: the checks' own reads above may be answered 500 too.
     checkInternalErrors(tally, hostile),
   ];

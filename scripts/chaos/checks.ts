@@ -7,7 +7,14 @@ import { READ_SCHEMA } from '@ofp/models';
 import { replayReadModel } from '@ofp/projector';
 import type { Pool } from '@ofp/runtime';
 import type { WebhookReceiver } from '@ofp/testing';
-import { SKUS, WAREHOUSES, type ChaosClient, type HostileTally, type WorkloadTally } from './workload.js';
+import {
+  FAULT_ANSWER_MS,
+  SKUS,
+  WAREHOUSES,
+  type ChaosClient,
+  type HostileTally,
+  type WorkloadTally,
+} from './workload.js';
 
 export interface Check {
   readonly name: string;
@@ -303,5 +310,27 @@ export function checkInternalErrors(tally: WorkloadTally, hostile: HostileTally)
       ...tally.internalErrors.slice(0, EXAMPLES),
       ...hostile.tally.internalErrors.slice(0, EXAMPLES).map((error) => ({ hostile: error })),
     ],
+  };
+}
+
+/**
+ * While a replica's link to Postgres was cut (`windows`, epoch ms), every attempt that failed did so
+ * within FAULT_ANSWER_MS (a 503 from the request's database deadline, API.md §3), by either kind of
+ * writer: an attempt that hung on the cut replica longer, or timed out, is a finding.
+ */
+export function checkCutAnswers(
+  tallies: readonly WorkloadTally[],
+  windows: readonly { fromMs: number; untilMs: number }[],
+): Check {
+  const during = tallies
+    .flatMap((tally) => tally.slowFailures)
+    .filter(({ sentAt, ms }) =>
+      windows.some(({ fromMs, untilMs }) => sentAt <= untilMs && sentAt + ms >= fromMs),
+    );
+  return {
+    name: `failures answered within ${FAULT_ANSWER_MS / 1000} s while an api was cut from Postgres`,
+    failures: { slower: during.length },
+    figures: { cuts: windows.length },
+    examples: during.slice(0, EXAMPLES),
   };
 }

@@ -10,10 +10,18 @@ import type { Admin, Consumer, Kafka } from '@ofp/bus';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
 import type { Pool } from '@ofp/runtime';
-import type { IsolatedHost, KafkaNode, PlatformProcess } from '@ofp/testing';
+import type { IsolatedHost, KafkaNode, PlatformProcess, ProxiedService } from '@ofp/testing';
 
 export type FaultKind =
-  'kill-replica' | 'pause-replica' | 'kill-broker' | 'pause-broker' | 'partition-broker' | 'restart-postgres';
+  | 'kill-replica'
+  | 'pause-replica'
+  | 'kill-broker'
+  | 'pause-broker'
+  | 'partition-broker'
+  | 'restart-postgres'
+  | 'slow-postgres'
+  | 'reset-postgres'
+  | 'cut-api-postgres';
 /** The default schedule's kinds (CI's): signals and crashes. */
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill-replica',
@@ -22,8 +30,17 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'pause-broker',
   'restart-postgres',
 ];
-/** What `--faults network` adds: a broker cut off the network (docs/chaos.md says why not by default yet). */
-export const NETWORK_FAULT_KINDS: readonly FaultKind[] = ['partition-broker'];
+/**
+ * What `--faults network` adds (docs/chaos.md says why not by default yet): a broker cut off the
+ * network, and on the platform's links to Postgres (each process through a Toxiproxy proxy of its
+ * own) added latency, connections reset, and one api replica cut off while the others reach it.
+ */
+export const NETWORK_FAULT_KINDS: readonly FaultKind[] = [
+  'partition-broker',
+  'slow-postgres',
+  'reset-postgres',
+  'cut-api-postgres',
+];
 
 export interface Fault {
   readonly kind: FaultKind;
@@ -33,6 +50,10 @@ export interface Fault {
   readonly target: string;
   /** How long the target stays down or paused before it is brought back. */
   readonly holdMs: number;
+  /** What a fault on the links to Postgres does to them, drawn from the seed too. */
+  readonly link?:
+    | { readonly latencyMs: number; readonly jitterMs: number }
+    | { readonly resetAfterMs: number; readonly toxicity: number };
 }
 
 /** What happened to a fault when it was carried out. */
@@ -68,6 +89,8 @@ export function scheduleFaults(
     [firsts[i], firsts[j]] = [firsts[j]!, firsts[i]!];
   }
   const consumers = replicas.filter((name) => /^(projector|webhook-dispatcher)/.test(name));
+  const apis = replicas.filter((name) => /^api(-\d+)?$/.test(name));
+  const stretch = () => uniformInt(random, 8_000, 20_000);
   const faults: Fault[] = [];
   let at = 10_000;
   for (;;) {
@@ -87,9 +110,30 @@ export function scheduleFaults(
                 kind,
                 atMs: at,
                 target: String(kind === 'partition-broker' ? isolatedBroker : pick(brokers)),
-                holdMs: uniformInt(random, 8_000, 20_000),
+                holdMs: stretch(),
               }
-            : { kind, atMs: at, target: 'postgres', holdMs: 0 };
+            : kind === 'slow-postgres'
+              ? {
+                  kind,
+                  atMs: at,
+                  target: 'postgres links',
+                  holdMs: stretch(),
+                  link: { latencyMs: uniformInt(random, 200, 500), jitterMs: uniformInt(random, 20, 150) },
+                }
+              : kind === 'reset-postgres'
+                ? {
+                    kind,
+                    atMs: at,
+                    target: 'postgres links',
+                    holdMs: stretch(),
+                    link: {
+                      resetAfterMs: uniformInt(random, 0, 2_000),
+                      toxicity: uniformInt(random, 20, 60) / 100,
+                    },
+                  }
+                : kind === 'cut-api-postgres'
+                  ? { kind, atMs: at, target: pick(apis), holdMs: stretch() }
+                  : { kind, atMs: at, target: 'postgres', holdMs: 0 };
     if (
       fault.atMs + fault.holdMs > durationMs - 5_000 &&
       firsts.length === 0 &&
@@ -107,6 +151,8 @@ export interface Targets {
   readonly brokers: readonly KafkaNode[];
   /** The network namespace of the broker that partitions cut off (`--faults network`). */
   readonly isolated?: IsolatedHost;
+  /** Each platform process's link to Postgres, by the process's name (`--faults network`). */
+  readonly postgresLinks?: ProxiedService;
   /** The Postgres cluster's folder (its postmaster.pid names the postmaster). */
   readonly postgresLocation: string;
   /** Whether the embedded Postgres's watchdog has it down. */
@@ -297,6 +343,22 @@ export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
         await sleep(fault.holdMs);
       } finally {
         await link.heal();
+      }
+      return;
+    }
+    case 'slow-postgres':
+    case 'reset-postgres':
+    case 'cut-api-postgres': {
+      const links = targets.postgresLinks;
+      if (!links) throw new Error('the platform does not reach Postgres through Toxiproxy');
+      const { link } = fault;
+      if (fault.kind === 'cut-api-postgres') await links.cut(fault.target);
+      else if (link && 'latencyMs' in link) await links.slow(link);
+      else if (link) await links.reset({ afterMs: link.resetAfterMs, toxicity: link.toxicity });
+      try {
+        await sleep(fault.holdMs);
+      } finally {
+        await links.heal();
       }
       return;
     }

@@ -17,6 +17,8 @@ export const WAREHOUSES = ['EAST', 'WEST'];
 
 /** One attempt's limit, and how long a write is sent again before it counts as never answered. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
+/** A fault must be answered (a 5xx) within this (API.md §3: 503 within 5 s even while the database hangs). */
+export const FAULT_ANSWER_MS = 5_000;
 const GIVE_UP_MS = 180_000;
 
 /** A write the platform answered with 200 or 201: the record's stream and the version it answered. */
@@ -35,6 +37,14 @@ export interface InternalError {
   readonly answer: string;
 }
 
+/** An attempt that failed slowly: when it was sent (epoch ms), how long it took, how it ended. */
+export interface SlowFailure {
+  readonly request: string;
+  readonly sentAt: number;
+  readonly ms: number;
+  readonly ended: string;
+}
+
 /** What the writers did and saw. */
 export interface WorkloadTally {
   acknowledged: Acknowledged[];
@@ -49,6 +59,12 @@ export interface WorkloadTally {
    * otherwise later (a fault must show as a 503, a timeout or a refused connection, never as a 500).
    */
   internalErrors: InternalError[];
+  /**
+   * Attempts that failed (a 5xx, a timeout, a reset) later than FAULT_ANSWER_MS after they were sent:
+   * a finding while the platform's link to Postgres is cut (checkCutAnswers), since the api must then
+   * answer 503 in time; elsewhere a replica paused or a broker frozen may hold a request longer.
+   */
+  slowFailures: SlowFailure[];
   /** Answers that were replays of an earlier attempt (`Idempotent-Replayed: true`). */
   replays: number;
   /** Reads right after an acknowledged person write that did not show it (API.md §5, read-your-writes). */
@@ -67,6 +83,7 @@ export function emptyTally(): WorkloadTally {
     unanswered: [],
     retries: 0,
     internalErrors: [],
+    slowFailures: [],
     replays: 0,
     staleReads: [],
     onHand: new Map(),
@@ -126,8 +143,16 @@ export class ChaosClient {
         tally.retries++;
         await sleep(Math.min(2_000, 100 * 2 ** attempt));
       }
+      let sentAt = 0;
+      const failedSlowly = (ended: string): void => {
+        const ms = Date.now() - sentAt;
+        if (sentAt > 0 && ms > FAULT_ANSWER_MS)
+          tally.slowFailures.push({ request: describeRequest(method, path, body), sentAt, ms, ended });
+        sentAt = 0;
+      };
       try {
         const token = await (this.token ??= clientCredentialsToken(this.urls.auth, this.credentials));
+        sentAt = Date.now();
         const response = await fetch(`${this.urls.api}${path}`, {
           method,
           headers: {
@@ -152,6 +177,7 @@ export class ChaosClient {
             requestId: response.headers.get('x-request-id'),
             answer: text.slice(0, 300),
           });
+        if (response.status >= 500) failedSlowly(String(response.status));
         const parsed = JSON.parse(text) as Answer['body'];
         if (response.status >= 500 || response.status === 429) continue;
         if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) continue;
@@ -160,8 +186,9 @@ export class ChaosClient {
           body: parsed,
           replayed: response.headers.get('idempotent-replayed') === 'true',
         };
-      } catch {
+      } catch (error) {
         // A timeout, a reset or a refused connection (a replica or Postgres down): send it again.
+        failedSlowly((error as Error).name);
         this.token = undefined;
       }
     }

@@ -19,3 +19,4 @@ export * from './query-arbitrary.js';
 export * from './hostile-write.js';
 export * from './chromium.js';
 export * from './lifeline.js';
+export * from './toxiproxy.js';

@@ -18,7 +18,7 @@ const OUTPUT_TAIL_LINES = 30;
  * its eight platform processes running). SIGKILL, because a paused replica does not act on another
  * signal. Elsewhere (no setpriv: macOS), nothing; the process's stop() is then the only way.
  */
-const DIE_WITH_PARENT: readonly string[] = existsSync('/usr/bin/setpriv')
+export const DIE_WITH_PARENT: readonly string[] = existsSync('/usr/bin/setpriv')
   ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--']
   : [];
 
@@ -83,6 +83,11 @@ export interface PlatformOptions {
   /** Extra environment for every process (LOG_LEVEL, KAFKA_TOPIC_PREFIX...). */
   readonly env?: Readonly<Record<string, string>>;
   /**
+   * Environment of one process by its {@link PlatformProcess.name}, over `env`: a DATABASE_URL of its
+   * own (the chaos run's link to Postgres through a proxy that can cut this process alone off).
+   */
+  readonly envFor?: (name: string) => Promise<Readonly<Record<string, string>>>;
+  /**
    * Where the processes' output goes: this process's stdout and stderr, nowhere, or one stream (a log
    * file). Default: nowhere unless TEST_LOG_LEVEL is set.
    */
@@ -117,8 +122,18 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const launch = async (
     processes: readonly { name: string; target: string; port: number; env: Record<string, string> }[],
   ): Promise<void> => {
-    const launched = processes.map(
-      ({ name, target, port, env }) => new ManagedProcess(name, target, port, env, output, nodeOptions),
+    const launched = await Promise.all(
+      processes.map(
+        async ({ name, target, port, env }) =>
+          new ManagedProcess(
+            name,
+            target,
+            port,
+            { ...env, ...(await options.envFor?.(name)) },
+            output,
+            nodeOptions,
+          ),
+      ),
     );
     members.push(...launched);
     for (const member of launched) member.start();
