@@ -125,6 +125,29 @@ describe('database timeouts (API.md §3: 503 within 5 s while the database hangs
     expect(error).toBeUndefined();
   });
 
+  it('gives a statement served from an idle connection its own deadline, not that of a release before its turn', async () => {
+    // A waiter with an idle connection waits for the pool's next pulse; a release before it serves the
+    // waiter inside the releaser's call, as with no idle connection (the test above).
+    const two = createPool({
+      connectionString: url,
+      applicationName: 'timeouts-test-idle',
+      max: 2,
+      timeouts: { statementMs: 1_000, lockMs: 300, idleInTransactionMs: 1_000, connectMs: 5_000 },
+    });
+    try {
+      const [held, idle] = await Promise.all([two.connect(), two.connect()]);
+      idle.release();
+      expect(two.idleCount).toBe(1);
+      const waiting = timed(() =>
+        withDatabaseDeadline(Date.now() + 5_000, () => two.query('SELECT pg_sleep(0.3)')),
+      );
+      withDatabaseDeadline(Date.now() + 50, () => held.release());
+      expect((await waiting).error).toBeUndefined();
+    } finally {
+      await two.end();
+    }
+  });
+
   it('rolls back a transaction whose statement passed the deadline, and hands nobody its connection', async () => {
     const { error } = await timed(() =>
       withDatabaseDeadline(Date.now() + 300, () =>
