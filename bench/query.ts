@@ -421,9 +421,10 @@ function formatSearch(name: string, r: SearchResult): string {
       which === 'Max'
         ? `max rate: api ${spread(r.rounds.map((round) => round.apiMax.run.perSecond))}/s, lean ${spread(r.rounds.map((round) => round.leanMax.run.perSecond))}/s`
         : `same rate: ${spread(r.rounds.map((round) => round.apiHalf.run.perSecond))}/s on each side`;
+    const byRound = ratios(r, which);
     lines.push(
       `  ${rates}`,
-      `    CPU µs per request: platform ${spread(of(api, platformProcesses, r.idle.platform))}, lean ${spread(of(leanSide, leanCpu, r.idle.lean))}, ratio ${spread(ratios(r, which), 2, 'x')}`,
+      `    CPU µs per request: platform ${spread(of(api, platformProcesses, r.idle.platform))}, lean ${spread(of(leanSide, leanCpu, r.idle.lean))}, ratio ${spread(byRound, 2, 'x')} (by round: ${byRound.map((ratio) => ratio?.toFixed(2) ?? 'n/a').join(' ')})`,
       `    postgres ${spread(of(api, postgres))} (api) ${spread(of(leanSide, postgres))} (lean), load generator ${spread(of(api, generator))} (api) ${spread(of(leanSide, generator))} (lean)`,
     );
   }
