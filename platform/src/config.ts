@@ -109,9 +109,10 @@ export const platformConfigSchema = z
       description:
         "a request's database statements must all be answered this long after it arrived (its body read), else it answers 503 with `Retry-After` (API.md §3: within 5 s, even while the database hangs); the client enforces it, since a stopped server cancels nothing",
     }),
-    READ_YOUR_WRITES_TIMEOUT_MS: env
-      .positiveInt(5000)
-      .meta({ description: "longest a write's response waits for the read model" }),
+    READ_YOUR_WRITES_TIMEOUT_MS: env.positiveInt(5000).meta({
+      description:
+        "longest a write's response waits for the read model; past it the write answers, and its organization's reads wait for it (at most 2 s, then 503 with `Retry-After`: [api-notes.md](api-notes.md), read-your-writes)",
+    }),
     ...webhookDispatcherConfigShape,
     LOG_LEVEL: env
       .logLevel()

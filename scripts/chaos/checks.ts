@@ -83,8 +83,10 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       unanswered: tally.unanswered.length,
     },
     figures: {
-      // Read-your-writes waits at most READ_YOUR_WRITES_TIMEOUT_MS (docs/configuration.md): a write answered while a
-      // projector was down or paused may be, by design; the checks below show it caught up since.
+      // A read right after the answer that did not show the write: since a write answered past
+      // READ_YOUR_WRITES_TIMEOUT_MS holds its organization's reads (503 until the read model shows it,
+      // docs/api-notes.md), one answered 200 is a breach of API.md §5, unless another writer's change
+      // came between (a figure, not a failure, until the workload tells those apart).
       staleReads: tally.staleReads.length,
       acknowledged: tally.acknowledged.length,
       events: events.length,

@@ -153,7 +153,7 @@ export interface paths {
         };
         /**
          * Search phone number types
-         * @description Searches the organization's phone number types. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's phone number types. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["phone_number_types.search"];
         put?: never;
@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * Get one phone number type
-         * @description Reads one phone number type by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one phone number type by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["phone_number_types.get"];
         /**
@@ -213,7 +213,7 @@ export interface paths {
         };
         /**
          * Search people
-         * @description Searches the organization's people. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's people. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["people.search"];
         put?: never;
@@ -237,7 +237,7 @@ export interface paths {
         };
         /**
          * Get one person
-         * @description Reads one person by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one person by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["people.get"];
         /**
@@ -273,7 +273,7 @@ export interface paths {
         };
         /**
          * Search items
-         * @description Searches the organization's items. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's items. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["items.search"];
         put?: never;
@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * Get one item
-         * @description Reads one item by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one item by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["items.get"];
         /**
@@ -333,7 +333,7 @@ export interface paths {
         };
         /**
          * Search orders
-         * @description Searches the organization's orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["orders.search"];
         put?: never;
@@ -357,7 +357,7 @@ export interface paths {
         };
         /**
          * Get one order
-         * @description Reads one order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["orders.get"];
         /**
@@ -393,7 +393,7 @@ export interface paths {
         };
         /**
          * Search fulfillment orders
-         * @description Searches the organization's fulfillment orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's fulfillment orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["fulfillment_orders.search"];
         put?: never;
@@ -417,7 +417,7 @@ export interface paths {
         };
         /**
          * Get one fulfillment order
-         * @description Reads one fulfillment order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one fulfillment order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["fulfillment_orders.get"];
         /**
@@ -453,7 +453,7 @@ export interface paths {
         };
         /**
          * Search shipments
-         * @description Searches the organization's shipments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's shipments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["shipments.search"];
         put?: never;
@@ -477,7 +477,7 @@ export interface paths {
         };
         /**
          * Get one shipment
-         * @description Reads one shipment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one shipment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["shipments.get"];
         /**
@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * Search purchase orders
-         * @description Searches the organization's purchase orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's purchase orders. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["purchase_orders.search"];
         put?: never;
@@ -533,7 +533,7 @@ export interface paths {
         };
         /**
          * Get one purchase order
-         * @description Reads one purchase order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one purchase order by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["purchase_orders.get"];
         /**
@@ -569,7 +569,7 @@ export interface paths {
         };
         /**
          * Search invoices
-         * @description Searches the organization's invoices. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's invoices. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["invoices.search"];
         put?: never;
@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * Get one invoice
-         * @description Reads one invoice by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one invoice by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["invoices.get"];
         /**
@@ -625,7 +625,7 @@ export interface paths {
         };
         /**
          * Search returns
-         * @description Searches the organization's returns. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's returns. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["returns.search"];
         put?: never;
@@ -649,7 +649,7 @@ export interface paths {
         };
         /**
          * Get one return
-         * @description Reads one return by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one return by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["returns.get"];
         /**
@@ -685,7 +685,7 @@ export interface paths {
         };
         /**
          * Search inventory
-         * @description Searches the organization's inventory. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's inventory. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["inventory.search"];
         put?: never;
@@ -705,7 +705,7 @@ export interface paths {
         };
         /**
          * Get one inventory
-         * @description Reads one inventory by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one inventory by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["inventory.get"];
         put?: never;
@@ -725,7 +725,7 @@ export interface paths {
         };
         /**
          * Search inventory adjustments
-         * @description Searches the organization's inventory adjustments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope.
+         * @description Searches the organization's inventory adjustments. `q`, a URI-escaped JSON object, holds `filters` (each `{operand, operator, value}`, all of which must match), `order` (by the columns given, then by id) and the page (`limit` up to 500, `offset`). A dotted operand follows a relation, and filters on the same relation match the same related record. The answer is a page of records with `total_results`, every match whatever the page. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["inventory_adjustments.search"];
         put?: never;
@@ -749,7 +749,7 @@ export interface paths {
         };
         /**
          * Get one inventory adjustment
-         * @description Reads one inventory adjustment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope.
+         * @description Reads one inventory adjustment by its id. Its `ETag` is its version (`W/"<version>"`): with `If-None-Match` naming it, the answer is a 304 without a body while the record is unchanged. Needs the `read` scope. It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.
          */
         get: operations["inventory_adjustments.get"];
         put?: never;

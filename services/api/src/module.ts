@@ -42,6 +42,12 @@ export const PROCESS_MANAGER_SUBSCRIPTIONS: readonly { group: string; streamType
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
+/**
+ * Longest a read waits for its organization's writes that were answered before the read model showed
+ * them (API.md §5), before its 503: within API.md §3's 5 s with the read's own statements.
+ */
+const READ_CATCH_UP_MS = 2_000;
+
 /** How often expired idempotency keys are deleted. */
 const PURGE_INTERVAL_MS = 3_600_000;
 
@@ -114,7 +120,7 @@ export function createApiService(deps: ApiDependencies): ApiService {
     processManagers,
     deps.session,
     deps.logger,
-    { timeoutMs: deps.readYourWritesTimeoutMs, pollIntervalMs: 50 },
+    { timeoutMs: deps.readYourWritesTimeoutMs, readTimeoutMs: READ_CATCH_UP_MS, pollIntervalMs: 50 },
     deps.metrics,
   );
   const tenants = new TenantSeeder(deps.pool, commands, unique, readYourWrites);
@@ -146,7 +152,11 @@ export function createApiService(deps: ApiDependencies): ApiService {
     routes: bindRoutes(
       apiServiceRouteSpecs(deps.eventTypes),
       {
-        ...apiOperations({ commands, queries: new RecordQueries(deps.pool), readYourWrites }),
+        ...apiOperations({
+          commands,
+          queries: new RecordQueries(deps.pool, (orgId) => readYourWrites.catchUp(orgId)),
+          readYourWrites,
+        }),
         ...eventFeedOperations({ feed: new EventFeed(deps.store, deps.clock), eventTypes: deps.eventTypes }),
       },
       // Every organization has its seed records (phone number types) before its first request is served.

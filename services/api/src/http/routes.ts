@@ -48,6 +48,10 @@ interface ModelOperation {
   readonly description: string;
 }
 
+/** What every read of a model does past a write's wait, in the reference (API.md §5). */
+const READ_NOTE =
+  "It shows every write the organization was answered for. A write answered before the read model showed it (its wait ran out) holds the organization's reads until it does: they wait up to 2 s, then answer 503 with `Retry-After`.";
+
 function modelOperations(model: ModelDefinition): ModelOperation[] {
   const collection = `/v2/${model.name}`;
   const record = `${collection}/{id}`;
@@ -61,14 +65,14 @@ function modelOperations(model: ModelDefinition): ModelOperation[] {
       method: 'GET',
       path: collection,
       summary: `Search ${model.name.replace(/_/g, ' ')}`,
-      description: searchDescription(model),
+      description: `${searchDescription(model)} ${READ_NOTE}`,
     },
     {
       kind: 'get',
       method: 'GET',
       path: record,
       summary: `Get one ${singular}`,
-      description: `Reads one ${singular} by its id. Its \`ETag\` is its version (\`W/"<version>"\`): with \`If-None-Match\` naming it, the answer is a 304 without a body while the record is unchanged. Needs the \`read\` scope.`,
+      description: `Reads one ${singular} by its id. Its \`ETag\` is its version (\`W/"<version>"\`): with \`If-None-Match\` naming it, the answer is a 304 without a body while the record is unchanged. Needs the \`read\` scope. ${READ_NOTE}`,
     },
     allowed('collection', 'POST') && {
       kind: 'create',

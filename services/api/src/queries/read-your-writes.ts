@@ -1,8 +1,8 @@
-import { Histogram, type Registry } from 'prom-client';
-import type { RecordChange } from '@ofp/contracts';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { baseError, type RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
 import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
-import { withDatabaseDeadline, type Logger, type Pool, type PostgresSession } from '@ofp/runtime';
+import { prepared, withDatabaseDeadline, type Logger, type Pool, type PostgresSession } from '@ofp/runtime';
 import { HANDLED_CHANNEL, handledKey, handledVersions } from '../process-managers/handled-events.js';
 import type { ProcessManager } from '../process-managers/process-manager.js';
 
@@ -14,6 +14,27 @@ export interface WrittenStream {
   readonly version: number;
   readonly position: GlobalPosition;
   readonly changes: readonly RecordChange[];
+}
+
+/** What a wait needs of a written stream (a stream kept in {@link UNSETTLED_WRITES} has no position). */
+type Settling = Omit<WrittenStream, 'position'>;
+
+/**
+ * Longest the record of a write answered before the read model showed it may take: on a link to
+ * Postgres that hung, the write still answers soon after its wait (logged as not recorded).
+ */
+const RECORD_BOUND_MS = 1_000;
+
+/** Writes answered before the read model showed them, by organization (migration 004). */
+const UNSETTLED_WRITES = 'api.unsettled_writes';
+
+/**
+ * A boolean SQL expression: the organization whose id is the parameter `orgParameter` (`$3`) has a
+ * write answered before the read model showed it. A read puts it in its own statement
+ * ({@link ReadYourWrites.catchUp}), so that it costs no round trip while the read model keeps up.
+ */
+export function unsettledFor(orgParameter: string): string {
+  return `EXISTS (SELECT FROM ${UNSETTLED_WRITES} WHERE org_id = ${orgParameter})`;
 }
 
 /** What a pending wait waits for: the projector to reach a stream version, or a manager to handle it. */
@@ -45,8 +66,13 @@ interface Waiter {
  * manager announces progress (LISTEN, through the process's session, which also tells when it
  * listens again after a lost connection), and at a short interval in case a notification was missed.
  * A new wait is checked at once only when progress was announced since its write began (see
- * {@link ReadYourWrites.mark}). The whole wait of one write is bounded by `timeoutMs`; past it the
- * response goes out anyway.
+ * {@link ReadYourWrites.mark}).
+ *
+ * The whole wait of one write is bounded by `timeoutMs`. Past it the response still goes out (the
+ * write is durable: a 503 would have a client without an Idempotency-Key apply it twice), but first
+ * what it wrote is recorded in {@link UNSETTLED_WRITES}, in Postgres so that every api process sees
+ * it: until the read model shows it, the organization's reads wait ({@link catchUp}), at most
+ * `readTimeoutMs`, and then answer 503 with Retry-After rather than show the state before the write.
  */
 export class ReadYourWrites {
   private readonly waiters = new Set<Waiter>();
@@ -57,6 +83,7 @@ export class ReadYourWrites {
   private recheck = false;
   private poller: NodeJS.Timeout | undefined;
   private readonly waits: Histogram<'outcome'> | undefined;
+  private readonly readsHeld: Counter<'outcome'> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -64,7 +91,7 @@ export class ReadYourWrites {
     private readonly managers: readonly ProcessManager[],
     private readonly session: PostgresSession,
     private readonly logger: Logger,
-    private readonly options: { timeoutMs: number; pollIntervalMs: number },
+    private readonly options: { timeoutMs: number; readTimeoutMs: number; pollIntervalMs: number },
     metrics?: Registry,
   ) {
     this.waits =
@@ -76,8 +103,17 @@ export class ReadYourWrites {
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
         registers: [metrics],
       });
-    // Both outcomes exist from the start: the timeouts alert's rate() sees the first one.
+    this.readsHeld =
+      metrics &&
+      new Counter({
+        name: 'read_your_writes_held_reads_total',
+        help: "Reads that found their organization's writes answered before the read model showed them, by outcome (caught_up: then answered; unavailable: 503)",
+        labelNames: ['outcome'],
+        registers: [metrics],
+      });
+    // Every outcome exists from the start: the timeouts alert's rate() sees the first one.
     for (const outcome of ['caught_up', 'timed_out']) this.waits?.zero({ outcome });
+    for (const outcome of ['caught_up', 'unavailable']) this.readsHeld?.inc({ outcome }, 0);
   }
 
   async start(): Promise<void> {
@@ -111,8 +147,8 @@ export class ReadYourWrites {
 
   /**
    * Resolves true once the read model shows `written` and what it derives, false when that took
-   * longer than the timeout (logged: the response then goes out without it). `since`: the
-   * {@link mark} taken before the write appended.
+   * longer than the timeout: the writes are then recorded as unsettled (logged), and the response
+   * goes out without the wait. `since`: the {@link mark} taken before the write appended.
    */
   async settle(written: readonly WrittenStream[], since?: number): Promise<boolean> {
     const begun = performance.now();
@@ -122,38 +158,95 @@ export class ReadYourWrites {
     // deadline bounds its statements too (what a manager appends to, those streams' versions): under
     // the pool's own bound (statement_timeout and 2 s) a link to Postgres that hung held the answer
     // 32 s (the chaos run's api cut from Postgres).
-    const reached = await withDatabaseDeadline(deadline, () =>
-      Promise.all([
-        ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline, since)),
-        ...written.flatMap((stream) =>
-          this.managers
-            .filter((manager) => manager.streamTypes.includes(stream.streamType))
-            .map((manager) =>
-              this.derived(manager, stream, deadline, since).catch((error: unknown) => {
-                this.logger.warn({ err: error }, 'read-your-writes could not follow what the write derives');
-                return false;
-              }),
-            ),
-        ),
-      ]),
-    );
-    const caughtUp = reached.every(Boolean);
+    const caughtUp = await withDatabaseDeadline(deadline, () => this.reached(written, deadline, since));
+    if (!caughtUp)
+      await withDatabaseDeadline(Date.now() + RECORD_BOUND_MS, () => this.recordUnsettled(written));
     this.waits?.observe(
       { outcome: caughtUp ? 'caught_up' : 'timed_out' },
       (performance.now() - begun) / 1000,
     );
-    if (!caughtUp)
-      this.logger.warn(
-        { streams: written.map(({ streamId, version }) => ({ streamId, version })) },
-        'read model did not catch up in time; answering anyway',
-      );
     return caughtUp;
+  }
+
+  /**
+   * Returns once the read model shows every write of `orgId` answered before it did (each recorded
+   * by {@link settle}), forgetting them; throws a 503 with Retry-After when that takes longer than
+   * `readTimeoutMs`. For a read whose statement found {@link unsettledFor} true: it then reads again.
+   */
+  async catchUp(orgId: number): Promise<void> {
+    const deadline = Date.now() + this.options.readTimeoutMs;
+    const { rows } = await this.pool.query<{ id: string; written: Settling[] }>(
+      prepared(`SELECT id, written FROM ${UNSETTLED_WRITES} WHERE org_id = $1`, [orgId]),
+    );
+    if (rows.length === 0) return;
+    const reached = await this.reached(
+      rows.flatMap((row) => row.written),
+      deadline,
+    );
+    this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
+    if (!reached)
+      throw baseError(
+        'Unavailable',
+        "Searches and reads do not show this organization's latest writes yet: try again shortly",
+        { 'Retry-After': '1' },
+      );
+    await this.pool.query(
+      prepared(`DELETE FROM ${UNSETTLED_WRITES} WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]),
+    );
+  }
+
+  /**
+   * Whether the read model shows `written` and what it derives by `deadline`; looked at once unless
+   * nothing was announced since `since` (a {@link mark}).
+   */
+  private async reached(written: readonly Settling[], deadline: number, since?: number): Promise<boolean> {
+    const reached = await Promise.all([
+      ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline, since)),
+      ...written.flatMap((stream) =>
+        this.managers
+          .filter((manager) => manager.streamTypes.includes(stream.streamType))
+          .map((manager) =>
+            this.derived(manager, stream, deadline, since).catch((error: unknown) => {
+              this.logger.warn({ err: error }, 'read-your-writes could not follow what the write derives');
+              return false;
+            }),
+          ),
+      ),
+    ]);
+    return reached.every(Boolean);
+  }
+
+  /**
+   * Records writes answered before the read model showed them, committed before their response goes
+   * out, so that their organization's next reads wait for them. When even that fails (the database is
+   * down), the response still goes out: the write is durable, and its reads fail meanwhile.
+   */
+  private async recordUnsettled(written: readonly WrittenStream[]): Promise<void> {
+    const streams = written.map(({ position: _, ...stream }) => stream);
+    try {
+      for (const orgId of new Set(streams.map((stream) => stream.orgId)))
+        await this.pool.query(
+          prepared(`INSERT INTO ${UNSETTLED_WRITES} (org_id, written) VALUES ($1, $2)`, [
+            orgId,
+            JSON.stringify(streams.filter((stream) => stream.orgId === orgId)),
+          ]),
+        );
+      this.logger.warn(
+        { streams: streams.map(({ streamId, version }) => ({ streamId, version })) },
+        "read model did not catch up in time: answering, and the organization's reads wait for it",
+      );
+    } catch (error) {
+      this.logger.error(
+        { err: error, streams: streams.map(({ streamId, version }) => ({ streamId, version })) },
+        'read model did not catch up in time, and the write could not be recorded as unsettled: answering anyway',
+      );
+    }
   }
 
   /** The manager handled the stream's version, and the projector applied what it appended. */
   private async derived(
     manager: ProcessManager,
-    stream: WrittenStream,
+    stream: Settling,
     deadline: number,
     since: number | undefined,
   ): Promise<boolean> {

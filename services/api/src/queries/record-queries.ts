@@ -8,6 +8,7 @@ import {
   type SearchRowText,
 } from '@ofp/models';
 import { prepared, type Pool } from '@ofp/runtime';
+import { unsettledFor } from './read-your-writes.js';
 
 /**
  * A search page as JSON text, straight from Postgres: the read model renders records as JSON, so
@@ -27,23 +28,51 @@ export interface RecordJsonText {
   readonly json: string;
 }
 
-/** Reads from the read model: each search and each get is one parameterized statement. */
+/**
+ * Reads from the read model: each search and each get is one parameterized statement, which also
+ * tells whether the organization has a write answered before the read model showed it (API.md §5).
+ * Then `catchUp` waits until it does (or answers 503) and the read runs again: it then shows every
+ * write answered before the first statement began.
+ */
 export class RecordQueries {
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly catchUp: (orgId: number) => Promise<void>,
+  ) {}
 
   async search(model: ModelDefinition, orgId: number, rawQ: string | undefined): Promise<SearchPageJson> {
     const query = parseQuery(model, rawQ);
-    const { rows } = await this.pool.query<SearchRowText>(preparedQuery(compileSearch(model, orgId, query)));
-    const row = rows[0]!;
-    return { count: row.count, totalResults: row.total_results, offset: query.offset, results: row.results };
+    const compiled = compileSearch(model, orgId, query);
+    const parameter = `$${compiled.values.length + 1}`;
+    const [row] = await this.read<SearchRowText>(orgId, {
+      text: `SELECT page.*, ${unsettledFor(parameter)} AS unsettled FROM (${compiled.text}) AS page`,
+      values: [...compiled.values, orgId],
+    });
+    return {
+      count: row!.count,
+      totalResults: row!.total_results,
+      offset: query.offset,
+      results: row!.results,
+    };
   }
 
   async get(model: ModelDefinition, orgId: number, id: number): Promise<RecordJsonText | undefined> {
-    const { rows } = await this.pool.query<{ version: string; record: string }>(
-      preparedQuery(compileGet(model, orgId, id)),
-    );
-    const row = rows[0];
-    return row && { version: Number(row.version), json: row.record };
+    const compiled = compileGet(model, orgId, id);
+    const parameter = `$${compiled.values.length + 1}`;
+    const [row] = await this.read<{ version: string | null; record: string | null }>(orgId, {
+      text: `SELECT found.*, owed.unsettled FROM (SELECT ${unsettledFor(parameter)} AS unsettled) AS owed
+        LEFT JOIN LATERAL (${compiled.text}) AS found ON true`,
+      values: [...compiled.values, orgId],
+    });
+    return row!.record === null ? undefined : { version: Number(row!.version), json: row!.record };
+  }
+
+  /** One row with `unsettled` (a get's fields null when it found nothing), after catching up if need be. */
+  private async read<Row>(orgId: number, statement: CompiledQuery): Promise<Row[]> {
+    const first = await this.pool.query<Row & { unsettled: boolean }>(preparedQuery(statement));
+    if (!first.rows[0]!.unsettled) return first.rows;
+    await this.catchUp(orgId);
+    return (await this.pool.query<Row & { unsettled: boolean }>(preparedQuery(statement))).rows;
   }
 }
 

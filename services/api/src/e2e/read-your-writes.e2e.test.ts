@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import {
+  createIntegrator,
+  RUN_MODES,
+  searchPath,
+  startTestPlatform,
+  until,
+  type Integrator,
+  type TestPlatform,
+} from '@ofp/testing';
+
+// API.md §5 read-your-writes when the read model falls behind: a write whose wait for the read model
+// ran out (READ_YOUR_WRITES_TIMEOUT_MS, short here) still answers, and from then on its
+// organization's searches and GETs never show the state before it: they wait for the read model, and
+// answer 503 with Retry-After while it stays behind. The projector is held back by a lock on the
+// people read model (reads pass it; the projector's upserts wait). What holds the reads is a row in
+// Postgres, read in each read's own statement, so any api process of the organization sees it.
+
+const WRITE_WAIT_MS = '300';
+
+describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)', ({ mode }) => {
+  let platform: TestPlatform;
+  let acme: Integrator;
+  let other: Integrator;
+
+  beforeAll(async () => {
+    platform = await startTestPlatform(mode, { READ_YOUR_WRITES_TIMEOUT_MS: WRITE_WAIT_MS });
+    acme = await createIntegrator(platform, { name: 'Acme' });
+    other = await createIntegrator(platform, { name: 'Other' });
+    // Each organization's seed records exist before the projector is held back.
+    for (const each of [acme, other]) expect((await each.request('GET', '/v2/people')).status).toBe(200);
+  }, 180_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+  });
+
+  /** The sum of a metric's series with these labels, over the api's /metrics. */
+  const sample = async (name: string, labels: Record<string, string>): Promise<number> => {
+    const text = await (await fetch(`${platform.processes.api ?? platform.processes.all}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((line) => line.startsWith(`${name}{`))
+      .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  };
+
+  it('answers the write, then never shows the state before it to its organization', async () => {
+    const lock = new pg.Client({ connectionString: platform.database.url });
+    await lock.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE read.people IN EXCLUSIVE MODE');
+      const lastName = `Held-${randomBytes(4).toString('hex')}`;
+      const created = await acme.request<{ id: number }>('POST', '/v2/people', {
+        body: { last_name: lastName },
+      });
+      expect(created.status).toBe(201);
+      const { id } = created.body.results;
+
+      const search = searchPath('people', {
+        filters: [{ operand: 'last_name', operator: '=', value: lastName }],
+      });
+      for (const path of [`/v2/people/${id}`, search]) {
+        const read = await acme.request('GET', path);
+        expect({ path, status: read.status, retryAfter: read.headers.get('retry-after') }).toEqual({
+          path,
+          status: 503,
+          retryAfter: '1',
+        });
+        expect(read.body).toEqual({
+          count: 0,
+          results: null,
+          errors: { base: [expect.stringContaining('latest writes')] },
+        });
+      }
+      // Another organization reads on: nothing of its own is unsettled.
+      expect((await other.request('GET', '/v2/people')).status).toBe(200);
+
+      await lock.query('ROLLBACK');
+      const shown = await until(
+        'the held write shown',
+        60_000,
+        () => acme.request<{ id: number; last_name: string }>('GET', `/v2/people/${id}`),
+        (read) => read.status !== 503,
+      );
+      expect(shown.status).toBe(200);
+      expect(shown.body.results).toMatchObject({ id, last_name: lastName });
+      const found = await acme.request('GET', search);
+      expect(found.status).toBe(200);
+      expect(found.body.results).toEqual([expect.objectContaining({ id })]);
+      // Once shown, the organization's reads no longer wait for it.
+      const { rows } = await platform.database.pool.query(
+        'SELECT count(*)::int AS n FROM api.unsettled_writes',
+      );
+      expect(rows[0]).toEqual({ n: 0 });
+      // The metrics show it: the write's wait ran out; the held reads answered 503, then one read.
+      expect(
+        await sample('read_your_writes_wait_seconds_count', { outcome: 'timed_out' }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(
+        await sample('read_your_writes_held_reads_total', { outcome: 'unavailable' }),
+      ).toBeGreaterThanOrEqual(2);
+      expect(
+        await sample('read_your_writes_held_reads_total', { outcome: 'caught_up' }),
+      ).toBeGreaterThanOrEqual(1);
+    } finally {
+      await lock.end();
+    }
+  }, 120_000);
+});
