@@ -29,6 +29,14 @@ function once<T extends z.ZodType>(key: string, build: () => T): T {
   return schema as T;
 }
 
+/**
+ * A model's record fields without a schema id: the base of a record's other form (a webhook as the
+ * API shows it), which takes the model's schema id itself, so that each id names one schema.
+ */
+export function recordFields(model: ModelDefinition): z.ZodObject {
+  return fieldsSchema(model.fields);
+}
+
 /** `fulfillment_order` → `FulfillmentOrder`. */
 export function schemaName(name: string): string {
   return name
@@ -40,7 +48,7 @@ export function schemaName(name: string): string {
 /** A model's record as responses and events carry it: every field, in registry order. */
 export function recordSchema(model: ModelDefinition): z.ZodObject {
   return once(`record:${model.name}`, () =>
-    fieldsSchema(model.fields).meta({
+    recordFields(model).meta({
       id: schemaName(model.singular),
       description: `A ${model.singular.replace(/_/g, ' ')} (API.md §6)`,
       ...examplesOf(model.example?.record),

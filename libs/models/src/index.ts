@@ -82,6 +82,7 @@ export {
   eventExample,
   eventPayloadSchema,
   querySchema,
+  recordFields,
   recordSchema,
   schemaName,
   searchDescription,

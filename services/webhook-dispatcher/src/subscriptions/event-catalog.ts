@@ -4,6 +4,7 @@ import {
   MODELS,
   eventExample,
   eventPayloadSchema,
+  recordFields,
   recordSchema,
   type EventExample,
   type EventType,
@@ -17,7 +18,7 @@ import { DELIVERY_FAILED_EVENT_TYPE, webhookDeliveries, webhooks } from '../mode
  * and rotate_secret.
  */
 export function webhookSchema(): z.ZodObject {
-  return (webhookSchemas.record ??= recordSchema(webhooks)
+  return (webhookSchemas.record ??= recordFields(webhooks)
     .extend({ events: z.array(z.string()).describe('Event types, or ["*"] for all') })
     .meta({
       id: 'Webhook',
