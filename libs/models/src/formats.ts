@@ -1,5 +1,14 @@
 // Value formats shared by body validation and `q` value checks (API.md §1).
 
+/**
+ * JavaScript's whitespace and line terminators (what `\s` and `trim()` mean in ECMAScript), written
+ * out for a regular expression's character class, for the patterns the OpenAPI document publishes:
+ * a Python `\s` (what schemathesis reads them with) leaves out the BOM and takes `\x1c`-`\x1f` and
+ * `\x85`, so a pattern with `\s` means different strings to each. Written out, it means these alone.
+ */
+export const WHITESPACE =
+  '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** A real calendar date written `YYYY-MM-DD`, year 1 or later (Postgres has no year 0). */

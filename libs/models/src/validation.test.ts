@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { DomainError } from '@ofp/contracts';
@@ -304,7 +305,24 @@ describe('the JSON Schema of request bodies says what the validator refuses (wha
       return (error as DomainError).errors[column] === undefined;
     }
   };
-  const strings = ['Lovelace', ' Ada ', '', ' ', '\t\n', '\ufeff', '\u00a0', 'A\u0000', '\u0000', '\u00a0x'];
+  // With what JavaScript's \s and Python's differ on: the BOM (JavaScript's alone), \x1c-\x1f and \x85
+  // (Python's alone).
+  const strings = [
+    'Lovelace',
+    ' Ada ',
+    '',
+    ' ',
+    '\t\n',
+    '\ufeff',
+    '\u00a0',
+    'A\u0000',
+    '\u0000',
+    '\u00a0x',
+    '\x1c',
+    '\x1f',
+    '\x85',
+    '\x85\ufeff\x1d',
+  ];
 
   it('a required string: its pattern matches exactly what is neither blank nor holding a NUL', () => {
     const pattern = new RegExp(property(people, 'last_name').pattern!);
@@ -322,6 +340,36 @@ describe('the JSON Schema of request bodies says what the validator refuses (wha
         value,
         accepted(people, { last_name: 'Lovelace', first_name: value }, 'first_name'),
       ]);
+  });
+
+  it("the published patterns match the same strings in Python's regular expressions (schemathesis's) as in JavaScript's", () => {
+    const emails = ['ada@example.com', 'ada\x85@example.com', 'ada@\ufeffexample.com', 'ada\x1c@x.io'];
+    const cases = [
+      ...strings.map((value) => ({ pattern: property(people, 'last_name').pattern!, value })),
+      ...strings.map((value) => ({ pattern: property(people, 'first_name').pattern!, value })),
+      ...emails.map((value) => ({ pattern: property(people, 'email').pattern!, value })),
+    ];
+    const python = JSON.parse(
+      execFileSync(
+        'python3',
+        [
+          '-c',
+          'import json, re, sys\nprint(json.dumps([re.search(c["pattern"], c["value"]) is not None for c in json.load(sys.stdin)]))',
+        ],
+        { input: JSON.stringify(cases) },
+      ).toString(),
+    ) as boolean[];
+    const javascript = cases.map(({ pattern, value }) => new RegExp(pattern, 'u').test(value));
+    expect(cases.map((each, i) => ({ ...each, python: python[i] }))).toEqual(
+      cases.map((each, i) => ({ ...each, python: javascript[i] })),
+    );
+    // Agreeing, both refuse only the BOM, which is JavaScript's whitespace (and the validator's).
+    expect(emails.map((email) => accepted(people, { last_name: 'Lovelace', email }, 'email'))).toEqual([
+      true,
+      true,
+      false,
+      true,
+    ]);
   });
 
   /** Whether the document's schema of a create body and the validator agree on each body. */

@@ -10,7 +10,7 @@ import type {
   ReferenceDefinition,
   StringColumn,
 } from './fields.js';
-import { canonicalDecimal, canonicalTimestamp, isDate, isTimestamp } from './formats.js';
+import { WHITESPACE, canonicalDecimal, canonicalTimestamp, isDate, isTimestamp } from './formats.js';
 import type { StateMachine } from './state-machine.js';
 
 /** A validated request body: the writable fields that were given, in canonical form. */
@@ -274,11 +274,11 @@ function stringConstraints(column: StringColumn, derived: readonly string[]): Re
 
 /**
  * What {@link stringProblem} refuses of a column without a pattern of its own: a NUL anywhere, and a
- * required one that trim() leaves empty (JavaScript's whitespace, the BOM included, which a Python
- * `\s` is not), in the ECMA-262 syntax JSON Schema patterns use.
+ * required one that trim() leaves empty (JavaScript's {@link WHITESPACE}, written out so that Python's
+ * regular expressions read it the same), in the ECMA-262 syntax JSON Schema patterns use.
  */
 const NO_NUL = '^[^\\u0000]*$';
-const NOT_BLANK = '^[^\\u0000]*[^\\s\\ufeff\\u0000][^\\u0000]*$';
+const NOT_BLANK = `^[^\\u0000]*[^${WHITESPACE}\\u0000][^\\u0000]*$`;
 
 function stringProblem(column: StringColumn, value: string): string | undefined {
   // Postgres text cannot hold NUL; letting one through would stop the projector at that event.
