@@ -98,7 +98,7 @@ export interface Route<P = unknown> extends Omit<RouteSpec, 'access'>, Operation
 export function bindRoutes(
   specs: readonly RouteSpec[],
   operations: Operations,
-  admit: (access: AccessSpec) => Access,
+  admit: (access: AccessSpec, spec: RouteSpec) => Access,
   idempotency?: IdempotencyStore,
 ): Route[] {
   const unused = new Set(Object.keys(operations));
@@ -109,9 +109,9 @@ export function bindRoutes(
       throw new Error(`${spec.operationId}: its errorFormat and its operation's renderError disagree`);
     unused.delete(spec.operationId);
     if (!spec.headers?.includes('Idempotency-Key'))
-      return { ...spec, ...operation, access: admit(spec.access) };
+      return { ...spec, ...operation, access: admit(spec.access, spec) };
     if (!idempotency) throw new Error(`${spec.operationId}: takes Idempotency-Key, and no store keeps them`);
-    return { ...spec, ...operation, access: admit(spec.access), idempotency };
+    return { ...spec, ...operation, access: admit(spec.access, spec), idempotency };
   });
   if (unused.size > 0) throw new Error(`operations without a spec: ${[...unused].join(', ')}`);
   return routes;

@@ -27,7 +27,7 @@ import { FailureAnnouncer } from './delivery/failure-announcer.js';
 import { HttpSender } from './delivery/http-sender.js';
 import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
 import { portalPageOperations, portalPageRouteSpecs } from './portal/portal-page.js';
-import { PortalSessions } from './portal/portal-sessions.js';
+import { PORTAL_OPERATIONS, PortalSessions } from './portal/portal-sessions.js';
 import { ENDPOINT_SECRETS_SEALED, layOutTables } from './schema.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
 import { WebhookCommands } from './subscriptions/webhook-commands.js';
@@ -257,9 +257,16 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
         ...webhookOperations({ pool: deps.pool, commands, sessions, publicUrl: deps.publicUrl }),
         ...portalPageOperations(),
       },
-      // A portal session's token is taken on these routes alone (the portal's page and its calls).
-      (access) =>
-        access.kind === 'public' ? PUBLIC : deps.gate.access(access.scopes ?? [], undefined, sessions),
+      // A portal session's token is taken on these routes alone: with `write` on the portal's calls,
+      // `read` only on the others.
+      (access, spec) =>
+        access.kind === 'public'
+          ? PUBLIC
+          : deps.gate.access(
+              access.scopes ?? [],
+              undefined,
+              PORTAL_OPERATIONS.has(spec.operationId) ? sessions : sessions.readOnly,
+            ),
       idempotency,
     ),
     metrics,

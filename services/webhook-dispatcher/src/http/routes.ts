@@ -36,7 +36,7 @@ import { TABLES } from '../schema.js';
 import type { Requester, WebhookCommands, WebhookWithSecret } from '../subscriptions/webhook-commands.js';
 import { EVENT_TYPES, webhookSchema, webhookWithSecretSchema } from '../subscriptions/event-catalog.js';
 import { toApiRecord } from '../subscriptions/webhook-decider.js';
-import { PORTAL_SESSION_TTL, type PortalSessions } from '../portal/portal-sessions.js';
+import { PORTAL_CHANGES, PORTAL_SESSION_TTL, type PortalSessions } from '../portal/portal-sessions.js';
 import { webhookBody, webhookBodySchema } from './webhook-body.js';
 
 /** The response schemas of the dispatcher's routes (built with its route table). */
@@ -299,7 +299,7 @@ export function webhookRouteSpecs(): RouteSpec[] {
       path: `${COLLECTION}/portal_sessions`,
       operationId: 'webhooks.portalSession',
       summary: 'Open the subscriber portal: a short-lived link',
-      description: `Mints a portal session: a link to the page \`GET /portal\` and the bearer token in it, which show the organization's endpoints, event types and deliveries (attempts, the receiver's answers, payloads) and let whoever holds it retry, recover, send a test event, rotate a secret and enable or disable an endpoint, through the operations of this API. The token works on \`/v2/webhooks*\` and \`/v2/webhook_deliveries*\` of this organization only, for \`expires_in\` seconds (${PORTAL_SESSION_TTL.default} unless asked, at most ${PORTAL_SESSION_TTL.max}) and never longer than the token that minted it; it cannot mint another. ${writeNotes('operations')}`,
+      description: `Mints a portal session: a link to the page \`GET /portal\` and the bearer token in it, which show the organization's endpoints, event types and deliveries (attempts, the receiver's answers, payloads) and let whoever holds it retry, recover, send a test event, rotate a secret and enable or disable an endpoint, through the operations of this API, and nothing more: creating, deleting or repointing an endpoint with it is a 403. The token works on \`/v2/webhooks*\` and \`/v2/webhook_deliveries*\` of this organization only, for \`expires_in\` seconds (${PORTAL_SESSION_TTL.default} unless asked, at most ${PORTAL_SESSION_TTL.max}) and never longer than the token that minted it; it cannot mint another. ${writeNotes('operations')}`,
       tag: webhooks.name,
       model: webhooks.name,
       access: { kind: 'bearer', scopes: ['operations'] },
@@ -373,6 +373,7 @@ export function webhookOperations(deps: WebhookRoutesDependencies): Operations {
   const update = (request: Request): Promise<Reply> => {
     const ifMatch = parseIfMatch(request.header('if-match'));
     const body = webhookBody(request.body, 'update');
+    refuseBeyondPortal(deps.sessions, request, Object.keys(body));
     return answer(
       request,
       (commitWith) => deps.commands.update(requesterOf(request), idOf(request), body, ifMatch, commitWith),
@@ -574,4 +575,16 @@ function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
       ? `unknown field ${issue.keys.join(', ')}`
       : (issue?.message ?? 'invalid'),
   );
+}
+
+/** A portal session's change of a webhook sets no field but those the portal may change (403). */
+function refuseBeyondPortal(sessions: PortalSessions, request: Request, fields: readonly string[]): void {
+  const token = /^bearer\s+(\S+)$/i.exec(request.header('authorization') ?? '')?.[1];
+  if (token === undefined || !sessions.owns(token)) return;
+  const beyond = fields.filter((field) => !PORTAL_CHANGES.has(field));
+  if (beyond.length > 0)
+    throw baseError(
+      'Forbidden',
+      `A portal session enables and disables an endpoint, and changes nothing else of it (${beyond.join(', ')})`,
+    );
 }

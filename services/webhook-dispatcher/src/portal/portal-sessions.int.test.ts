@@ -86,6 +86,46 @@ describe('portal sessions: the subscriber portal’s tokens', () => {
     expect((await harness.request('GET', '/webhook_deliveries', withToken(token))).status).toBe(200);
   });
 
+  it('changes no more than the portal does: no create, delete, PUT, nor any field but enabled (API.md §7)', async () => {
+    const mine = await harness.createWebhook(6, HOOK);
+    const { token } = await mint(6);
+    const refused = [
+      await harness.request('POST', '/webhooks', { ...withToken(token), body: HOOK }),
+      await harness.request('POST', '/webhooks/999999', { ...withToken(token), body: HOOK }),
+      await harness.request('DELETE', `/webhooks/${mine.id}`, withToken(token)),
+      await harness.request('PUT', `/webhooks/${mine.id}`, { ...withToken(token), body: { enabled: false } }),
+      await harness.request('PATCH', `/webhooks/${mine.id}`, {
+        ...withToken(token),
+        body: { url: 'https://attacker.example.test/' },
+      }),
+      await harness.request('PATCH', `/webhooks/${mine.id}`, {
+        ...withToken(token),
+        body: { enabled: false, events: ['*'] },
+      }),
+    ];
+    expect(refused.map(({ status }) => status)).toEqual([403, 403, 403, 403, 403, 403]);
+    expect(refused[0]!.body.errors).toEqual({ base: [expect.stringContaining('write')] });
+    expect(refused[4]!.body.errors).toEqual({ base: [expect.stringContaining('(url)')] });
+    const unchanged = await harness.request('GET', `/webhooks/${mine.id}`, withToken(token));
+    expect(unchanged.body.results).toMatchObject({
+      url: HOOK.url,
+      events: HOOK.events,
+      enabled: true,
+      version: 1,
+    });
+    // What the portal does still works (a disabled endpoint recovers nothing: recover first).
+    const recovered = await harness.request('POST', `/webhooks/${mine.id}/recover`, {
+      ...withToken(token),
+      body: { since: new Date(clock().getTime() - 3_600_000).toISOString() },
+    });
+    expect(recovered.status).toBe(200);
+    const toggled = await harness.request('PATCH', `/webhooks/${mine.id}`, {
+      ...withToken(token),
+      body: { enabled: false },
+    });
+    expect(toggled.status).toBe(200);
+  });
+
   it('cannot mint another session, so that holding one never extends it', async () => {
     const { token } = await mint(4);
     const again = await harness.request('POST', '/webhooks/portal_sessions', {

@@ -6,11 +6,28 @@ import type { Pool, PoolClient } from '@ofp/runtime';
 const PREFIX = 'ofp_portal_';
 
 /**
- * What a portal token may do: read and change the organization's webhooks and deliveries. Only the
- * dispatcher's routes know the token, so these scopes reach no other record; minting another session
- * needs `operations`, which a portal token does not hold.
+ * What the portal page calls (`portal/portal.js`), by operationId: the organization's webhooks,
+ * deliveries and event types, and the changes a subscriber makes to its endpoints (retry, recover,
+ * send a test, rotate a secret, enable or disable). A portal token has `write` on these alone, where a
+ * change (PATCH) may set nothing but `enabled` ({@link PORTAL_CHANGES}); on the dispatcher's other
+ * operations it has `read` only (creating, deleting or repointing an endpoint is a 403, and so is
+ * minting another session, which needs `operations`). Only the dispatcher's routes know the token.
  */
-const PORTAL_SCOPES: readonly Scope[] = ['read', 'write'];
+export const PORTAL_OPERATIONS: ReadonlySet<string> = new Set([
+  'webhooks.search',
+  'webhooks.get',
+  'webhooks.patch',
+  'webhooks.rotateSecret',
+  'webhooks.test',
+  'webhooks.recover',
+  'webhooks.eventTypes',
+  'webhook_deliveries.search',
+  'webhook_deliveries.get',
+  'webhook_deliveries.retry',
+]);
+
+/** The fields a portal token may change of a webhook: it enables and disables, nothing else. */
+export const PORTAL_CHANGES: ReadonlySet<string> = new Set(['enabled']);
 
 /** How long a session lasts unless asked otherwise, and the bounds of what may be asked (seconds). */
 export const PORTAL_SESSION_TTL = { default: 3600, min: 60, max: 86_400 } as const;
@@ -69,6 +86,15 @@ export class PortalSessions implements LocalTokens {
     return { id: Number(rows[0]!.id), token, createdAt, expiresAt };
   }
 
+  /**
+   * The sessions as an operation outside {@link PORTAL_OPERATIONS} takes them: known, with `read`
+   * alone, so that a write there answers 403 naming the scope it lacks.
+   */
+  readonly readOnly: LocalTokens = {
+    owns: (token) => this.owns(token),
+    verify: async (token) => ({ ...(await this.verify(token)), scopes: ['read'] }),
+  };
+
   async verify(token: string): Promise<AuthContext> {
     const { rows } = await this.pool.query<{
       id: string;
@@ -90,7 +116,7 @@ export class PortalSessions implements LocalTokens {
     return {
       clientId: session.client_id,
       orgId: Number(session.org_id),
-      scopes: PORTAL_SCOPES,
+      scopes: ['read', 'write'] satisfies Scope[],
       // The deny-list refuses the session as it refuses the token that minted it (API.md §7).
       tokenId: session.minted_by_token ?? `portal-session-${session.id}`,
       ...(session.minted_by_grant === null ? {} : { grantId: session.minted_by_grant }),
