@@ -329,6 +329,66 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     }
   });
 
+  it('reads once per append of its own types when nothing is held back, and again soon after when something is', async () => {
+    let reads = 0;
+    const counted = new (class extends EventStore {
+      override readAll(...args: Parameters<EventStore['readAll']>) {
+        reads++;
+        return super.readAll(...args);
+      }
+    })(db.pool, { outbox: false });
+    const handled: StoredEvent[] = [];
+    // A poll far longer than the test: only a notification or a second look can read again.
+    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
+      batchSize: 100,
+      pollIntervalMs: 60_000,
+    });
+    const reader = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes: ['own'],
+      handle: async (events) => void handled.push(...events),
+    });
+    const append = () =>
+      store.append({
+        streamId: `own-${randomUUID()}`,
+        streamType: 'own',
+        expectedVersion: 0,
+        orgId: 1,
+        events: [{ eventId: randomUUID(), type: 'own.created', data: {} }],
+      });
+    const handledSoon = async (count: number): Promise<void> => {
+      const deadline = Date.now() + 5_000;
+      while (handled.length < count && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(handled).toHaveLength(count);
+    };
+    const older = await db.pool.connect();
+    try {
+      // Caught up, and its first checkpoint (due within a second of the start) stored.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const before = reads;
+      await append();
+      await handledSoon(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The read that found it, and no second look: nothing was held back.
+      expect(reads - before).toBe(1);
+
+      // An older transaction, still in flight, holds the next event back; it ends without appending,
+      // which notifies nobody: the reader finds the event by looking again.
+      await older.query('BEGIN');
+      await older.query('SELECT pg_current_xact_id()');
+      await append();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(handled).toHaveLength(1);
+      await older.query('COMMIT');
+      await handledSoon(2);
+    } finally {
+      await older.query('ROLLBACK').catch(() => undefined);
+      older.release();
+      await reader.stop();
+    }
+  });
+
   it('stores where it is when it stops in order, so that the next consumer of its group hands nothing again', async () => {
     const group = `g-${randomUUID()}`;
     const bus = new PgLogBus(db.pool, db.session, store, testLogger(), {

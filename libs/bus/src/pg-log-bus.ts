@@ -20,9 +20,11 @@ const LAG_COUNT_LIMIT = 1_000_000;
  */
 const CHECKPOINT_INTERVAL_MS = 1_000;
 /**
- * After a page that was not full, the next read waits for a notification, or this long: an event
- * committed behind an older transaction still in flight was invisible to the read, and its
- * notification came before it (the old transaction's end raises none when it appended nothing).
+ * After a read that found an event held back, the next read waits for a notification, or this long:
+ * an event committed behind an older transaction still in flight was invisible to the read, and its
+ * notification came before it (the old transaction's end raises none when it appended nothing). A
+ * read that found none held back waits for the next notification (or the poll): every event it did
+ * not see commits after it, and notifies then.
  */
 const SECOND_LOOK_MS = 25;
 
@@ -197,24 +199,22 @@ class PgLogConsumer implements Subscription {
           storedAt = performance.now();
         }
         if (performance.now() - storedAt >= CHECKPOINT_INTERVAL_MS) await store();
-        const { events, through, full } = await this.store.readAll(checkpoint, {
+        const { events, through, full, heldBack } = await this.store.readAll(checkpoint, {
           limit: this.options.batchSize,
           streamTypes: this.subscription.streamTypes,
         });
-        if (through === undefined) {
-          await this.wakeup.wait(upTo(this.options.pollIntervalMs));
-          continue;
-        }
         if (events.length > 0) {
           this.counts.fetched(this.subscription.group, events.length);
           await this.subscription.handle(events);
           this.counts.handled(this.subscription.group, events.length);
         }
-        // Past the events of other types too: they are never read again.
-        checkpoint = through;
-        if (leadership) this.current = checkpoint;
+        if (through !== undefined) {
+          // Past the events of other types too: they are never read again.
+          checkpoint = through;
+          if (leadership) this.current = checkpoint;
+        }
         failures = 0;
-        if (!full) await this.wakeup.wait(upTo(SECOND_LOOK_MS));
+        if (!full) await this.wakeup.wait(upTo(heldBack ? SECOND_LOOK_MS : this.options.pollIntervalMs));
       } catch (error) {
         failures++;
         this.logger.error(

@@ -191,18 +191,53 @@ describe('EventStore', () => {
 
     // Two of the three others: nothing of the type asked for, and where the next read starts.
     const page = await store.readAll(start, { limit: 2, streamTypes: ['rare'] });
-    expect(page).toEqual({ events: [], through: others[1], full: true });
+    expect(page).toEqual({ events: [], through: others[1], full: true, heldBack: false });
     const next = await store.readAll(page.through!, { limit: 2, streamTypes: ['rare'] });
     expect(next.events.map((e) => e.position)).toEqual([rare]);
     expect(next.through).toEqual(rare);
     expect(next.full).toBe(true);
     const end = await store.readAll(next.through!, { limit: 2, streamTypes: ['rare'] });
-    expect(end).toEqual({ events: [], through: last, full: false });
+    expect(end).toEqual({ events: [], through: last, full: false, heldBack: false });
     expect(await store.readAll(end.through!, { limit: 2, streamTypes: ['rare'] })).toEqual({
       events: [],
       through: undefined,
       full: false,
+      heldBack: false,
     });
+  });
+
+  it('says when an event of the types asked for is held back behind an older transaction in flight', async () => {
+    const appended = async (streamType: string) =>
+      (
+        await store.append({
+          streamId: `${streamType}-${randomUUID()}`,
+          streamType,
+          expectedVersion: 0,
+          orgId: 1,
+          events: [event()],
+        })
+      ).position;
+    const start = (await store.readAll(START, { limit: 1_000_000 })).through ?? START;
+    const older = await db.pool.connect();
+    try {
+      // An older transaction with an id of its own, still in flight when the event commits.
+      await older.query('BEGIN');
+      await older.query('SELECT pg_current_xact_id()');
+      const held = await appended('held');
+      expect(await store.readAll(start, { limit: 10, streamTypes: ['held'] })).toEqual({
+        events: [],
+        through: undefined,
+        full: false,
+        heldBack: true,
+      });
+      expect((await store.readAll(start, { limit: 10, streamTypes: ['other'] })).heldBack).toBe(false);
+      await older.query('COMMIT');
+      const page = await store.readAll(start, { limit: 10, streamTypes: ['held'] });
+      expect(page.events.map((e) => e.position)).toEqual([held]);
+      expect(page.heldBack).toBe(false);
+    } finally {
+      older.release();
+    }
   });
 
   it('keeps outbox rows until acknowledged', async () => {

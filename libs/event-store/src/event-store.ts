@@ -34,6 +34,12 @@ export interface EventPage {
   readonly through: GlobalPosition | undefined;
   /** Whether it read as many events as it was allowed to: more may be there to read at once. */
   readonly full: boolean;
+  /**
+   * Whether an event of the types asked for had committed but was held back, behind an older
+   * transaction still in flight: it becomes readable when that one ends, which may raise no
+   * notification (a transaction that appended nothing raises none).
+   */
+  readonly heldBack: boolean;
 }
 
 export interface AppendResult {
@@ -311,29 +317,50 @@ export class EventStore {
     after: GlobalPosition,
     options: { limit: number; streamTypes?: readonly string[] },
   ): Promise<EventPage> {
-    // The limit is part of the text, so that the generic plan of the named statement knows it. One
-    // table, no CTE: planning the statement cost Postgres more than running it. Events of other types
-    // come back without their payload (a few ids), so that the last one read gives `through`.
+    // The limit is part of the text, so that the generic plan of the named statement knows it. No CTE:
+    // planning the statement cost Postgres more than running it (the bus's readers plan it once per
+    // connection). Events of other types come back without their payload (a few ids), so that the last
+    // one read gives `through`.
     // ORDER BY names the xid8 column: the text `transaction_id` of EVENT_COLUMNS would put "10000"
     // before "9999" and move a checkpoint past unread events.
+    // Whether events were held back comes in the same statement (one row of nulls when the page is
+    // empty): an index probe from the snapshot's xmin, which finds the few events not yet readable.
+    // It needs no lower bound of `after`: a snapshot's xmin never moves back, so every event from it on
+    // is after any position an earlier read reached. A scalar subquery in index order rather than an
+    // EXISTS, which the generic plan answered with a scan of the whole table.
     const limit = options.limit;
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`readAll: bad limit ${limit}`);
-    const { rows } = await this.pool.query<EventRow & { wanted: boolean }>(
+    const { rows } = await this.pool.query<
+      (EventRow & { wanted: boolean; held_back: boolean }) | { event_id: null; held_back: boolean }
+    >(
       prepared(
-        `SELECT ${READ_ALL_COLUMNS}
-           FROM es.events
-          WHERE (es.events.transaction_id, es.events.position) > ($1::xid8, $2::bigint)
-            AND es.events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY es.events.transaction_id, es.events.position
-          LIMIT ${limit}`,
+        `SELECT page.*, held.back AS held_back
+           FROM (SELECT (SELECT es.events.transaction_id
+                           FROM es.events
+                          WHERE es.events.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+                            AND ${WANTED}
+                          ORDER BY es.events.transaction_id
+                          LIMIT 1) IS NOT NULL AS back) AS held
+           LEFT JOIN LATERAL (
+                 SELECT ${READ_ALL_COLUMNS}
+                   FROM es.events
+                  WHERE (es.events.transaction_id, es.events.position) > ($1::xid8, $2::bigint)
+                    AND es.events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                  ORDER BY es.events.transaction_id, es.events.position
+                  LIMIT ${limit}) AS page ON true`,
         [after.transactionId, after.position, options.streamTypes ?? null],
       ),
     );
-    const last = rows[rows.length - 1];
+    const heldBack = rows[0]?.held_back === true;
+    const read = rows.filter(
+      (row): row is EventRow & { wanted: boolean; held_back: boolean } => row.event_id !== null,
+    );
+    const last = read[read.length - 1];
     return {
-      events: rows.filter((row) => row.wanted).map(toStoredEvent),
+      events: read.filter((row) => row.wanted).map(toStoredEvent),
       through: last && { transactionId: last.transaction_id, position: last.position },
-      full: rows.length === limit,
+      full: read.length === limit,
+      heldBack,
     };
   }
 
