@@ -207,10 +207,12 @@ try {
     replicationFactor: 1,
     create: true,
   };
-  const admin = new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }).admin();
-  await admin.connect();
-  await ensureTopics(admin, topics, [topicOf(topics, 'people'), `${topics.prefix}raw`]);
-  await admin.disconnect();
+  await ensureTopics(
+    new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }),
+    topics,
+    [topicOf(topics, 'people'), `${topics.prefix}raw`],
+    createLogger({ name: 'bench-bus', level: 'warn' }),
+  );
   const pool = createPool({ connectionString: postgres.url, applicationName: 'bench-bus' });
   await migrateEventStore(pool, logger);
   await pool.query('TRUNCATE es.events, es.outbox, es.parked_events');

@@ -57,18 +57,13 @@ function kafkaDir(): string {
 
 /** Creates the platform's topics as a KafkaTopic operator would, on the broker's plaintext listener. */
 async function provisionTopics(prefix: string): Promise<void> {
-  const admin = new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }).admin();
-  await admin.connect();
-  try {
-    const settings = { prefix, partitions: 2, replicationFactor: 1, create: true };
-    await ensureTopics(
-      admin,
-      settings,
-      platformStreamTypes().map((streamType) => topicOf(settings, streamType)),
-    );
-  } finally {
-    await admin.disconnect();
-  }
+  const settings = { prefix, partitions: 2, replicationFactor: 1, create: true };
+  await ensureTopics(
+    new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }),
+    settings,
+    platformStreamTypes().map((streamType) => topicOf(settings, streamType)),
+    testLogger('kafka-sasl-ssl'),
+  );
 }
 
 beforeAll(async () => {

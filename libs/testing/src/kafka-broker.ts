@@ -98,12 +98,15 @@ export interface RunningKafkaCluster {
    * Node.js clients' admin APIs cannot place replicas).
    */
   createTopic(topic: string, replicas: readonly (readonly number[])[]): Promise<void>;
+  /** The node id of the active controller, the KRaft quorum's leader (kafka/QuorumLeader.java). */
+  activeController(): Promise<number>;
   /** Stops every node (SIGTERM, then SIGKILL if one lingers) and deletes the cluster's folder. */
   stop(): Promise<void>;
 }
 
 const POM = fileURLToPath(new URL('../kafka/pom.xml', import.meta.url));
 const CREATE_TOPIC = fileURLToPath(new URL('../kafka/CreateTopic.java', import.meta.url));
+const QUORUM_LEADER = fileURLToPath(new URL('../kafka/QuorumLeader.java', import.meta.url));
 /**
  * How long a node may take to answer after its (re)start. A SIGKILLed node of a three-node cluster
  * needs 4 to 8 s of CPU to answer again (its logs recovered, the metadata caught up), which at the
@@ -336,11 +339,18 @@ async function launchCluster(
     const assignment = replicas.map((nodes) => nodes.join(':')).join(',');
     await run(java, [...log4j, '-cp', classpath, CREATE_TOPIC, brokers.join(','), topic, assignment]);
   };
+  const activeController = async (): Promise<number> => {
+    const output = await run(java, [...log4j, '-cp', classpath, QUORUM_LEADER, brokers.join(',')]);
+    const leader = /^leader=(\d+)$/m.exec(output)?.[1];
+    if (!leader) throw new Error(`no quorum leader in QuorumLeader.java's output:\n${output}`);
+    return Number(leader);
+  };
   return {
     brokers,
     ...(secure ? { secure } : {}),
     nodes,
     createTopic,
+    activeController,
     stop: () => (stopped ??= stop()),
   };
 }

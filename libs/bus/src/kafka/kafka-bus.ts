@@ -54,9 +54,10 @@ interface PartitionOffsets {
  * How often a consumer asks for the metadata of its topics (librdkafka's default: 5 minutes). A
  * subscribed topic missing from the consumer's first metadata is left out of its group's assignment
  * until the next ask finds it: a KRaft broker applies a topic's creation from the controller's log a
- * moment after the creation is acknowledged, and ensureTopics saw the leaders through one broker only,
- * so a consumer that starts then and asks another broker met `Unknown topic or partition` and read only
- * the topics it found (a projector replica its people topic alone, for the rest of a chaos run).
+ * moment after the creation is acknowledged, so a consumer that started then and asked that broker met
+ * `Unknown topic or partition` and read only the topics it found (a projector replica its people topic
+ * alone, for the rest of a chaos run). ensureTopics now waits until every broker knows the topics; this
+ * is the safety net for a broker it gave up on, and for a topic deleted and created again later.
  */
 const TOPIC_METADATA_REFRESH_MS = 10_000;
 
@@ -125,13 +126,7 @@ export class KafkaBus implements Bus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     const topics = options.streamTypes.map((t) => topicOf(this.options.topics, t));
-    const admin = this.kafka.admin();
-    await admin.connect();
-    try {
-      await ensureTopics(admin, this.options.topics, topics);
-    } finally {
-      await admin.disconnect();
-    }
+    await ensureTopics(this.kafka, this.options.topics, topics, this.logger);
     // A transient subscription is a consumer group of its own, read from the beginning every time.
     const groupId = options.transient ? `${options.group}-${randomUUID()}` : options.group;
     const logger = this.logger.child({ group: options.group });

@@ -172,13 +172,7 @@ export class OutboxRelay implements Module {
       (t) => !this.ensuredTopics.has(t),
     );
     if (missing.length === 0) return;
-    const admin = this.kafka.admin();
-    await admin.connect();
-    try {
-      await ensureTopics(admin, this.options.topics, missing);
-    } finally {
-      await admin.disconnect();
-    }
+    await ensureTopics(this.kafka, this.options.topics, missing, this.logger);
     for (const topic of missing) this.ensuredTopics.add(topic);
   }
 }

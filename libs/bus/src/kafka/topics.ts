@@ -1,4 +1,6 @@
-import type { Admin } from './kafka-javascript.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@ofp/runtime';
+import type { Admin, Kafka } from './kafka-javascript.js';
 
 export interface TopicSettings {
   /** Topic name = prefix + stream type, e.g. `ofp.events.people`. */
@@ -15,18 +17,43 @@ export function topicOf(settings: TopicSettings, streamType: string): string {
 
 /** How long ensureTopics waits for every partition of new topics to have a leader. */
 const LEADERS_TIMEOUT_MS = 30_000;
+/** How long it then waits for every broker to know them, before going on with a warning. */
+const EVERY_BROKER_TIMEOUT_MS = 30_000;
+/** How often it logs which brokers it still waits for. */
+const PROGRESS_EVERY_MS = 5_000;
+/** The time one broker has to answer one metadata request. */
+const BROKER_ANSWER_MS = 2_000;
 
 /**
- * Creates the topics that do not exist yet (an existing topic is left as it is) and waits until every
- * partition of them has a leader: a consumer or producer that comes right after a creation (another
- * process's, say) would otherwise meet UNKNOWN_TOPIC_OR_PARTITION. With `create: false` a missing
- * topic is an error that names it (the start-up check names them all before this runs).
+ * Creates the topics that do not exist yet (an existing topic is left as it is), waits until every
+ * partition of them has a leader, then until every broker knows them: a consumer or producer that comes
+ * right after a creation (another process's, say) would otherwise meet UNKNOWN_TOPIC_OR_PARTITION.
+ * With `create: false` a missing topic is an error that names it (the start-up check names them all
+ * before this runs).
  */
 export async function ensureTopics(
+  kafka: Kafka,
+  settings: TopicSettings,
+  topics: readonly string[],
+  logger: Logger,
+): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let brokers: string[];
+  try {
+    brokers = await createAndLead(admin, settings, topics);
+  } finally {
+    await admin.disconnect();
+  }
+  await untilEveryBrokerKnows(kafka, brokers, topics, logger);
+}
+
+/** Creates the missing topics and waits for their leaders; resolves with the brokers the cluster names. */
+async function createAndLead(
   admin: Admin,
   settings: TopicSettings,
   topics: readonly string[],
-): Promise<void> {
+): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t));
   if (missing.length > 0 && !settings.create) {
@@ -46,12 +73,81 @@ export async function ensureTopics(
   const deadline = Date.now() + LEADERS_TIMEOUT_MS;
   for (;;) {
     const metadata = await admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => undefined);
-    const led = metadata?.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
-    if (led) return;
+    if (metadata?.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) {
+      // The consumers' group coordinators are the brokers of the offsets topic's replicas.
+      const offsets = await admin
+        .fetchTopicMetadata({ topics: ['__consumer_offsets'], timeout: BROKER_ANSWER_MS })
+        .catch(() => []);
+      const nodes = [...metadata, ...offsets].flatMap((t) =>
+        t.partitions.flatMap((p) => p.replicaNodes ?? []),
+      );
+      return [...new Set(nodes.map(({ host, port }) => `${host}:${port}`))];
+    }
     if (Date.now() > deadline)
       throw new Error(
         `Kafka topics without partition leaders after ${LEADERS_TIMEOUT_MS} ms: ${topics.join(', ')}`,
       );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
+  }
+}
+
+/**
+ * Asks each of `brokers` (the replicas of the topics and of the consumers' offsets topic) for the
+ * topics until each answers them with every partition led. A KRaft broker applies a topic's creation
+ * from the controller's metadata log a moment after the creation is acknowledged: a consumer that asks
+ * a broker within that moment is told `Unknown topic or partition` and leaves the topic out of its
+ * group's assignment until its next metadata refresh (`topic.metadata.refresh.interval.ms`, 10 s),
+ * which stays the safety net. Each broker is asked through an admin client of its own bootstrapped at
+ * its address alone (librdkafka sends a client's metadata requests to a broker it is connected to, and
+ * such a client connects to that one). A broker that does not answer (stopped, cut off) is waited for
+ * within the bound too: once the cluster fences it, a consumer cannot ask it either. After the bound,
+ * a warning names the brokers, and subscribe goes on.
+ */
+async function untilEveryBrokerKnows(
+  kafka: Kafka,
+  brokers: readonly string[],
+  topics: readonly string[],
+  logger: Logger,
+): Promise<void> {
+  const startedAt = Date.now();
+  let loggedAt = startedAt;
+  let waiting = [...brokers];
+  for (;;) {
+    const knows = await Promise.all(waiting.map((broker) => knowsTopics(kafka, broker, topics)));
+    waiting = waiting.filter((_, i) => !knows[i]);
+    const waitedMs = Date.now() - startedAt;
+    if (waiting.length === 0) {
+      if (waitedMs >= PROGRESS_EVERY_MS) logger.info({ topics, waitedMs }, 'every broker knows the topics');
+      return;
+    }
+    if (waitedMs >= EVERY_BROKER_TIMEOUT_MS) {
+      logger.warn(
+        { topics, brokers: waiting, waitedMs },
+        'Kafka brokers do not know the topics yet; going on (consumers find them at their next metadata refresh)',
+      );
+      return;
+    }
+    if (Date.now() - loggedAt >= PROGRESS_EVERY_MS) {
+      loggedAt = Date.now();
+      logger.info(
+        { topics, brokers: waiting, waitedMs },
+        'waiting for every Kafka broker to know the topics',
+      );
+    }
+    await sleep(200);
+  }
+}
+
+/** Whether `broker` itself answers the topics' metadata with a leader for every partition. */
+async function knowsTopics(kafka: Kafka, broker: string, topics: readonly string[]): Promise<boolean> {
+  const admin = kafka.admin({ 'bootstrap.servers': broker });
+  try {
+    await admin.connect();
+    const metadata = await admin.fetchTopicMetadata({ topics: [...topics], timeout: BROKER_ANSWER_MS });
+    return metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => {});
   }
 }
