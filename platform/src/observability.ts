@@ -11,7 +11,10 @@ import { sharedReading } from '@ofp/runtime';
  * was given its partitions and how often the bus's watchdog started one again
  * (`bus_consumer_assignments_total`, `bus_consumer_restarts_total`), and which topics' partitions it
  * found stalled (`bus_consumer_stalled_partitions_total`). Read at scrape time; the two lag
- * gauges share one reading.
+ * gauges share one reading. A scrape whose lag reading failed or timed out (a broker cut off, say)
+ * leaves both lag gauges out, where they kept their last value before: an old 0 told the autoscaler
+ * and the lag alert that a group was caught up while nobody could tell. Prometheus marks the series
+ * stale; `metrics_reading_failures_total{reading="bus_lag"}` (alert OfpMetricsUnreadable) says why.
  */
 export function registerFlowMetrics(registry: Registry, bus: Bus): void {
   const lag = sharedReading(registry, 'bus_lag', () => bus.lag());
@@ -22,9 +25,8 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
     registers: [registry],
     async collect() {
       const groups = await lag();
-      if (!groups) return;
       this.reset();
-      for (const { group, events } of groups) this.set({ group }, events);
+      for (const { group, events } of groups ?? []) this.set({ group }, events);
     },
   });
   new Gauge({
@@ -34,9 +36,8 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
     registers: [registry],
     async collect() {
       const groups = await lag();
-      if (!groups) return;
       this.reset();
-      for (const { group, seconds } of groups) this.set({ group }, seconds);
+      for (const { group, seconds } of groups ?? []) this.set({ group }, seconds);
     },
   });
   for (const [name, field, help] of [

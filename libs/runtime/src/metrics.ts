@@ -68,7 +68,7 @@ function readingFailures(registry: Registry): Counter<'reading'> {
     (registry.getSingleMetric(name) as Counter<'reading'> | undefined) ??
     new Counter({
       name,
-      help: 'Scrapes in which a reading of the metrics failed or timed out; the gauges it feeds kept their last value then',
+      help: 'Scrapes in which a reading of the metrics failed or timed out; the gauges it feeds kept their last value then (the bus lag gauges were left out)',
       labelNames: ['reading'],
       registers: [registry],
     })
