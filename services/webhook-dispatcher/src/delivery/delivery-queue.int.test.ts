@@ -5,6 +5,7 @@ import {
   DeliveryQueue,
   type ClaimedDelivery,
   type ClaimOptions,
+  type FinishedAttempt,
   type NewDelivery,
 } from './delivery-queue.js';
 import type { AttemptVerdict } from './retry-schedule.js';
@@ -45,24 +46,23 @@ describe('the delivery queue', () => {
     sequence,
     payload: '{}',
   });
+  const finished = (d: ClaimedDelivery, statusCode: number, verdict: AttemptVerdict): FinishedAttempt => ({
+    delivery: d,
+    attempt: {
+      startedAt: NOW,
+      durationMs: 1,
+      statusCode,
+      errorKind: statusCode < 300 ? null : 'http_status',
+      error: statusCode < 300 ? null : `HTTP ${statusCode}`,
+      responseExcerpt: '',
+      retryAfter: null,
+    },
+    verdict,
+  });
+  const complete = (attempts: readonly FinishedAttempt[]) =>
+    queue.complete(attempts, NOW, 5 * 24 * 3_600_000);
   const record = (claimed: readonly ClaimedDelivery[], statusCode: number, verdict: AttemptVerdict) =>
-    queue.complete(
-      claimed.map((d) => ({
-        delivery: d,
-        attempt: {
-          startedAt: NOW,
-          durationMs: 1,
-          statusCode,
-          errorKind: statusCode < 300 ? null : 'http_status',
-          error: statusCode < 300 ? null : `HTTP ${statusCode}`,
-          responseExcerpt: '',
-          retryAfter: null,
-        },
-        verdict,
-      })),
-      NOW,
-      5 * 24 * 3_600_000,
-    );
+    complete(claimed.map((d) => finished(d, statusCode, verdict)));
   const succeed = (claimed: readonly ClaimedDelivery[]) => record(claimed, 204, { status: 'succeeded' });
   /** Whether each queued (unclaimed) delivery has its record's turn, by `<stream>@<sequence>`. */
   const heads = async (): Promise<Record<string, boolean>> => {
@@ -294,6 +294,34 @@ describe('the delivery queue', () => {
     const lapsed = new Date(NOW.getTime() + CLAIM.leaseMs + 1);
     expect(await claim({ ...CLAIM, worker: 12 }, new Date(lapsed.getTime() - 2))).toEqual([]);
     expect(await claim({ ...CLAIM, worker: 12 }, lapsed)).toHaveLength(2);
+  });
+
+  it('records only the attempt of the claim that holds when a batch has a delivery twice', async () => {
+    await queue.enqueue([delivery('people-9', 1)], NOW);
+    const [old] = await claim(CLAIM, NOW);
+    // The worker's session was lost: it took a new key, and its old claims were queued again and
+    // claimed under the new one while the first attempt still waited to be recorded.
+    expect(await queue.release({ worker: CLAIM.worker }, NOW)).toBe(1);
+    const [renewed] = await claim({ ...CLAIM, worker: 12 }, NOW);
+    expect(renewed!.id).toBe(old!.id);
+    const retryAt = new Date(NOW.getTime() + 60_000);
+    await complete([
+      finished(old!, 503, { status: 'pending', nextAttemptAt: retryAt }),
+      finished(renewed!, 204, { status: 'succeeded' }),
+      finished(renewed!, 204, { status: 'succeeded' }),
+    ]);
+    const { rows } = await harness.database.pool.query<{
+      status: string;
+      attempts: number;
+      logged: string[];
+    }>(
+      `SELECT d.status, d.attempts,
+              array(SELECT l.status_code::text FROM webhooks.webhook_deliveries__attempt_log l WHERE l.record_id = d.id) AS logged
+         FROM webhooks.webhook_deliveries d WHERE d.id = $1`,
+      [old!.id],
+    );
+    expect(rows).toEqual([{ status: 'succeeded', attempts: 1, logged: ['204'] }]);
+    expect(await claim(CLAIM, retryAt)).toEqual([]);
   });
 
   describe('with an endpoint rate (rate_limit)', () => {

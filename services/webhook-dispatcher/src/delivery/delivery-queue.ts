@@ -457,7 +457,11 @@ export class DeliveryQueue {
       }>(
         prepared(
           `WITH result AS (
-         SELECT r.*,
+         -- One attempt per claim. The same delivery may come twice, under two claims: a worker whose
+         -- session was lost takes a new key, and the claims of its old one are queued again and may be
+         -- claimed again, by this process too, while their first attempt still waits to be recorded.
+         -- Only the attempt of the claim that holds is recorded (see claimant below).
+         SELECT DISTINCT ON (r.id, r.claimed_by) r.*,
                 -- A retry goes on while the endpoint is enabled (tests are sent to disabled ones too). One
                 -- disabled (or deleted) while the attempt was under way gave up its queue then, but not
                 -- this delivery: its retry is given up now.
@@ -467,10 +471,11 @@ export class DeliveryQueue {
                        $7::timestamptz[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::boolean[])
              AS r(id, webhook_id, claimed_by, event_type, status, next_attempt_at, started_at, duration_ms,
                   status_code, error_kind, error, response_excerpt, gone)
+          ORDER BY r.id, r.claimed_by, r.started_at DESC
        ), left_queue AS (
          DELETE FROM webhooks.delivery_queue q USING result r
           WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND NOT r.retried
-         RETURNING q.delivery_id, q.webhook_id, q.stream_id
+         RETURNING q.delivery_id, q.webhook_id, q.stream_id, r.claimed_by AS claimant
        ), lanes AS (
          -- The records whose delivery finished, and each one's next open delivery at the endpoint that
          -- this statement sees (none: one being queued may not be visible yet).
@@ -491,28 +496,30 @@ export class DeliveryQueue {
             SET due_at = r.next_attempt_at, claimed_by = NULL, claimed_until = NULL, round_attempts = q.round_attempts + 1
            FROM result r
           WHERE q.delivery_id = r.id AND q.claimed_by = r.claimed_by AND r.retried
-         RETURNING q.delivery_id
+         RETURNING q.delivery_id, r.claimed_by AS claimant
+       ), settled AS (
+         -- Each delivery whose claim held, with that claim's worker: its attempt is the one recorded.
+         SELECT delivery_id, claimant FROM left_queue UNION ALL SELECT delivery_id, claimant FROM retried
        ), recorded AS (
          UPDATE webhooks.webhook_deliveries d
             SET status = CASE WHEN r.retried THEN 'pending' WHEN r.status = 'pending' THEN 'failed' ELSE r.status END,
                 attempts = d.attempts + 1,
                 next_attempt_at = CASE WHEN r.retried THEN r.next_attempt_at END,
                 last_status_code = r.status_code, last_error = r.error, updated_at = $14, version = d.version + 1
-           FROM result r
+           FROM result r JOIN settled s ON s.delivery_id = r.id AND s.claimant = r.claimed_by
           WHERE d.id = r.id
-            AND r.id IN (SELECT delivery_id FROM left_queue UNION ALL SELECT delivery_id FROM retried)
-         RETURNING d.id, d.org_id, d.webhook_id, d.attempts
+         RETURNING d.id, d.org_id, d.webhook_id, d.attempts, r.claimed_by AS claimant
        ), logged AS (
          INSERT INTO webhooks.webhook_deliveries__attempt_log
            (org_id, record_id, ordinal, started_at, duration_ms, status_code, error_kind, error, response_excerpt)
          SELECT u.org_id, u.id, u.attempts - 1, r.started_at, r.duration_ms, r.status_code, r.error_kind, r.error,
                 r.response_excerpt
-           FROM recorded u JOIN result r ON r.id = u.id
+           FROM recorded u JOIN result r ON r.id = u.id AND r.claimed_by = u.claimant
        ), health AS (
          -- A success anywhere in the batch ends the endpoint's run of failures.
          SELECT u.webhook_id, bool_or(r.status = 'succeeded') AS succeeded, bool_or(r.gone) AS gone,
                 min(r.started_at) FILTER (WHERE r.status <> 'succeeded') AS first_failure
-           FROM recorded u JOIN result r ON r.id = u.id
+           FROM recorded u JOIN result r ON r.id = u.id AND r.claimed_by = u.claimant
           GROUP BY u.webhook_id
        ), touched AS (
          UPDATE webhooks.endpoints s
@@ -531,7 +538,7 @@ export class DeliveryQueue {
          -- Deliveries given up after this attempt, to be told to the organization's other endpoints
          -- (webhook.delivery_failed): not a test, sent to that endpoint alone, nor such a notice itself.
          INSERT INTO webhooks.delivery_failures (delivery_id, failed_at)
-         SELECT u.id, $14 FROM recorded u JOIN result r ON r.id = u.id
+         SELECT u.id, $14 FROM recorded u JOIN result r ON r.id = u.id AND r.claimed_by = u.claimant
           WHERE NOT r.retried AND r.status <> 'succeeded'
             AND r.event_type NOT IN ('${TEST_EVENT_TYPE}', '${DELIVERY_FAILED_EVENT_TYPE}')
          ON CONFLICT (delivery_id) DO NOTHING
