@@ -293,6 +293,19 @@ export class EventStore {
     return rows[0] && toStoredEvent(rows[0]);
   }
 
+  /**
+   * Those of `streamIds` with an event parked by some consumer (API.md §12): their later events wait
+   * behind it until an operator's retry.
+   */
+  async parkedStreams(streamIds: readonly string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ stream_id: string }>(
+      prepared(`SELECT DISTINCT stream_id FROM es.parked_events WHERE stream_id = ANY($1::text[])`, [
+        streamIds,
+      ]),
+    );
+    return new Set(rows.map((row) => row.stream_id));
+  }
+
   /** The current version of each of the streams that exist among `streamIds`. */
   async streamVersions(streamIds: readonly string[]): Promise<Map<string, number>> {
     const { rows } = await this.pool.query<{ stream_id: string; version: number }>(

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { recordStreamId } from '@ofp/contracts';
 import {
   createIntegrator,
   RUN_MODES,
@@ -107,6 +108,44 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
       ).toBeGreaterThanOrEqual(1);
     } finally {
       await lock.end();
+    }
+  }, 120_000);
+
+  it('does not hold the organization’s reads behind a write whose event a consumer parked', async () => {
+    // The projector cannot apply this one record's first event (a trigger refuses it, standing in for a
+    // constraint gone wrong), so it parks it after its bounded retries (API.md §12).
+    const id = 900_000_000 + (randomBytes(3).readUIntBE(0, 3) % 1_000_000);
+    const stream = recordStreamId('people', id);
+    await platform.database.pool.query(`
+      CREATE OR REPLACE FUNCTION public.refuse_stream() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'stream % refused', NEW.stream_id; END $$`);
+    await platform.database.pool.query(`
+      CREATE TRIGGER refuse_stream BEFORE INSERT ON read.stream_versions FOR EACH ROW
+        WHEN (NEW.stream_id = '${stream}') EXECUTE FUNCTION public.refuse_stream()`);
+    try {
+      const created = await acme.request('POST', `/v2/people/${id}`, { body: { last_name: 'Parked' } });
+      expect(created.status).toBe(201);
+      // The write's wait ran out: it is recorded as unsettled.
+      const unsettled = await platform.database.pool.query(
+        'SELECT count(*)::int AS n FROM api.unsettled_writes',
+      );
+      expect(unsettled.rows[0]).toEqual({ n: 1 });
+      await until(
+        'the record’s event parked',
+        30_000,
+        () => platform.database.pool.query('SELECT 1 FROM es.parked_events WHERE stream_id = $1', [stream]),
+        (result) => (result.rowCount ?? 0) > 0,
+      );
+      // The organization reads on; the parked record shows no later change until an operator's retry.
+      const read = await acme.request('GET', '/v2/people');
+      expect(read.status).toBe(200);
+      expect((await acme.request('GET', `/v2/people/${id}`)).status).toBe(404);
+      const { rows } = await platform.database.pool.query(
+        'SELECT count(*)::int AS n FROM api.unsettled_writes',
+      );
+      expect(rows[0]).toEqual({ n: 0 });
+    } finally {
+      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_stream ON read.stream_versions');
     }
   }, 120_000);
 });

@@ -179,8 +179,13 @@ export class ReadYourWrites {
       prepared(`SELECT id, written FROM ${UNSETTLED_WRITES} WHERE org_id = $1`, [orgId]),
     );
     if (rows.length === 0) return;
+    const written = rows.flatMap((row) => row.written);
+    // A stream whose event a consumer parked shows no later version until an operator's retry (API.md
+    // §12: it is counted and alerted on, and takes no write meanwhile): waiting for it would hold every
+    // read of the organization behind one event.
+    const parked = await this.store.parkedStreams(written.map((stream) => stream.streamId));
     const reached = await this.reached(
-      rows.flatMap((row) => row.written),
+      written.filter((stream) => !parked.has(stream.streamId)),
       deadline,
     );
     this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
