@@ -247,6 +247,40 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     await db.drop();
   });
 
+  /**
+   * A subscriber of `streamTypes` whose bus counts its reads of the log, with a poll far longer than
+   * any test: only a notification, or a second look, reads again.
+   */
+  const countingReader = async (streamTypes: string[]) => {
+    const counter = { reads: 0 };
+    const counted = new (class extends EventStore {
+      override readAll(...args: Parameters<EventStore['readAll']>) {
+        counter.reads++;
+        return super.readAll(...args);
+      }
+    })(db.pool, { outbox: false });
+    const handled: StoredEvent[] = [];
+    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
+      batchSize: 100,
+      pollIntervalMs: 60_000,
+    });
+    const subscription = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes,
+      handle: async (events) => void handled.push(...events),
+    });
+    return { counter, handled, subscription };
+  };
+  /** Appends one event to a new stream of `streamType`. */
+  const appendOne = (streamType: string) =>
+    store.append({
+      streamId: `${streamType}-${randomUUID()}`,
+      streamType,
+      expectedVersion: 0,
+      orgId: 1,
+      events: [{ eventId: randomUUID(), type: `${streamType}.created`, data: {} }],
+    });
+
   it('moves its checkpoint past the events of other types, so that it never reads them again', async () => {
     const group = `g-${randomUUID()}`;
     const handled: StoredEvent[] = [];
@@ -284,41 +318,17 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
   });
 
   it('sleeps through appends of types it does not read, and wakes for one of its own at once', async () => {
-    let reads = 0;
-    const counted = new (class extends EventStore {
-      override readAll(...args: Parameters<EventStore['readAll']>) {
-        reads++;
-        return super.readAll(...args);
-      }
-    })(db.pool, { outbox: false });
-    const handled: StoredEvent[] = [];
     // A poll far longer than the test: only a notification can wake it.
-    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
-      batchSize: 100,
-      pollIntervalMs: 60_000,
-    });
-    const sleeper = await bus.subscribe({
-      group: `g-${randomUUID()}`,
-      streamTypes: ['rare'],
-      handle: async (events) => void handled.push(...events),
-    });
-    const append = (streamType: string) =>
-      store.append({
-        streamId: `${streamType}-${randomUUID()}`,
-        streamType,
-        expectedVersion: 0,
-        orgId: 1,
-        events: [{ eventId: randomUUID(), type: `${streamType}.created`, data: {} }],
-      });
+    const { counter, handled, subscription: sleeper } = await countingReader(['rare']);
     try {
       // Caught up, and its first checkpoint (due within a second of the start) stored.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const asleep = reads;
-      for (let n = 0; n < 20; n++) await append('common');
+      const asleep = counter.reads;
+      for (let n = 0; n < 20; n++) await appendOne('common');
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(reads - asleep).toBe(0);
+      expect(counter.reads - asleep).toBe(0);
       const appended = performance.now();
-      await append('rare');
+      await appendOne('rare');
       const deadline = Date.now() + 5_000;
       while (handled.length === 0 && Date.now() < deadline)
         await new Promise((resolve) => setTimeout(resolve, 10));
@@ -330,32 +340,9 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
   });
 
   it('reads once per append of its own types when nothing is held back, and again soon after when something is', async () => {
-    let reads = 0;
-    const counted = new (class extends EventStore {
-      override readAll(...args: Parameters<EventStore['readAll']>) {
-        reads++;
-        return super.readAll(...args);
-      }
-    })(db.pool, { outbox: false });
-    const handled: StoredEvent[] = [];
     // A poll far longer than the test: only a notification or a second look can read again.
-    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
-      batchSize: 100,
-      pollIntervalMs: 60_000,
-    });
-    const reader = await bus.subscribe({
-      group: `g-${randomUUID()}`,
-      streamTypes: ['own'],
-      handle: async (events) => void handled.push(...events),
-    });
-    const append = () =>
-      store.append({
-        streamId: `own-${randomUUID()}`,
-        streamType: 'own',
-        expectedVersion: 0,
-        orgId: 1,
-        events: [{ eventId: randomUUID(), type: 'own.created', data: {} }],
-      });
+    const { counter, handled, subscription: reader } = await countingReader(['own']);
+    const append = () => appendOne('own');
     const handledSoon = async (count: number): Promise<void> => {
       const deadline = Date.now() + 5_000;
       while (handled.length < count && Date.now() < deadline)
@@ -366,12 +353,12 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     try {
       // Caught up, and its first checkpoint (due within a second of the start) stored.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const before = reads;
+      const before = counter.reads;
       await append();
       await handledSoon(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       // The read that found it, and no second look: nothing was held back.
-      expect(reads - before).toBe(1);
+      expect(counter.reads - before).toBe(1);
 
       // An older transaction, still in flight, holds the next event back; it ends without appending,
       // which notifies nobody: the reader finds the event by looking again.

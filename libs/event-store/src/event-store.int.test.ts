@@ -22,6 +22,18 @@ describe('EventStore', () => {
     await db.drop();
   });
 
+  /** Appends one event to a new stream of `streamType`; its position. */
+  const appended = async (streamType: string): Promise<GlobalPosition> =>
+    (
+      await store.append({
+        streamId: `${streamType}-${randomUUID()}`,
+        streamType,
+        expectedVersion: 0,
+        orgId: 1,
+        events: [event()],
+      })
+    ).position;
+
   it('appends to a new stream and reads it back in version order', async () => {
     const first = await store.append({
       streamId: 'a-1',
@@ -174,16 +186,6 @@ describe('EventStore', () => {
   });
 
   it('reads past the events of other stream types, so that a reader of rare types never reads them again', async () => {
-    const appended = async (streamType: string): Promise<GlobalPosition> =>
-      (
-        await store.append({
-          streamId: `${streamType}-${randomUUID()}`,
-          streamType,
-          expectedVersion: 0,
-          orgId: 1,
-          events: [event()],
-        })
-      ).position;
     const start = (await store.readAll(START, { limit: 1_000_000 })).through ?? START;
     const others = [await appended('other'), await appended('other'), await appended('other')];
     const rare = await appended('rare');
@@ -207,16 +209,6 @@ describe('EventStore', () => {
   });
 
   it('says when an event of the types asked for is held back behind an older transaction in flight', async () => {
-    const appended = async (streamType: string) =>
-      (
-        await store.append({
-          streamId: `${streamType}-${randomUUID()}`,
-          streamType,
-          expectedVersion: 0,
-          orgId: 1,
-          events: [event()],
-        })
-      ).position;
     const start = (await store.readAll(START, { limit: 1_000_000 })).through ?? START;
     const older = await db.pool.connect();
     try {
