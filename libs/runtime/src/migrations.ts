@@ -37,7 +37,7 @@ async function applyMigrations(
   pool: Pool,
   options: { component: string; directory: string; logger: Logger },
 ): Promise<void> {
-  const files = (await readdir(options.directory)).filter((f) => FILE.test(f)).sort();
+  const files = await migrationFiles(options.directory);
   const client = await pool.connect();
   try {
     await client.query(unbounded('SESSION'));
@@ -52,8 +52,7 @@ async function applyMigrations(
       [options.component],
     );
     const done = new Set(applied.rows.map((r) => r.version));
-    for (const file of files) {
-      const version = FILE.exec(file)![1]!;
+    for (const { file, version } of files) {
       if (done.has(version)) continue;
       await client.query('BEGIN');
       try {
@@ -80,6 +79,26 @@ async function applyMigrations(
     );
     client.release(reset);
   }
+}
+
+/**
+ * The migration files of `directory` in the order they apply, each with its version (the number its
+ * name starts with). Two files with one version are refused, naming both: the second would fail on
+ * `schema_migrations`' key only when it ran, after the first had changed the schema, and two branches
+ * that each add the next number merge without a conflict.
+ */
+export async function migrationFiles(directory: string): Promise<{ file: string; version: string }[]> {
+  const files = (await readdir(directory))
+    .filter((file) => FILE.test(file))
+    .sort()
+    .map((file) => ({ file, version: FILE.exec(file)![1]! }));
+  files.forEach(({ file, version }, i) => {
+    const earlier = files.slice(0, i).find((other) => other.version === version);
+    if (earlier) {
+      throw new Error(`migrations ${earlier.file} and ${file} in ${directory} share version ${version}`);
+    }
+  });
+  return files;
 }
 
 /**
