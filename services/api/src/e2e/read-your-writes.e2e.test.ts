@@ -42,7 +42,7 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
     const text = await (await fetch(`${platform.processes.api ?? platform.processes.all}/metrics`)).text();
     return text
       .split('\n')
-      .filter((line) => line.startsWith(`${name}{`))
+      .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
       .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
   };
@@ -111,6 +111,53 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
     }
   }, 120_000);
 
+  it('records a write whose record failed once the database takes it, and holds the reads for it', async () => {
+    const lock = new pg.Client({ connectionString: platform.database.url });
+    await lock.connect();
+    // The record of the write's timed-out wait fails (a trigger refuses it, standing in for a database
+    // that hung just then); the write still answers, since it committed.
+    await platform.database.pool.query(`
+      CREATE OR REPLACE FUNCTION public.refuse_unsettled() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'unsettled write refused'; END $$`);
+    await platform.database.pool.query(`
+      CREATE TRIGGER refuse_unsettled BEFORE INSERT ON api.unsettled_writes FOR EACH ROW
+        EXECUTE FUNCTION public.refuse_unsettled()`);
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE read.people IN EXCLUSIVE MODE');
+      const created = await acme.request<{ id: number }>('POST', '/v2/people', {
+        body: { last_name: 'Unrecorded' },
+      });
+      expect(created.status).toBe(201);
+      expect(await sample('read_your_writes_unrecorded_writes', {})).toBe(1);
+
+      await platform.database.pool.query('DROP TRIGGER refuse_unsettled ON api.unsettled_writes');
+      await until(
+        'the write recorded again',
+        10_000,
+        () =>
+          platform.database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM api.unsettled_writes'),
+        (result) => result.rows[0]?.n === 1,
+      );
+      expect(await sample('read_your_writes_unrecorded_writes', {})).toBe(0);
+      // The organization's reads no longer show the state before the write.
+      const read = await acme.request('GET', `/v2/people/${created.body.results.id}`);
+      expect(read.status).toBe(503);
+
+      await lock.query('ROLLBACK');
+      const shown = await until(
+        'the write shown',
+        60_000,
+        () => acme.request('GET', `/v2/people/${created.body.results.id}`),
+        (answer) => answer.status !== 503,
+      );
+      expect(shown.status).toBe(200);
+    } finally {
+      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_unsettled ON api.unsettled_writes');
+      await lock.end();
+    }
+  }, 120_000);
+
   it('does not hold the organization’s reads behind a write whose event a consumer parked', async () => {
     // The projector cannot apply this one record's first event (a trigger refuses it, standing in for a
     // constraint gone wrong), so it parks it after its bounded retries (API.md §12).
@@ -146,6 +193,39 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
       expect(rows[0]).toEqual({ n: 0 });
     } finally {
       await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_stream ON read.stream_versions');
+    }
+  }, 120_000);
+
+  it('does not hold the organization’s reads behind a stream a process manager appended to and the projector parked', async () => {
+    // An adjustment's own event projects; the inventory record the inventory manager appends for it is
+    // refused (every new inventory record, while the trigger stands), so the projector parks that.
+    await platform.database.pool.query(`
+      CREATE OR REPLACE FUNCTION public.refuse_stream() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'stream % refused', NEW.stream_id; END $$`);
+    await platform.database.pool.query(`
+      CREATE TRIGGER refuse_inventory BEFORE INSERT ON read.stream_versions FOR EACH ROW
+        WHEN (NEW.stream_id LIKE 'inventory-%') EXECUTE FUNCTION public.refuse_stream()`);
+    try {
+      const sku = `P-${randomBytes(4).toString('hex')}`;
+      const adjusted = await acme.request('POST', '/v2/inventory_adjustments', {
+        body: { sku, warehouse: 'W', quantity_delta: 3, reason: 'count' },
+      });
+      expect(adjusted.status).toBe(201);
+      await until(
+        'the inventory record’s event parked',
+        30_000,
+        () =>
+          platform.database.pool.query("SELECT 1 FROM es.parked_events WHERE stream_id LIKE 'inventory-%'"),
+        (result) => (result.rowCount ?? 0) > 0,
+      );
+      // The organization reads on; the parked inventory record shows no change until an operator's retry.
+      expect((await acme.request('GET', '/v2/people')).status).toBe(200);
+      const { rows } = await platform.database.pool.query(
+        'SELECT count(*)::int AS n FROM api.unsettled_writes',
+      );
+      expect(rows[0]).toEqual({ n: 0 });
+    } finally {
+      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_inventory ON read.stream_versions');
     }
   }, 120_000);
 });

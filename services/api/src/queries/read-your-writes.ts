@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { baseError, type RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
 import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
@@ -24,6 +24,9 @@ type Settling = Omit<WrittenStream, 'position'>;
  * Postgres that hung, the write still answers soon after its wait (logged as not recorded).
  */
 const RECORD_BOUND_MS = 1_000;
+
+/** How often the records that could not be made when their write answered are tried again. */
+const RECORD_RETRY_MS = 500;
 
 /** Writes answered before the read model showed them, by organization (migration 004). */
 const UNSETTLED_WRITES = 'api.unsettled_writes';
@@ -82,6 +85,15 @@ export class ReadYourWrites {
   private announced = 0;
   private recheck = false;
   private poller: NodeJS.Timeout | undefined;
+  /**
+   * Writes answered past their wait whose record in {@link UNSETTLED_WRITES} failed (the database
+   * was down or hung), each with what it wrote: tried again every {@link RECORD_RETRY_MS} until
+   * recorded, so that their organization's reads do not go back to the state before them once the
+   * database answers again.
+   */
+  private unrecorded: Settling[][] = [];
+  private recorder: NodeJS.Timeout | undefined;
+  private recording = false;
   private readonly waits: Histogram<'outcome'> | undefined;
   private readonly readsHeld: Counter<'outcome'> | undefined;
 
@@ -114,6 +126,17 @@ export class ReadYourWrites {
     // Every outcome exists from the start: the timeouts alert's rate() sees the first one.
     for (const outcome of ['caught_up', 'timed_out']) this.waits?.zero({ outcome });
     for (const outcome of ['caught_up', 'unavailable']) this.readsHeld?.inc({ outcome }, 0);
+    if (metrics) {
+      const unrecorded = (): number => this.unrecorded.length;
+      new Gauge({
+        name: 'read_your_writes_unrecorded_writes',
+        help: "Writes answered before the read model showed them whose record for their organization's reads failed, waiting to be recorded again (alert OfpReadYourWritesUnrecorded)",
+        registers: [metrics],
+        collect() {
+          this.set(unrecorded());
+        },
+      });
+    }
   }
 
   async start(): Promise<void> {
@@ -127,10 +150,18 @@ export class ReadYourWrites {
       this.session.listen(HANDLED_CHANNEL, progressed),
     ]);
     this.poller = setInterval(() => void this.check(), this.options.pollIntervalMs);
+    this.recorder = setInterval(() => void this.recordAgain(), RECORD_RETRY_MS);
   }
 
   async stop(): Promise<void> {
     clearInterval(this.poller);
+    clearInterval(this.recorder);
+    await this.recordAgain();
+    if (this.unrecorded.length > 0)
+      this.logger.error(
+        { streams: this.unrecorded.flat().map(({ streamId, version }) => ({ streamId, version })) },
+        "stopping with writes answered before the read model showed them and never recorded: their organization's reads may show the state before them until the read model catches up",
+      );
     for (const waiter of this.waiters) this.release(waiter, false);
     await Promise.all(this.unlisten.map((unlisten) => unlisten()));
   }
@@ -158,7 +189,7 @@ export class ReadYourWrites {
     // deadline bounds its statements too (what a manager appends to, those streams' versions): under
     // the pool's own bound (statement_timeout and 2 s) a link to Postgres that hung held the answer
     // 32 s (the chaos run's api cut from Postgres).
-    const caughtUp = await withDatabaseDeadline(deadline, () => this.reached(written, deadline, since));
+    const caughtUp = await withDatabaseDeadline(deadline, () => this.reached(written, deadline, { since }));
     if (!caughtUp)
       await withDatabaseDeadline(Date.now() + RECORD_BOUND_MS, () => this.recordUnsettled(written));
     this.waits?.observe(
@@ -182,11 +213,13 @@ export class ReadYourWrites {
     const written = rows.flatMap((row) => row.written);
     // A stream whose event a consumer parked shows no later version until an operator's retry (API.md
     // §12: it is counted and alerted on, and takes no write meanwhile): waiting for it would hold every
-    // read of the organization behind one event.
+    // read of the organization behind one event. So are the streams a process manager appended to for
+    // these writes (an item's inventory, an order), when the projector parked one of their events.
     const parked = await this.store.parkedStreams(written.map((stream) => stream.streamId));
     const reached = await this.reached(
       written.filter((stream) => !parked.has(stream.streamId)),
       deadline,
+      { passParked: true },
     );
     this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
     if (!reached)
@@ -202,16 +235,21 @@ export class ReadYourWrites {
 
   /**
    * Whether the read model shows `written` and what it derives by `deadline`; looked at once unless
-   * nothing was announced since `since` (a {@link mark}).
+   * nothing was announced since `since` (a {@link mark}). With `passParked`, a stream a manager
+   * appended to that has a parked event is not waited for (a read's wait, {@link catchUp}).
    */
-  private async reached(written: readonly Settling[], deadline: number, since?: number): Promise<boolean> {
+  private async reached(
+    written: readonly Settling[],
+    deadline: number,
+    options: { since?: number | undefined; passParked?: boolean },
+  ): Promise<boolean> {
     const reached = await Promise.all([
-      ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline, since)),
+      ...written.map((stream) => this.until({ kind: 'projected', ...stream }, deadline, options.since)),
       ...written.flatMap((stream) =>
         this.managers
           .filter((manager) => manager.streamTypes.includes(stream.streamType))
           .map((manager) =>
-            this.derived(manager, stream, deadline, since).catch((error: unknown) => {
+            this.derived(manager, stream, deadline, options).catch((error: unknown) => {
               this.logger.warn({ err: error }, 'read-your-writes could not follow what the write derives');
               return false;
             }),
@@ -223,29 +261,61 @@ export class ReadYourWrites {
 
   /**
    * Records writes answered before the read model showed them, committed before their response goes
-   * out, so that their organization's next reads wait for them. When even that fails (the database is
-   * down), the response still goes out: the write is durable, and its reads fail meanwhile.
+   * out, so that their organization's next reads wait for them. When that fails (the database is down
+   * or hung), the response still goes out: the write is committed, and a 503 would have a client
+   * without an Idempotency-Key apply it again (one with a key would be replayed the same 2xx, without
+   * a wait). The record is then kept in this process and tried again ({@link recordAgain}) until made:
+   * meanwhile reads fail with the database, and a read in the moment between the database answering
+   * again and the next try may still miss the write (read_your_writes_unrecorded_writes counts them).
    */
   private async recordUnsettled(written: readonly WrittenStream[]): Promise<void> {
     const streams = written.map(({ position: _, ...stream }) => stream);
+    const named = streams.map(({ streamId, version }) => ({ streamId, version }));
     try {
-      for (const orgId of new Set(streams.map((stream) => stream.orgId)))
-        await this.pool.query(
-          prepared(`INSERT INTO ${UNSETTLED_WRITES} (org_id, written) VALUES ($1, $2)`, [
-            orgId,
-            JSON.stringify(streams.filter((stream) => stream.orgId === orgId)),
-          ]),
-        );
+      await this.insertUnsettled(streams);
       this.logger.warn(
-        { streams: streams.map(({ streamId, version }) => ({ streamId, version })) },
+        { streams: named },
         "read model did not catch up in time: answering, and the organization's reads wait for it",
       );
     } catch (error) {
+      this.unrecorded.push(streams);
       this.logger.error(
-        { err: error, streams: streams.map(({ streamId, version }) => ({ streamId, version })) },
-        'read model did not catch up in time, and the write could not be recorded as unsettled: answering anyway',
+        { err: error, streams: named },
+        'read model did not catch up in time, and the write could not be recorded as unsettled: answering, and recording it again until the database takes it',
       );
     }
+  }
+
+  /** Tries again the records {@link recordUnsettled} could not make, oldest first, until one fails. */
+  private async recordAgain(): Promise<void> {
+    if (this.recording) return;
+    this.recording = true;
+    try {
+      while (this.unrecorded.length > 0) {
+        const streams = this.unrecorded[0]!;
+        await withDatabaseDeadline(Date.now() + RECORD_BOUND_MS, () => this.insertUnsettled(streams));
+        this.unrecorded.shift();
+        this.logger.warn(
+          { streams: streams.map(({ streamId, version }) => ({ streamId, version })) },
+          "a write answered before the read model showed it is recorded at last: the organization's reads wait for it",
+        );
+      }
+    } catch {
+      // Still failing: the next interval tries again, and the gauge shows how many wait.
+    } finally {
+      this.recording = false;
+    }
+  }
+
+  /** One row per organization written, so that each organization's reads find their own. */
+  private async insertUnsettled(streams: readonly Settling[]): Promise<void> {
+    for (const orgId of new Set(streams.map((stream) => stream.orgId)))
+      await this.pool.query(
+        prepared(`INSERT INTO ${UNSETTLED_WRITES} (org_id, written) VALUES ($1, $2)`, [
+          orgId,
+          JSON.stringify(streams.filter((stream) => stream.orgId === orgId)),
+        ]),
+      );
   }
 
   /** The manager handled the stream's version, and the projector applied what it appended. */
@@ -253,7 +323,7 @@ export class ReadYourWrites {
     manager: ProcessManager,
     stream: Settling,
     deadline: number,
-    since: number | undefined,
+    { since, passParked }: { since?: number | undefined; passParked?: boolean },
   ): Promise<boolean> {
     const { streamId, version } = stream;
     if (!(await this.until({ kind: 'handled', manager: manager.name, streamId, version }, deadline, since)))
@@ -263,10 +333,13 @@ export class ReadYourWrites {
       for (const target of await manager.appendsTo({ ...stream, data: change })) targets.add(target);
     if (targets.size === 0) return true;
     const versions = await this.store.streamVersions([...targets]);
+    const parked = passParked ? await this.store.parkedStreams([...versions.keys()]) : new Set<string>();
     const reached = await Promise.all(
-      [...versions].map(([target, at]) =>
-        this.until({ kind: 'projected', streamId: target, version: at }, deadline, since),
-      ),
+      [...versions]
+        .filter(([target]) => !parked.has(target))
+        .map(([target, at]) =>
+          this.until({ kind: 'projected', streamId: target, version: at }, deadline, since),
+        ),
     );
     return reached.every(Boolean);
   }
