@@ -10,6 +10,8 @@ import {
 import { Kafka, logLevel } from './kafka-javascript.js';
 import { ensureTopics, topicOf } from './topics.js';
 
+/** How long a node stays frozen while ensureTopics creates topics through it: past a try's 5 s. */
+const FROZEN_AT_CREATION_MS = 8_000;
 /** How long ensureTopics must still be waiting while the node is frozen. */
 const PENDING_MS = 3_000;
 /**
@@ -119,4 +121,36 @@ describe('ensureTopics on a three-node cluster', () => {
       `ensureTopics returned ${returnedAt! - resumedAt} ms after the frozen node went on (frozen ${resumedAt - frozenAt} ms)\n`,
     );
   }, 240_000);
+
+  it('creates the topics once a broker it could not reach answers again, trying again by itself', async () => {
+    // A creation, or the listing before it, that meets a frozen broker fails after the client's
+    // timeout; start-up then tries again through a new client until the cluster takes it. Here the
+    // client knows the frozen node alone, so every try fails until it goes on.
+    const frozen = cluster!.nodes[0]!;
+    const settings = testTopics(2);
+    const topics = [topicOf(settings, 'parts')];
+    const kafka = new Kafka({
+      kafkaJS: { clientId: 'topics-test', brokers: [frozen.broker], logLevel: logLevel.NOTHING },
+    });
+    const pid = frozen.pid()!;
+    process.kill(pid, 'SIGSTOP');
+    let ensured: Promise<unknown>;
+    try {
+      ensured = ensureTopics(kafka, settings, topics, logger).then(
+        () => 'created',
+        (error: unknown) => error,
+      );
+      await sleep(FROZEN_AT_CREATION_MS);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(await ensured).toBe('created');
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      expect(await admin.listTopics()).toEqual(expect.arrayContaining(topics));
+    } finally {
+      await admin.disconnect();
+    }
+  }, 120_000);
 });

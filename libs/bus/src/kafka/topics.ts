@@ -15,6 +15,15 @@ export function topicOf(settings: TopicSettings, streamType: string): string {
   return `${settings.prefix}${streamType}`;
 }
 
+/**
+ * How long ensureTopics tries to create missing topics, each try through a new client: under KRaft a
+ * creation goes to the broker a Metadata answer names as controller (any unfenced broker), and a
+ * client keeps that name, so while a broker is frozen but not yet fenced every try of one client can
+ * time out on it.
+ */
+const CREATE_TIMEOUT_MS = 60_000;
+/** The time one try of a creation has (the client's default: 5 s). */
+const CREATE_TRY_MS = 5_000;
 /** How long ensureTopics waits for every partition of new topics to have a leader. */
 const LEADERS_TIMEOUT_MS = 30_000;
 /** How long it then waits for every broker to know them, before going on with a warning. */
@@ -37,39 +46,74 @@ export async function ensureTopics(
   topics: readonly string[],
   logger: Logger,
 ): Promise<void> {
+  await createMissing(kafka, settings, topics, logger);
   const admin = kafka.admin();
   await admin.connect();
   let brokers: string[];
   try {
-    brokers = await createAndLead(admin, settings, topics);
+    brokers = await untilLed(admin, topics);
   } finally {
     await admin.disconnect();
   }
   await untilEveryBrokerKnows(kafka, brokers, topics, logger);
 }
 
-/** Creates the missing topics and waits for their leaders; resolves with the brokers the cluster names. */
-async function createAndLead(
-  admin: Admin,
+/**
+ * Creates the topics that do not exist yet, trying again through a new client (see
+ * {@link CREATE_TIMEOUT_MS}) until the cluster takes them; logs once what it waits for, and after the
+ * bound fails with an error that names the topics and the last failure.
+ */
+async function createMissing(
+  kafka: Kafka,
   settings: TopicSettings,
   topics: readonly string[],
-): Promise<string[]> {
-  const existing = new Set(await admin.listTopics());
-  const missing = topics.filter((t) => !existing.has(t));
-  if (missing.length > 0 && !settings.create) {
-    throw new Error(`Kafka topics missing (KAFKA_CREATE_TOPICS=false): ${missing.join(', ')}`);
+  logger: Logger,
+): Promise<void> {
+  const deadline = Date.now() + CREATE_TIMEOUT_MS;
+  for (let attempt = 1; ; attempt++) {
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      const existing = new Set(await admin.listTopics());
+      const missing = topics.filter((t) => !existing.has(t));
+      if (missing.length === 0) return;
+      if (!settings.create)
+        throw new TopicsMissing(`Kafka topics missing (KAFKA_CREATE_TOPICS=false): ${missing.join(', ')}`);
+      // Several processes starting together create the same topics: whichever loses the race is told
+      // that they exist (createTopics resolves false), and all then wait for the leaders.
+      await admin.createTopics({
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: settings.partitions,
+          replicationFactor: settings.replicationFactor,
+        })),
+        timeout: CREATE_TRY_MS,
+      });
+      return;
+    } catch (error) {
+      if (error instanceof TopicsMissing) throw error;
+      if (Date.now() >= deadline)
+        throw new Error(
+          `Kafka topics could not be created within ${CREATE_TIMEOUT_MS} ms (${attempt} tries): ${topics.join(', ')}: ${String(error)}`,
+          { cause: error },
+        );
+      if (attempt === 1)
+        logger.warn(
+          { err: error, topics, boundMs: CREATE_TIMEOUT_MS },
+          'creating the Kafka topics failed (a broker that does not answer and is not yet fenced, say): trying again through a new client until the cluster takes them',
+        );
+      await sleep(500);
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
   }
-  if (missing.length > 0) {
-    // Several processes starting together create the same topics: whichever loses the race is told
-    // that they exist (createTopics resolves false), and all then wait for the leaders below.
-    await admin.createTopics({
-      topics: missing.map((topic) => ({
-        topic,
-        numPartitions: settings.partitions,
-        replicationFactor: settings.replicationFactor,
-      })),
-    });
-  }
+}
+
+/** Topics missing where they may not be created: no try would heal that. */
+class TopicsMissing extends Error {}
+
+/** Waits for every partition of the topics to have a leader; resolves with the brokers the cluster names. */
+async function untilLed(admin: Admin, topics: readonly string[]): Promise<string[]> {
   const deadline = Date.now() + LEADERS_TIMEOUT_MS;
   for (;;) {
     const metadata = await admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => undefined);
