@@ -3,8 +3,9 @@
  * balancers, on a Kafka cluster of three brokers, under a mixed workload, while a scheduler drawn from
  * a seed kills and restarts replicas, pauses one past the Kafka session timeout, kills a broker and
  * brings it back, freezes one, crashes Postgres, and with `--faults network` cuts a broker off the
- * network (its own network namespace; as root) and slows, resets and cuts the platform's links to
- * Postgres (a Toxiproxy proxy per process; one api replica cut while the others reach it). Then, with the platform quiet, it checks that nothing was lost,
+ * network (its own network namespace; as root), slows, resets and cuts the platform's links to
+ * Postgres (a Toxiproxy proxy per process; one api replica cut while the others reach it), and slows
+ * and resets its links to the brokers (a proxy per broker, advertised on a listener of the platform's). Then, with the platform quiet, it checks that nothing was lost,
  * duplicated, reordered or left stale, and prints the counts, the recovery times and the largest lag.
  *
  *   npm run chaos                                  150 s of faults, a seed drawn at random
@@ -13,8 +14,8 @@
  *   npm run chaos -- --session-timeout 10         KAFKA_SESSION_TIMEOUT_MS of 10 s (30 by default)
  *   npm run chaos -- --faults network --duration 300   also the network faults (as root)
  *
- * Everything runs on loopback (with --faults network, one broker behind a veth pair, Postgres behind
- * Toxiproxy) and is stopped at
+ * Everything runs on loopback (with --faults network, one broker behind a veth pair, Postgres and the
+ * brokers behind Toxiproxy) and is stopped at
  * the end (Postgres in .cache/chaos-postgres, deleted).
  * Exits with 1 when a check fails. docs/chaos.md.
  */
@@ -172,9 +173,22 @@ try {
   // With --faults network, every platform process reaches Postgres through a Toxiproxy proxy of its
   // own, for latency, resets and one api replica cut off; the run's own checks connect directly.
   const postgresLinks = networkFaults
-    ? await startToxiproxy({ cacheDir: CACHE_DIR, upstream: `${url.hostname}:${url.port}`, seed, log })
+    ? await startToxiproxy({ cacheDir: CACHE_DIR, upstream: () => `${url.hostname}:${url.port}`, seed, log })
     : undefined;
   if (postgresLinks) cleanups.push(() => postgresLinks.stop());
+  // And each broker through a proxy of its own (one for every process: a broker advertises one address
+  // per listener), which the broker advertises on a listener of the platform's; the brokers replicate,
+  // and the run's own admin client asks, on their own listener.
+  const kafkaListeners = new Map<string, string>();
+  const kafkaLinks = networkFaults
+    ? await startToxiproxy({
+        cacheDir: CACHE_DIR,
+        upstream: (name) => kafkaListeners.get(name)!,
+        seed: seed + 1,
+        log,
+      })
+    : undefined;
+  if (kafkaLinks) cleanups.push(() => kafkaLinks.stop());
   const linkUrl = async (name: string): Promise<Record<string, string>> => {
     const through = new URL(databaseUrl);
     through.host = await postgresLinks!.addressFor(name);
@@ -190,6 +204,14 @@ try {
     logger,
     nodes: brokers,
     ...(isolated ? { placement: (id) => (id === brokers ? isolated.inside : isolated.outside) } : {}),
+    ...(kafkaLinks
+      ? {
+          advertiseClientListener: (id, listener) => {
+            kafkaListeners.set(`broker-${id}`, listener);
+            return kafkaLinks.addressFor(`broker-${id}`);
+          },
+        }
+      : {}),
     // A restarted broker takes its preferred leaderships back within seconds, not at Kafka's next
     // five-minute check: the coordination of consumer groups then moves between two live brokers
     // during the run as well, not only away from a killed one.
@@ -201,10 +223,13 @@ try {
   const logFile = join(CACHE_DIR, 'chaos', `seed-${seed}${networkFaults ? '-network' : ''}.log`);
   const output = createWriteStream(logFile);
   cleanups.push(() => new Promise((resolve) => output.end(resolve)));
-  log(`Kafka at ${kafka.brokers.join(',')}; starting the platform (its logs: ${logFile})`);
+  const platformBrokers = kafka.clientBrokers ?? kafka.brokers;
+  log(
+    `Kafka at ${kafka.brokers.join(',')}${kafka.clientBrokers ? `, the platform's proxies ${platformBrokers.join(',')}` : ''}; starting the platform (its logs: ${logFile})`,
+  );
   const platform = await startPlatform({
     databaseUrl,
-    kafkaBrokers: kafka.brokers,
+    kafkaBrokers: platformBrokers,
     replicas,
     output,
     ...(postgresLinks ? { envFor: linkUrl } : {}),
@@ -283,6 +308,7 @@ try {
     brokers: kafka.nodes,
     ...(isolated ? { isolated } : {}),
     ...(postgresLinks ? { postgresLinks } : {}),
+    ...(kafkaLinks ? { kafkaLinks } : {}),
     postgresLocation: postgres.location,
     postgresDown: () => postgres.down(),
   };

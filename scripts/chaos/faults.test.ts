@@ -42,7 +42,7 @@ describe("the chaos run's schedule", () => {
       for (const fault of faults) {
         if (fault.kind === 'cut-api-postgres') expect(fault.target).toMatch(/^api(-2)?$/);
         if (fault.kind === 'partition-broker') expect(fault.target).toBe('3');
-        if (fault.kind === 'slow-postgres') {
+        if (fault.kind === 'slow-postgres' || fault.kind === 'slow-kafka') {
           expect(fault.link).toEqual({ latencyMs: expect.any(Number), jitterMs: expect.any(Number) });
           const { latencyMs, jitterMs } = fault.link as { latencyMs: number; jitterMs: number };
           expect([latencyMs >= 200 && latencyMs <= 500, jitterMs >= 20 && jitterMs <= 150]).toEqual([
@@ -50,14 +50,16 @@ describe("the chaos run's schedule", () => {
             true,
           ]);
         }
-        if (fault.kind === 'reset-postgres') {
+        if (fault.kind === 'reset-postgres' || fault.kind === 'reset-kafka') {
           const { resetAfterMs, toxicity } = fault.link as { resetAfterMs: number; toxicity: number };
           expect([resetAfterMs >= 0 && resetAfterMs <= 2_000, toxicity >= 0.2 && toxicity <= 0.6]).toEqual([
             true,
             true,
           ]);
         }
-        if (!['slow-postgres', 'reset-postgres'].includes(fault.kind)) expect(fault.link).toBeUndefined();
+        if (/^(slow|reset)-/.test(fault.kind))
+          expect(fault.target).toBe(fault.kind.endsWith('kafka') ? 'kafka links' : 'postgres links');
+        else expect(fault.link).toBeUndefined();
       }
       // The same seed, the same schedule.
       expect(scheduleFaults(xoroshiro128plus(seed), 300_000, REPLICAS, [1, 2, 3], 30_000, kinds, 3)).toEqual(

@@ -21,7 +21,9 @@ export type FaultKind =
   | 'restart-postgres'
   | 'slow-postgres'
   | 'reset-postgres'
-  | 'cut-api-postgres';
+  | 'cut-api-postgres'
+  | 'slow-kafka'
+  | 'reset-kafka';
 /** The default schedule's kinds (CI's): signals and crashes. */
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill-replica',
@@ -32,25 +34,29 @@ export const FAULT_KINDS: readonly FaultKind[] = [
 ];
 /**
  * What `--faults network` adds (docs/chaos.md says why not by default yet): a broker cut off the
- * network, and on the platform's links to Postgres (each process through a Toxiproxy proxy of its
- * own) added latency, connections reset, and one api replica cut off while the others reach it.
+ * network; on the platform's links to Postgres (each process through a Toxiproxy proxy of its own)
+ * added latency, connections reset, and one api replica cut off while the others reach it; on the
+ * platform's links to the brokers (a proxy per broker, which the broker advertises to the platform)
+ * added latency and connections reset.
  */
 export const NETWORK_FAULT_KINDS: readonly FaultKind[] = [
   'partition-broker',
   'slow-postgres',
   'reset-postgres',
   'cut-api-postgres',
+  'slow-kafka',
+  'reset-kafka',
 ];
 
 export interface Fault {
   readonly kind: FaultKind;
   /** When it starts, from the start of the workload. */
   readonly atMs: number;
-  /** A process's name, a broker's node id, or `postgres`. */
+  /** A process's name, a broker's node id, `postgres`, or the links faulted. */
   readonly target: string;
   /** How long the target stays down or paused before it is brought back. */
   readonly holdMs: number;
-  /** What a fault on the links to Postgres does to them, drawn from the seed too. */
+  /** What a fault on the links to Postgres or the brokers does to them, drawn from the seed too. */
   readonly link?:
     | { readonly latencyMs: number; readonly jitterMs: number }
     | { readonly resetAfterMs: number; readonly toxicity: number };
@@ -112,19 +118,19 @@ export function scheduleFaults(
                 target: String(kind === 'partition-broker' ? isolatedBroker : pick(brokers)),
                 holdMs: stretch(),
               }
-            : kind === 'slow-postgres'
+            : kind === 'slow-postgres' || kind === 'slow-kafka'
               ? {
                   kind,
                   atMs: at,
-                  target: 'postgres links',
+                  target: `${kind.slice('slow-'.length)} links`,
                   holdMs: stretch(),
                   link: { latencyMs: uniformInt(random, 200, 500), jitterMs: uniformInt(random, 20, 150) },
                 }
-              : kind === 'reset-postgres'
+              : kind === 'reset-postgres' || kind === 'reset-kafka'
                 ? {
                     kind,
                     atMs: at,
-                    target: 'postgres links',
+                    target: `${kind.slice('reset-'.length)} links`,
                     holdMs: stretch(),
                     link: {
                       resetAfterMs: uniformInt(random, 0, 2_000),
@@ -153,6 +159,8 @@ export interface Targets {
   readonly isolated?: IsolatedHost;
   /** Each platform process's link to Postgres, by the process's name (`--faults network`). */
   readonly postgresLinks?: ProxiedService;
+  /** The platform's link to each broker, `broker-<id>` (`--faults network`). */
+  readonly kafkaLinks?: ProxiedService;
   /** The Postgres cluster's folder (its postmaster.pid names the postmaster). */
   readonly postgresLocation: string;
   /** Whether the embedded Postgres's watchdog has it down. */
@@ -348,9 +356,15 @@ export async function carryOut(fault: Fault, targets: Targets): Promise<void> {
     }
     case 'slow-postgres':
     case 'reset-postgres':
-    case 'cut-api-postgres': {
-      const links = targets.postgresLinks;
-      if (!links) throw new Error('the platform does not reach Postgres through Toxiproxy');
+    case 'cut-api-postgres':
+    case 'slow-kafka':
+    case 'reset-kafka': {
+      const kafka = fault.kind === 'slow-kafka' || fault.kind === 'reset-kafka';
+      const links = kafka ? targets.kafkaLinks : targets.postgresLinks;
+      if (!links)
+        throw new Error(
+          `the platform does not reach ${kafka ? 'the brokers' : 'Postgres'} through Toxiproxy`,
+        );
       const { link } = fault;
       if (fault.kind === 'cut-api-postgres') await links.cut(fault.target);
       else if (link && 'latencyMs' in link) await links.slow(link);

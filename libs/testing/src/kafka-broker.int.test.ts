@@ -2,12 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import confluent, { type KafkaJS } from '@confluentinc/kafka-javascript';
 import { startKafkaBroker, startKafkaCluster } from './kafka-broker.js';
 import { testLogger } from './logger.js';
+import { freePort } from './ports.js';
 import { CACHE_DIR } from './postgres.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -178,6 +180,58 @@ describe('startKafkaBroker', () => {
 
 describe('startKafkaCluster', () => {
   const PER_PHASE = 10;
+
+  it("advertises the clients' listener at the address given, and its own listener to the rest", async () => {
+    // A forwarder in front of the clients' listener, as the chaos run's Toxiproxy proxies are.
+    let upstream = '';
+    const connections: string[] = [];
+    const forwarder = createServer((socket) => {
+      const [host, port] = upstream.split(':');
+      const to = createConnection({ host: host!, port: Number(port) });
+      connections.push(upstream);
+      socket.pipe(to).pipe(socket);
+      for (const end of [socket, to]) end.on('error', () => (socket.destroy(), to.destroy()));
+    });
+    const forwarded = `127.0.0.1:${await freePort()}`;
+    await new Promise<void>((resolve) =>
+      forwarder.listen(Number(forwarded.split(':')[1]), '127.0.0.1', resolve),
+    );
+    const cluster = await startKafkaCluster({
+      cacheDir: CACHE_DIR,
+      logger: testLogger('kafka-cluster-test'),
+      nodes: 1,
+      advertiseClientListener: (id, listener) => {
+        upstream = listener;
+        return Promise.resolve(id === 1 ? forwarded : 'unexpected:1');
+      },
+    });
+    // What a broker answers a metadata request with: the addresses of the listener asked.
+    const brokersSeenFrom = (bootstrap: string) =>
+      new Promise<string[]>((resolve, reject) => {
+        const producer = new confluent.Producer({ 'metadata.broker.list': bootstrap });
+        producer.connect({ timeout: 30_000 }, (error, metadata) => {
+          producer.disconnect();
+          if (error) reject(new Error(error.message, { cause: error }));
+          else resolve(metadata.brokers.map(({ host, port }) => `${host}:${port}`));
+        });
+      });
+    try {
+      expect({
+        clientBrokers: cluster.clientBrokers,
+        throughTheForwarder: await brokersSeenFrom(forwarded),
+        throughItsOwnListener: await brokersSeenFrom(cluster.brokers[0]!),
+      }).toEqual({
+        clientBrokers: [forwarded],
+        throughTheForwarder: [forwarded],
+        throughItsOwnListener: cluster.brokers,
+      });
+      expect(connections.length).toBeGreaterThan(0);
+      expect(upstream).not.toBe(cluster.brokers[0]);
+    } finally {
+      await cluster.stop();
+      forwarder.close();
+    }
+  }, 120_000);
 
   it('keeps taking writes with acks=all while the leader is killed, and takes the node back with its data', async () => {
     const cluster = await startKafkaCluster({

@@ -68,6 +68,14 @@ export interface KafkaClusterOptions {
    * ({@link isolatedHost}). By default every node on 127.0.0.1, in the test's own namespace.
    */
   placement?: (nodeId: number) => NetworkPlace;
+  /**
+   * A listener of each node for the clients (`CLIENT`, plaintext) beside the one the nodes replicate
+   * on, advertised at the address this resolves with for the node's id and the listener's own
+   * `host:port`: e.g. a proxy in front of it, so that a client sees every broker through its proxy,
+   * since a broker answers metadata with the addresses advertised for the listener that was asked
+   * ({@link RunningKafkaCluster.clientBrokers}).
+   */
+  advertiseClientListener?: (nodeId: number, listener: string) => Promise<string>;
 }
 
 /** One node of a {@link RunningKafkaCluster}, which a chaos test may kill and start again. */
@@ -91,6 +99,8 @@ export interface KafkaNode {
 export interface RunningKafkaCluster {
   /** Bootstrap addresses (`host:port`): every node's plaintext listener. */
   brokers: string[];
+  /** With `advertiseClientListener`: every node's `CLIENT` listener, at its advertised address. */
+  clientBrokers?: string[];
   nodes: readonly KafkaNode[];
   /**
    * Creates a topic whose partition `i` has the nodes `replicas[i]`, the first its preferred leader,
@@ -209,6 +219,8 @@ interface NodeLayout {
   controllerPort: number;
   /** With `saslSsl`. */
   securePort?: number;
+  /** With `advertiseClientListener`: its `CLIENT` listener's port and advertised address. */
+  client?: { port: number; advertised: string };
 }
 
 /** What a cluster's node is to the cluster itself: a {@link KafkaNode} that it starts and stops. */
@@ -232,15 +244,27 @@ async function launchCluster(
   for (let id = 1; id <= options.nodes; id++) {
     const [port, controllerPort] = [await freshPort(), await freshPort()];
     const place = options.placement?.(id) ?? { address: '127.0.0.1', prefix: [] };
+    const clientPort = options.advertiseClientListener && (await freshPort());
     layout.push({
       id,
       place,
       port,
       controllerPort,
       ...(options.saslSsl ? { securePort: await freshPort() } : {}),
+      ...(clientPort
+        ? {
+            client: {
+              port: clientPort,
+              advertised: await options.advertiseClientListener!(id, `${place.address}:${clientPort}`),
+            },
+          }
+        : {}),
     });
   }
   const brokers = layout.map((node) => `${node.place.address}:${node.port}`);
+  const clientBrokers = options.advertiseClientListener
+    ? layout.map((node) => node.client!.advertised)
+    : undefined;
   const dir = await mkdtemp(join(tmpdir(), 'ofp-kafka-'));
   // Detached, as the lifelines are: a Ctrl-C in the terminal goes to Node alone. Unreferenced: the
   // nodes are what keep Node running, not their janitor.
@@ -347,6 +371,7 @@ async function launchCluster(
   };
   return {
     brokers,
+    ...(clientBrokers ? { clientBrokers } : {}),
     ...(secure ? { secure } : {}),
     nodes,
     createTopic,
@@ -547,15 +572,21 @@ function brokerConfig(node: NodeLayout, cluster: NodeLayout[], dataDir: string):
   // smaller cluster cannot have as many; one node has one replica of everything, internal topics too.
   const replicas = String(Math.min(3, cluster.length));
   const minInSync = String(Math.min(2, cluster.length));
+  // The nodes replicate and the harness asks on PLAINTEXT; the clients of advertiseClientListener on CLIENT.
+  const client = node.client && {
+    listeners: `,CLIENT://${node.place.address}:${node.client.port}`,
+    advertised: `,CLIENT://${node.client.advertised}`,
+    protocol: ',CLIENT:PLAINTEXT',
+  };
   return {
     'process.roles': 'broker,controller',
     'node.id': String(node.id),
     'controller.quorum.voters': cluster
       .map(({ id, place, controllerPort }) => `${id}@${place.address}:${controllerPort}`)
       .join(','),
-    listeners: `PLAINTEXT://${node.place.address}:${node.port},CONTROLLER://${node.place.address}:${node.controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://${node.place.address}:${node.port}`,
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    listeners: `PLAINTEXT://${node.place.address}:${node.port},CONTROLLER://${node.place.address}:${node.controllerPort}${client?.listeners ?? ''}`,
+    'advertised.listeners': `PLAINTEXT://${node.place.address}:${node.port}${client?.advertised ?? ''}`,
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${client?.protocol ?? ''}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
     'log.dirs': dataDir,

@@ -13,11 +13,12 @@ export const TOXIPROXY_VERSION = 'v2.5.0';
 
 /**
  * A TCP service that each client reaches through a link of its own, a Toxiproxy proxy, so that the
- * link of one client or of all can be slowed, reset or cut while the service runs on. The faults of a
+ * link of one client or of all can be slowed, reset or cut while the service runs on. A link may also
+ * be one server of several (a Kafka broker), every client reaching that server through it. The faults of a
  * network that this machine's kernel cannot make with `tc netem` (no modules: no netem, no tc filters).
  */
 export interface ProxiedService {
-  /** The address (`127.0.0.1:port`) that the client `name` reaches the service through; made once per name. */
+  /** The address (`127.0.0.1:port`) that the link `name` listens at; made once per name. */
   addressFor(name: string): Promise<string>;
   /** Every link's answers delayed by `latencyMs` ± `jitterMs`, new links included, until {@link heal}. */
   slow(options: { latencyMs: number; jitterMs: number }): Promise<void>;
@@ -41,14 +42,15 @@ export interface ProxiedService {
 }
 
 /**
- * Starts a Toxiproxy server on a free loopback port, in front of `upstream` (`host:port`), built the
+ * Starts a Toxiproxy server on a free loopback port, each link `name` in front of `upstream(name)`
+ * (`host:port`, asked when the link is made), built the
  * first time with `go install` into `<cacheDir>/toxiproxy-<version>` (about 30 s; the Go module
  * proxy, no other download). `seed` seeds its random draws (toxicity, jitter), so that a chaos run's
  * seed replays them as well as the platform's scheduling lets it. The server dies with this process.
  */
 export async function startToxiproxy(options: {
   cacheDir: string;
-  upstream: string;
+  upstream: (name: string) => string;
   seed: number;
   log?: (line: string) => void;
 }): Promise<ProxiedService> {
@@ -102,7 +104,7 @@ export async function startToxiproxy(options: {
       let proxy = proxies.get(name);
       if (!proxy) {
         proxy = freePort().then((listen) =>
-          client.createProxy({ name, listen: `127.0.0.1:${listen}`, upstream: options.upstream }),
+          client.createProxy({ name, listen: `127.0.0.1:${listen}`, upstream: options.upstream(name) }),
         );
         proxies.set(name, proxy);
       }
