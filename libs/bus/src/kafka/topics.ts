@@ -122,8 +122,10 @@ async function untilLed(admin: Admin, topics: readonly string[]): Promise<string
       const offsets = await admin
         .fetchTopicMetadata({ topics: ['__consumer_offsets'], timeout: BROKER_ANSWER_MS })
         .catch(() => []);
+      // A replica on a broker the cluster does not list (down and fenced) comes without an address
+      // (`:0`): nobody can be sent to it, and a client bootstrapped there would wait out the bound.
       const nodes = [...metadata, ...offsets].flatMap((t) =>
-        t.partitions.flatMap((p) => p.replicaNodes ?? []),
+        t.partitions.flatMap((p) => (p.replicaNodes ?? []).filter(({ host, port }) => host && port > 0)),
       );
       return [...new Set(nodes.map(({ host, port }) => `${host}:${port}`))];
     }
@@ -144,7 +146,8 @@ async function untilLed(admin: Admin, topics: readonly string[]): Promise<string
  * which stays the safety net. Each broker is asked through an admin client of its own bootstrapped at
  * its address alone (librdkafka sends a client's metadata requests to a broker it is connected to, and
  * such a client connects to that one). A broker that does not answer (stopped, cut off) is waited for
- * within the bound too: once the cluster fences it, a consumer cannot ask it either. After the bound,
+ * within the bound too, until the cluster fences it: then no consumer can ask it either, and the
+ * metadata gives its replicas no address, so {@link untilLed} leaves it out. After the bound,
  * a warning names the brokers, and subscribe goes on.
  */
 async function untilEveryBrokerKnows(
