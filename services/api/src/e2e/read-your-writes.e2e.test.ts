@@ -111,6 +111,28 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
     }
   }, 120_000);
 
+  it('forgets a recorded write once the read model shows it, though its organization does not read again', async () => {
+    const lock = new pg.Client({ connectionString: platform.database.url });
+    await lock.connect();
+    const unsettled = async () =>
+      (
+        await platform.database.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM api.unsettled_writes',
+        )
+      ).rows[0]!.n;
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE read.people IN EXCLUSIVE MODE');
+      const created = await acme.request('POST', '/v2/people', { body: { last_name: 'Unread' } });
+      expect(created.status).toBe(201);
+      expect(await unsettled()).toBe(1);
+    } finally {
+      await lock.end();
+    }
+    // No read of the organization follows: the row goes once the projector has applied the write.
+    await until('the recorded write forgotten', 40_000, unsettled, (n) => n === 0);
+  }, 120_000);
+
   it('records a write whose record failed once the database takes it, and holds the reads for it', async () => {
     const lock = new pg.Client({ connectionString: platform.database.url });
     await lock.connect();

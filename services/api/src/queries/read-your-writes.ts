@@ -28,6 +28,17 @@ const RECORD_BOUND_MS = 1_000;
 /** How often the records that could not be made when their write answered are tried again. */
 const RECORD_RETRY_MS = 500;
 
+/**
+ * How often recorded writes are forgotten once the read model shows them, without a read: reads forget
+ * their organization's, but an organization that does not read again would keep its rows for good,
+ * and its next read (days later, say) would wait for all of them at once.
+ */
+const SWEEP_INTERVAL_MS = 10_000;
+/** The organizations one sweep looks at, those with the oldest rows first. */
+const SWEEP_ORGS = 20;
+/** How long a sweep waits for one organization's recorded writes to show. */
+const SWEEP_WAIT_MS = 1_000;
+
 /** Writes answered before the read model showed them, by organization (migration 004). */
 const UNSETTLED_WRITES = 'api.unsettled_writes';
 
@@ -94,6 +105,8 @@ export class ReadYourWrites {
   private unrecorded: Settling[][] = [];
   private recorder: NodeJS.Timeout | undefined;
   private recording = false;
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping = false;
   private readonly waits: Histogram<'outcome'> | undefined;
   private readonly readsHeld: Counter<'outcome'> | undefined;
 
@@ -151,11 +164,13 @@ export class ReadYourWrites {
     ]);
     this.poller = setInterval(() => void this.check(), this.options.pollIntervalMs);
     this.recorder = setInterval(() => void this.recordAgain(), RECORD_RETRY_MS);
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
   }
 
   async stop(): Promise<void> {
     clearInterval(this.poller);
     clearInterval(this.recorder);
+    clearInterval(this.sweeper);
     await this.recordAgain();
     if (this.unrecorded.length > 0)
       this.logger.error(
@@ -205,11 +220,26 @@ export class ReadYourWrites {
    * `readTimeoutMs`. For a read whose statement found {@link unsettledFor} true: it then reads again.
    */
   async catchUp(orgId: number): Promise<void> {
-    const deadline = Date.now() + this.options.readTimeoutMs;
+    const reached = await this.forgetShown(orgId, Date.now() + this.options.readTimeoutMs);
+    if (reached === undefined) return;
+    this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
+    if (!reached)
+      throw baseError(
+        'Unavailable',
+        "Searches and reads do not show this organization's latest writes yet: try again shortly",
+        { 'Retry-After': '1' },
+      );
+  }
+
+  /**
+   * Whether the read model shows every recorded write of `orgId` and what it derives by `deadline`,
+   * then forgotten; undefined when it has none.
+   */
+  private async forgetShown(orgId: number, deadline: number): Promise<boolean | undefined> {
     const { rows } = await this.pool.query<{ id: string; written: Settling[] }>(
       prepared(`SELECT id, written FROM ${UNSETTLED_WRITES} WHERE org_id = $1`, [orgId]),
     );
-    if (rows.length === 0) return;
+    if (rows.length === 0) return undefined;
     const written = rows.flatMap((row) => row.written);
     // A stream whose event a consumer parked shows no later version until an operator's retry (API.md
     // §12: it is counted and alerted on, and takes no write meanwhile): waiting for it would hold every
@@ -221,16 +251,32 @@ export class ReadYourWrites {
       deadline,
       { passParked: true },
     );
-    this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
-    if (!reached)
-      throw baseError(
-        'Unavailable',
-        "Searches and reads do not show this organization's latest writes yet: try again shortly",
-        { 'Retry-After': '1' },
+    if (reached)
+      await this.pool.query(
+        prepared(`DELETE FROM ${UNSETTLED_WRITES} WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]),
       );
-    await this.pool.query(
-      prepared(`DELETE FROM ${UNSETTLED_WRITES} WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]),
-    );
+    return reached;
+  }
+
+  /**
+   * Forgets the recorded writes the read model shows of organizations that have not read since
+   * ({@link SWEEP_INTERVAL_MS}), so that the table holds only writes still not shown.
+   */
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const { rows } = await this.pool.query<{ org_id: string }>(
+        prepared(`SELECT org_id FROM ${UNSETTLED_WRITES} GROUP BY org_id ORDER BY min(id) LIMIT $1`, [
+          SWEEP_ORGS,
+        ]),
+      );
+      for (const { org_id } of rows) await this.forgetShown(Number(org_id), Date.now() + SWEEP_WAIT_MS);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'read-your-writes could not forget the recorded writes shown');
+    } finally {
+      this.sweeping = false;
+    }
   }
 
   /**
