@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
 import { closeServer, createHttpApp, listen, MAX_BODY_BYTES, MAX_BODY_DEPTH } from './http.js';
@@ -163,6 +164,17 @@ describe('the HTTP pipeline', () => {
   const post = (body: string, type = 'application/json', path = '/echo') =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
   const envelope = (base: string[]) => ({ count: 0, results: null, errors: { base } });
+  /** Sends `request` as it is over a new connection and resolves with all the server sent until it closed. */
+  const rawExchange = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const { port } = new URL(base);
+      const socket = connect(Number(port), '127.0.0.1', () => socket.end(request));
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString()));
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    });
 
   it('answers an unknown route with a 404 envelope, and a known path with a 405 naming the methods it takes', async () => {
     const nowhere = await fetch(`${base}/nowhere`);
@@ -240,6 +252,41 @@ describe('the HTTP pipeline', () => {
     expect(response.status).toBe(400);
     expect(await response.json()).toEqual(
       envelope([`Request body text must be UTF-8: ${where}, which is no character`]),
+    );
+  });
+
+  it.each([
+    [
+      'an invalid Content-Length',
+      'Content-Length: abc\r\n\r\n{}',
+      'Malformed HTTP request: Invalid character in Content-Length',
+    ],
+    [
+      'both Content-Length and Transfer-Encoding',
+      'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+      "Malformed HTTP request: Transfer-Encoding can't be present with Content-Length",
+    ],
+    [
+      'a chunk size that is not hexadecimal',
+      'Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+      'Malformed HTTP request: Invalid character in chunk size',
+    ],
+  ])(
+    'answers a request its parser refuses (%s) with a 400 in the envelope, not a reset',
+    async (_case, rest, message) => {
+      const answer = await rawExchange(
+        `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${rest}`,
+      );
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+      expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual(envelope([message]));
+    },
+  );
+
+  it('answers an unknown method with a 400 in the envelope, not a reset', async () => {
+    const answer = await rawExchange('FOO /echo HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual(
+      envelope(['Malformed HTTP request: Invalid method encountered']),
     );
   });
 

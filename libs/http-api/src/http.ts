@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import {
   createServer,
+  STATUS_CODES,
   type IncomingHttpHeaders,
   type IncomingMessage,
   type RequestListener,
@@ -9,6 +10,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import FindMyWay from 'find-my-way';
 import getRawBody from 'raw-body';
 import type { Registry } from 'prom-client';
@@ -629,6 +631,58 @@ function httpMetricsOf(registry: Registry): DurationObserver {
   return observer;
 }
 
+/**
+ * How long a client may take to send a request's line and headers, and its whole request (a body
+ * that stops mid-way, a slow or wrong Content-Length): Node's defaults (60 s and 5 minutes) held a
+ * connection that long. 1 MiB in 30 s is 35 KB/s. Node checks them every 30 s, so a 408 comes 30 to
+ * 60 s after the start of the request.
+ */
+const HEADERS_TIMEOUT_MS = 20_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Answers a request Node's parser refused, in the envelope (API.md §2), then closes the connection:
+ * Node's default answers a bare 400, 408 or 431, and a listener (this one, before) that destroys the
+ * socket left a broken client (an invalid Content-Length, both Content-Length and Transfer-Encoding,
+ * a bad chunk, an unknown method, a header over the limit, a body that never ends) with a reset
+ * connection and no word of why. A connection whose client is gone is closed as it is, and so is one
+ * whose response to an earlier, complete request is under way (pipelined requests: an answer now
+ * would be taken for that request's). The socket's current response is Node's `_httpMessage`, which
+ * its own default listener reads for the same purpose.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const pending = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  const answer = clientErrorAnswer(error);
+  const earlier = pending !== undefined && (pending.headersSent || pending.req.complete);
+  if (answer === undefined || !socket.writable || earlier) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(errorEnvelope({ base: [answer.message] }));
+  socket.end(
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The status and message a refused request is answered with; undefined when nobody is left to tell. */
+function clientErrorAnswer(error: NodeJS.ErrnoException): { status: number; message: string } | undefined {
+  if (error.code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, message: `The request line and headers exceed ${MAX_HEADER_BYTES / 1024} KiB` };
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return {
+      status: 408,
+      message: `The request was not received in full within ${REQUEST_TIMEOUT_MS / 1000} s (its headers within ${HEADERS_TIMEOUT_MS / 1000} s)`,
+    };
+  if (error.code?.startsWith('HPE_')) {
+    const reason = (error as { reason?: unknown }).reason;
+    return {
+      status: 400,
+      message: `Malformed HTTP request: ${typeof reason === 'string' ? reason : error.code}`,
+    };
+  }
+  return undefined;
+}
+
 /** Listens on `port` (0 picks a free one) and resolves with the bound port. */
 export async function listen(
   app: RequestListener,
@@ -637,17 +691,9 @@ export async function listen(
 ): Promise<{ server: Server; port: number }> {
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
   server.keepAliveTimeout = 65_000;
-  // Node answers a request line and headers over the limit with a bare 431 and a reset connection:
-  // answer it in the envelope (API.md §2) instead, then close.
-  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    if (error.code !== 'HPE_HEADER_OVERFLOW' || !socket.writable) return socket.destroy();
-    const body = JSON.stringify(
-      errorEnvelope({ base: [`The request line and headers exceed ${MAX_HEADER_BYTES / 1024} KiB`] }),
-    );
-    socket.end(
-      `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
