@@ -40,6 +40,9 @@ export interface DpopResource {
  * of. The pipeline checks the route's scopes after it.
  */
 export class BearerGate {
+  /** The origin of `dpop.publicUrl`, which every proof's `htu` names: parsed once, not per request. */
+  private readonly dpopOrigin: string | undefined;
+
   constructor(
     private readonly verifier: TokenVerifier,
     private readonly limiter: TokenBucketLimiter,
@@ -50,7 +53,9 @@ export class BearerGate {
      * once their client is disabled, as its JWTs are (API.md §7, within 5 s at every service).
      */
     private readonly revocations?: DenyList,
-  ) {}
+  ) {
+    this.dpopOrigin = dpop && new URL(dpop.publicUrl).origin;
+  }
 
   /**
    * The access of operations that need a token with one of `scopes` (none: any valid token). Route
@@ -93,7 +98,7 @@ export class BearerGate {
       this.dpop && {
         proofs: this.dpop.proofs,
         method: request.method,
-        url: `${new URL(this.dpop.publicUrl).origin}${request.url.split('?')[0]}`,
+        url: `${this.dpopOrigin}${request.url.split('?')[0]}`,
         proof: request.headers.dpop,
       },
     );

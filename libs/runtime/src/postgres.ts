@@ -1,5 +1,6 @@
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import { context } from '@opentelemetry/api';
 import pg from 'pg';
 
 export type Pool = pg.Pool;
@@ -196,20 +197,26 @@ class DeadlinePool extends pg.Pool {
   }
 }
 
-type PoolCallback = (error?: Error, client?: pg.PoolClient, done?: (error?: Error) => void) => void;
+type PoolDone = (error?: Error) => void;
+type PoolCallback = (error?: Error, client?: pg.PoolClient, done?: PoolDone) => void;
 
 /**
- * `callback`, run in the async context of this call wherever it is called from. pg-pool calls a waiter
- * back from inside release(), or from the pulse another caller scheduled, in that caller's context: as
- * is, pool.query's statement would run under the deadline of whichever request released the
- * connection, as often as not nearly spent (read-your-writes' checks, with no deadline of their own,
- * then failed within 1 ms under load). An AsyncResource of its own rather than `AsyncResource.bind`,
- * which also defines properties on the bound function, turning it into a dictionary-mode object on
- * every checkout (1.5% of the platform's samples in a search, its map transitions and normalization).
+ * `callback`, run under this call's database deadline and trace context wherever it is called from.
+ * pg-pool calls a waiter back from inside release(), or from the pulse another caller scheduled, in that
+ * caller's context: as is, pool.query's statement would run under the deadline of whichever request
+ * released the connection, as often as not nearly spent (read-your-writes' checks, with no deadline of
+ * their own, then failed within 1 ms under load). The two values are carried rather than the whole
+ * async context: an `AsyncResource` per checkout ran every async hook's init and the before and after
+ * callbacks around the waiter (`AsyncResource.bind` also turned each bound function into a
+ * dictionary-mode object); without a tracing SDK, `context.bind` returns the function as it is.
  */
 function inThisContext(callback: PoolCallback): PoolCallback {
-  const resource = new AsyncResource('DeadlinePool.connect');
-  return (error, client, done) => resource.runInAsyncScope(callback, undefined, error, client, done);
+  const deadline = deadlines.getStore();
+  return context.bind(context.active(), (error?: Error, client?: pg.PoolClient, done?: PoolDone) =>
+    deadline === undefined
+      ? deadlines.exit(callback, error, client, done)
+      : deadlines.run(deadline, callback, error, client, done),
+  );
 }
 
 export function createPool(options: PoolOptions): Pool {
