@@ -29,6 +29,7 @@ import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
 import { portalPageOperations, portalPageRouteSpecs } from './portal/portal-page.js';
 import { PORTAL_OPERATIONS, PortalSessions } from './portal/portal-sessions.js';
 import { ENDPOINT_SECRETS_SEALED, layOutTables } from './schema.js';
+import { SubscriberCache } from './subscriptions/subscribers.js';
 import { UrlPolicy } from './subscriptions/url-policy.js';
 import { WebhookCommands } from './subscriptions/webhook-commands.js';
 
@@ -172,7 +173,8 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     logger,
     limits,
   });
-  const intake = new EventIntake(deps.pool, queue, deps.clock);
+  const subscribers = new SubscriberCache(deps.pool, deps.session);
+  const intake = new EventIntake(subscribers, queue, deps.clock);
   const idempotency = idempotencyTable(deps.pool, deps.secrets);
   const sessions = new PortalSessions(deps.pool, deps.clock);
   const sealed = [...ENDPOINT_SECRETS_SEALED, idempotency.sealedBodies];
@@ -244,6 +246,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
   const intakeModule = consumerModule(deps.bus, {
     name: 'webhook-intake',
     parking: deps.parking,
+    prepare: () => subscribers.start(),
     subscriptions: [
       { group: INTAKE_GROUP, streamTypes: intakeStreamTypes(), handle: (events) => intake.handle(events) },
     ],

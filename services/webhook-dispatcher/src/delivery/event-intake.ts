@@ -2,8 +2,8 @@ import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { MODELS, eventPayload, findModel, publishedEventOf, type ModelDefinition } from '@ofp/models';
 import { webhooks } from '../models.js';
-import { validTraceparent, type Pool } from '@ofp/runtime';
-import { enabledSubscribers, subscribes } from '../subscriptions/subscribers.js';
+import { validTraceparent } from '@ofp/runtime';
+import { subscribes, type SubscriberCache } from '../subscriptions/subscribers.js';
 import type { DeliveryQueue, NewDelivery } from './delivery-queue.js';
 
 /** The bus consumer group of the dispatcher: its progress is shared by all its processes. */
@@ -27,7 +27,7 @@ function modelOfStream(streamType: string): ModelDefinition | undefined {
  */
 export class EventIntake {
   constructor(
-    private readonly pool: Pool,
+    private readonly subscribers: SubscriberCache,
     private readonly queue: DeliveryQueue,
     private readonly clock: () => Date,
   ) {}
@@ -35,7 +35,11 @@ export class EventIntake {
   async handle(events: readonly StoredEvent[]): Promise<void> {
     const orgIds = [...new Set(events.flatMap((event) => (event.orgId === null ? [] : [event.orgId])))];
     if (orgIds.length === 0) return;
-    const subscriptions = await enabledSubscribers(this.pool, orgIds);
+    // A webhook's own event commits with its change: its organization's subscribers are looked up
+    // again, whether or not the change's notification has come yet.
+    for (const event of events)
+      if (event.streamType === webhooks.name && event.orgId !== null) this.subscribers.forget(event.orgId);
+    const subscriptions = await this.subscribers.of(orgIds);
     const deliveries: NewDelivery[] = [];
     for (const event of events) {
       if (event.orgId === null) continue;
