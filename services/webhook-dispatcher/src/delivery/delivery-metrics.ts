@@ -8,6 +8,13 @@ import type { AttemptVerdict } from './retry-schedule.js';
 const OUTCOMES = ['succeeded', 'retrying', 'failed'] as const;
 type Outcome = (typeof OUTCOMES)[number];
 
+/**
+ * Why a recording of attempts failed: `transient`, the database could not answer then (it is tried
+ * again); `permanent`, an error the same statement will meet again (a constraint, a bug).
+ */
+export const RECORDING_FAILURE_CAUSES = ['transient', 'permanent'] as const;
+export type RecordingFailureCause = (typeof RECORDING_FAILURE_CAUSES)[number];
+
 function outcomeOf(verdict: AttemptVerdict): Outcome {
   switch (verdict.status) {
     case 'succeeded':
@@ -25,7 +32,8 @@ function outcomeOf(verdict: AttemptVerdict): Outcome {
 
 /**
  * The dispatcher's Prometheus metrics: attempts by outcome, attempt durations, queue depth by state,
- * the age of the oldest due delivery, endpoints disabled, deliveries held back by endpoints' rates. Counters start at 0 for every known label
+ * the age of the oldest due delivery, endpoints disabled, deliveries held back by endpoints' rates,
+ * failed recordings of attempts. Counters start at 0 for every known label
  * value: a series born at its first event shows no `increase()`, so the chart's alert on the first
  * disabled endpoint after a pod start would not fire.
  */
@@ -35,6 +43,7 @@ export class DeliveryMetrics {
   private readonly disables: Counter<'reason'>;
   private readonly unopened: Counter;
   private readonly rateLimited: Counter;
+  private readonly recordingFailures: Counter<'cause'>;
 
   constructor(registry: Registry, depth: () => Promise<QueueDepth>) {
     // One reading of the queue serves both gauges of a scrape.
@@ -89,7 +98,14 @@ export class DeliveryMetrics {
       help: "Due webhook deliveries a claim held back because their endpoint's rate (rate_limit, per second) was spent, put off to when its next tokens come (one held back by several claims counts each time)",
       registers: [registry],
     });
+    this.recordingFailures = new Counter({
+      name: 'webhook_attempt_recordings_failed_total',
+      help: 'Statements recording webhook attempts that failed, by cause: transient (the database could not answer; tried again) or permanent (an error that will not change: the batch is split until the attempt that fails is left unrecorded, and its delivery is sent again once its claim lapses)',
+      labelNames: ['cause'],
+      registers: [registry],
+    });
     for (const outcome of OUTCOMES) this.attempts.inc({ outcome }, 0);
+    for (const cause of RECORDING_FAILURE_CAUSES) this.recordingFailures.inc({ cause }, 0);
     for (const reason of DISABLE_REASONS) this.disables.inc({ reason }, 0);
   }
 
@@ -103,6 +119,10 @@ export class DeliveryMetrics {
 
   heldBackByRate(deliveries: number): void {
     if (deliveries > 0) this.rateLimited.inc(deliveries);
+  }
+
+  recordingFailed(cause: RecordingFailureCause): void {
+    this.recordingFailures.inc({ cause });
   }
 
   observe(verdict: AttemptVerdict, durationMs: number): void {

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { retryDelay, Wakeup } from '@ofp/bus';
-import type { Logger, PostgresSession, SessionLock } from '@ofp/runtime';
+import { isDependencyDown, type Logger, type PostgresSession, type SessionLock } from '@ofp/runtime';
 import type { AttemptRecord } from './attempt.js';
 import type { DeliveryMetrics } from './delivery-metrics.js';
 import {
@@ -25,6 +25,17 @@ const WORKER_LOCK_SPACE = 'ofp:webhook-workers';
  * behind (see `DeliveryQueue.passTurns`); also done at start. It reads every waiting delivery.
  */
 const TURN_SWEEP_MS = 30_000;
+
+/**
+ * Whether a recording's error may not happen again: the database could not answer then (a lost
+ * connection, a shutdown, a timeout, a deadlock: {@link isDependencyDown}), or lacked resources (SQLSTATE
+ * class 53: disk full, out of memory) or met a system error (class 58: I/O). Anything else (a constraint
+ * violated, a data exception, a bug) the same statement meets again.
+ */
+function isTransient(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return isDependencyDown(error) || (typeof code === 'string' && /^(53|58)/.test(code));
+}
 
 /** Most attempts recorded in one statement. */
 const MAX_RECORDED_AT_ONCE = 500;
@@ -248,19 +259,15 @@ export class DeliveryWorkers {
       while (this.finished.length > 0) {
         const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
         try {
-          const { toDisable, givenUp } = await this.deps.queue.complete(
-            batch,
-            this.deps.clock(),
-            FAILING_PERIOD_MS,
-          );
+          await this.recordSplitting(batch);
           failures = 0;
-          if (toDisable.length > 0) this.deps.onDisableRequested();
-          if (givenUp > 0) this.deps.onGivenUp();
         } catch (error) {
           failures++;
           this.deps.logger.error({ err: error, failures }, 'recording webhook attempts failed; retrying');
           // Stopping with the database away: the claims stay ours until reaped, then are sent again.
           if (!this.running) return;
+          // Those of the batch already recorded (a half of a split) are not recorded twice: their claim
+          // is gone, and a completion records only attempts whose claim holds.
           this.finished.unshift(...batch);
           await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
         }
@@ -269,6 +276,45 @@ export class DeliveryWorkers {
       this.recording = undefined;
       this.wakeup.notify();
     });
+  }
+
+  /**
+   * Records a batch of attempts. A transient failure is thrown, for the whole batch to be tried again.
+   * On one that will not change (a constraint an attempt violates, a bug), trying again would hold
+   * every attempt behind it for ever: the batch is split in halves, each recorded apart, down to the
+   * attempt that fails, which is left unrecorded. Its claim lapses after `leaseMs` and its delivery is
+   * sent again (at least once), so it costs one try per lease, not a loop.
+   */
+  private async recordSplitting(batch: readonly FinishedAttempt[]): Promise<void> {
+    try {
+      const { toDisable, givenUp } = await this.deps.queue.complete(
+        batch,
+        this.deps.clock(),
+        FAILING_PERIOD_MS,
+      );
+      if (toDisable.length > 0) this.deps.onDisableRequested();
+      if (givenUp > 0) this.deps.onGivenUp();
+    } catch (error) {
+      const transient = isTransient(error);
+      this.deps.metrics.recordingFailed(transient ? 'transient' : 'permanent');
+      if (transient) throw error;
+      const [only] = batch;
+      if (batch.length === 1 && only) {
+        this.deps.logger.error(
+          {
+            err: error,
+            delivery_id: only.delivery.id,
+            event_id: only.delivery.eventId,
+            webhook_id: only.delivery.webhookId,
+          },
+          'recording a webhook attempt failed with an error that will not change; left unrecorded, it is sent again once its claim lapses',
+        );
+        return;
+      }
+      const half = Math.ceil(batch.length / 2);
+      await this.recordSplitting(batch.slice(0, half));
+      await this.recordSplitting(batch.slice(half));
+    }
   }
 
   /**

@@ -341,6 +341,70 @@ describe('webhook deliveries', () => {
     });
   });
 
+  it('records every other attempt when one can never be recorded, counts it and goes on', async () => {
+    const { orgId, receiver, webhook } = await subscriber();
+    const failures = async (cause: string): Promise<number> =>
+      (
+        await harness.dispatcher.metrics.getSingleMetric('webhook_attempt_recordings_failed_total')!.get()
+      ).values.find((value) => value.labels.cause === cause)?.value ?? 0;
+    const permanentBefore = await failures('permanent');
+    // The attempt log refuses the attempts of record 1's delivery, as a constraint would: an error
+    // that no retry changes.
+    const refused = `people-${recordId(orgId, 1)}`;
+    const pool = harness.database.pool;
+    await pool.query(
+      `CREATE FUNCTION webhooks.refuse_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF (SELECT stream_id FROM webhooks.webhook_deliveries WHERE id = NEW.record_id) = '${refused}' THEN
+           RAISE EXCEPTION 'attempt refused by the test' USING ERRCODE = 'check_violation';
+         END IF;
+         RETURN NEW;
+       END $$;
+       CREATE TRIGGER refuse_attempt BEFORE INSERT ON webhooks.webhook_deliveries__attempt_log
+         FOR EACH ROW EXECUTE FUNCTION webhooks.refuse_attempt()`,
+    );
+    try {
+      // Answers that come together, so that attempts are recorded in batches with the refused one.
+      receiver.answerWith(() => ({ status: 204, delayMs: 50 }));
+      const first = await harness.appendRecordEvent({ orgId, id: recordId(orgId, 1), version: 1 });
+      for (let n = 2; n <= 10; n++)
+        await harness.appendRecordEvent({ orgId, id: recordId(orgId, n), version: 1 });
+      await eventually(async () => {
+        const rows = await deliveries(harness, orgId);
+        return rows.filter((row) => row.status === 'succeeded').length === 9 ? true : undefined;
+      }, 'every delivery but the refused one recorded');
+      const [left] = await deliveries(harness, orgId, [
+        { operand: 'status', operator: '=', value: 'pending' },
+      ]);
+      expect(left).toMatchObject({ event_id: first.eventId, attempts: 0 });
+      // Still claimed: its claim lapses after leaseMs (10 minutes), then it is sent again.
+      const { rows: queued } = await pool.query<{ claimed_by: number | null }>(
+        `SELECT claimed_by FROM webhooks.delivery_queue WHERE delivery_id = $1`,
+        [left!.id],
+      );
+      expect(queued).toEqual([{ claimed_by: expect.any(Number) }]);
+      const permanent = (await failures('permanent')) - permanentBefore;
+      expect(permanent).toBeGreaterThanOrEqual(1);
+
+      // The queue goes on; the refused attempt is not tried again meanwhile.
+      const later = await harness.appendRecordEvent({ orgId, id: recordId(orgId, 11), version: 1 });
+      await eventually(async () => {
+        const [row] = await deliveries(harness, orgId, [
+          { operand: 'event_id', operator: '=', value: later.eventId },
+        ]);
+        return row?.status === 'succeeded' ? true : undefined;
+      }, 'a later delivery recorded');
+      expect((await failures('permanent')) - permanentBefore).toBe(permanent);
+      expect(receiver.received.filter((r) => r.payload?.data.id === recordId(orgId, 1))).toHaveLength(1);
+    } finally {
+      await pool.query(
+        `DROP TRIGGER refuse_attempt ON webhooks.webhook_deliveries__attempt_log;
+         DROP FUNCTION webhooks.refuse_attempt()`,
+      );
+      await harness.request('PATCH', `/webhooks/${webhook.id}`, { orgId, body: { enabled: false } });
+    }
+  });
+
   it('counts attempts by outcome, and the queue depth, in its metrics', async () => {
     const text = await harness.dispatcher.metrics.metrics();
     expect(text).toMatch(/webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/);
