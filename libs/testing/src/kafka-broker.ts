@@ -239,18 +239,17 @@ async function launchCluster(
   const libs = await fetchKafkaJars(options.cacheDir, logger);
   const classpath = join(libs, '*');
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-  const freshPort = distinctFreePorts();
   const layout: NodeLayout[] = [];
   for (let id = 1; id <= options.nodes; id++) {
-    const [port, controllerPort] = [await freshPort(), await freshPort()];
+    const [port, controllerPort] = [await freePort(), await freePort()];
     const place = options.placement?.(id) ?? { address: '127.0.0.1', prefix: [] };
-    const clientPort = options.advertiseClientListener && (await freshPort());
+    const clientPort = options.advertiseClientListener && (await freePort());
     layout.push({
       id,
       place,
       port,
       controllerPort,
-      ...(options.saslSsl ? { securePort: await freshPort() } : {}),
+      ...(options.saslSsl ? { securePort: await freePort() } : {}),
       ...(clientPort
         ? {
             client: {
@@ -395,17 +394,6 @@ function jvmOptions(nodes: number): string[] {
     '-XX:+UseSerialGC',
     '-Djava.awt.headless=true',
   ];
-}
-
-/** Free ports, none of which it gave before. */
-function distinctFreePorts(): () => Promise<number> {
-  const given = new Set<number>();
-  return async () => {
-    let port = await freePort();
-    while (given.has(port)) port = await freePort();
-    given.add(port);
-    return port;
-  };
 }
 
 interface NodeContext {
