@@ -443,6 +443,31 @@ describe('the HTTP pipeline', () => {
     expect(await operator.json()).toEqual({ id: '7' });
   });
 
+  it('checks credentials and scope before the query and the body: 401, then 403, then 400, 413 or 415', async () => {
+    const writeAs = (authorization: string | undefined, type: string, body: string) =>
+      fetch(`${base}/v2/writes`, {
+        method: 'POST',
+        headers: { 'content-type': type, ...(authorization === undefined ? {} : { authorization }) },
+        body,
+      });
+    const unauthenticated = await writeAs(undefined, 'text/plain', '{');
+    expect(unauthenticated.status).toBe(401);
+    expect(await unauthenticated.json()).toEqual(envelope(['An access token is required']));
+    expect((await writeAs(undefined, 'application/json', '{')).status).toBe(401);
+    expect((await writeAs(undefined, 'application/json', 'x'.repeat(MAX_BODY_BYTES + 1))).status).toBe(401);
+    expect((await fetch(`${base}/v2/things?limit=5`)).status).toBe(401);
+    // A token without the scope: a 403, whatever is wrong with the request besides.
+    expect((await writeAs('Bearer 1:read', 'text/plain', '{')).status).toBe(403);
+    expect(
+      (await fetch(`${base}/v2/things?limit=5`, { headers: { authorization: 'Bearer 1:write' } })).status,
+    ).toBe(403);
+    // Admitted: the request itself is checked, and the answer carries the client's bucket.
+    const unsupported = await writeAs('Bearer 1:write', 'text/plain', '{');
+    expect(unsupported.status).toBe(415);
+    expect(unsupported.headers.get('ratelimit-remaining')).toBe('9');
+    expect((await writeAs('Bearer 1:write', 'application/json', '{')).status).toBe(400);
+  });
+
   it('maps domain errors to their status, hides unexpected ones, and 503s when a dependency is down', async () => {
     expect((await fetch(`${base}/conflict`)).status).toBe(409);
     const boom = await fetch(`${base}/boom`, { headers: { 'x-request-id': 'req-42' } });

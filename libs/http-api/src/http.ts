@@ -193,28 +193,42 @@ class Exchange implements RouteRequest {
       this.route = route;
       nameServerSpan(this.method, `${this.prefix}${route.path}`, route.operationId);
       this.params = found.params as Record<string, string>;
-      this.query = checkQuery(route, found.searchParams);
       this.respondAsync = route.headers?.includes('Prefer') === true && prefersAsync(this.header('prefer'));
-      if (route.body !== undefined) this.body = await readBody(this.req, route.body);
-      // The request is all here: from now on its database statements have a deadline (API.md §3).
-      const deadlineMs = this.pipeline.databaseDeadlineMs;
-      const reply =
-        deadlineMs === undefined
-          ? await this.handle(route)
-          : await withDatabaseDeadline(Date.now() + deadlineMs, () => this.handle(route));
-      this.finish(reply);
+      // Who asks comes before what they ask (docs/api-notes.md, "Order of checks"): a request without
+      // valid credentials is a 401 whatever its query and body, and one without the scope a 403, before
+      // any 400, 413 or 415. OAuth clients alone send their credentials in the form body, read first.
+      const credentialsInBody = route.access.kind === 'client';
+      if (credentialsInBody) this.body = await readBody(this.req, route.body);
+      await this.deadlined(() => this.admit(route));
+      this.query = checkQuery(route, found.searchParams);
+      if (!credentialsInBody) this.body = await readBody(this.req, route.body);
+      this.finish(await this.deadlined(() => this.handle(route)));
     } catch (error) {
       this.fail(error);
     }
   }
 
-  private async handle(route: Route): Promise<Reply> {
+  /**
+   * Runs `work` under the database deadline (API.md §3: a 503 within 5 s even while the database
+   * hangs), counted from now: from the request's arrival for its admission, and from the end of its
+   * body for its handler, so that a slow upload does not eat the handler's time.
+   */
+  private deadlined<T>(work: () => Promise<T>): Promise<T> {
+    const deadlineMs = this.pipeline.databaseDeadlineMs;
+    return deadlineMs === undefined ? work() : withDatabaseDeadline(Date.now() + deadlineMs, work);
+  }
+
+  /** The access step (401, 429, 503) and the scope check (403). */
+  private async admit(route: Route): Promise<void> {
     const admission = await route.access.authenticate(this);
     this.admission = admission;
     this.principal = admission.principal;
     if (admission.headers)
       for (const name in admission.headers) this.responseHeaders.push(name, admission.headers[name]!);
     checkScope(route, admission.scopes);
+  }
+
+  private async handle(route: Route): Promise<Reply> {
     if (route.idempotency) return this.write(route, route.idempotency);
     return this.preferred(await route.handle(this));
   }

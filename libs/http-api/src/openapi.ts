@@ -280,10 +280,12 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
 
   const responses: Record<string, Json> = {};
   // Every response to an admitted request carries the client's bucket (API.md §3); a request
-  // refused before admission (no valid credentials, a body that could not be read) does not.
+  // refused before admission does not: one without valid credentials, and at the OAuth endpoints, whose
+  // credentials may be in the form body, one whose body could not be read.
   const limited = route.access.kind === 'bearer' || route.access.kind === 'client';
+  const beforeAdmission = route.access.kind === 'client' ? [401, 413, 415] : [401];
   const rateLimit = (status: number) =>
-    limited && ![401, 413, 415].includes(status) ? RATE_LIMIT_HEADERS : [];
+    limited && !beforeAdmission.includes(status) ? RATE_LIMIT_HEADERS : [];
   for (const [status, response] of Object.entries(route.responses)) {
     const headers = Object.fromEntries(
       ['X-Request-Id', ...(response.headers ?? []), ...rateLimit(Number(status))].map((name) => [

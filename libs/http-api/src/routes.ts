@@ -161,8 +161,9 @@ export interface ResponseDescription {
 }
 
 /**
- * Who may call an operation, and how a request proves it. `authenticate` runs before the handler
- * (after the body is read) and either admits the request or throws the 401/429/503 to answer.
+ * Who may call an operation, and how a request proves it. `authenticate` runs first, before the query
+ * parameters and the body are checked (of `client` access alone, whose credentials may be in the
+ * form body, after the body is read), and either admits the request or throws the 401/429/503 to answer.
  */
 export interface Access<P = unknown> extends AccessSpec {
   authenticate(request: IncomingRequest): Promise<Admission<P>>;
@@ -191,7 +192,10 @@ export interface IncomingRequest {
    * addresses are given as IPv4. Undefined once the connection is gone.
    */
   readonly remoteAddress: string | undefined;
-  /** The body as the route's {@link BodyKind} read it. */
+  /**
+   * The body as the route's {@link BodyKind} read it; still undefined when a route other than `client`
+   * access authenticates (its body is read once it is admitted).
+   */
   readonly body: unknown;
 }
 
