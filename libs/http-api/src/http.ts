@@ -199,10 +199,12 @@ class Exchange implements RouteRequest {
       // any 400, 413 or 415. OAuth clients alone send their credentials in the form body, read first.
       const credentialsInBody = route.access.kind === 'client';
       if (credentialsInBody) this.body = await readBody(this.req, route.body);
-      await this.deadlined(() => this.admit(route));
+      const admitting = Date.now();
+      await this.deadlined(admitting, () => this.admit(route));
+      const admissionMs = Date.now() - admitting;
       this.query = checkQuery(route, found.searchParams);
       if (!credentialsInBody) this.body = await readBody(this.req, route.body);
-      this.finish(await this.deadlined(() => this.handle(route)));
+      this.finish(await this.deadlined(Date.now() - admissionMs, () => this.handle(route)));
     } catch (error) {
       this.fail(error);
     }
@@ -210,12 +212,14 @@ class Exchange implements RouteRequest {
 
   /**
    * Runs `work` under the database deadline (API.md §3: a 503 within 5 s even while the database
-   * hangs), counted from now: from the request's arrival for its admission, and from the end of its
-   * body for its handler, so that a slow upload does not eat the handler's time.
+   * hangs) counted from `since`. The admission and the handler share one deadline, the time spent
+   * reading the body between them left out (the handler's counts from the end of the body less the
+   * admission's time), so that a slow upload does not eat the handler's time and a slow admission
+   * does not give the handler a deadline of its own: two would answer a hanging database's 503 late.
    */
-  private deadlined<T>(work: () => Promise<T>): Promise<T> {
+  private deadlined<T>(since: number, work: () => Promise<T>): Promise<T> {
     const deadlineMs = this.pipeline.databaseDeadlineMs;
-    return deadlineMs === undefined ? work() : withDatabaseDeadline(Date.now() + deadlineMs, work);
+    return deadlineMs === undefined ? work() : withDatabaseDeadline(since + deadlineMs, work);
   }
 
   /** The access step (401, 429, 503) and the scope check (403). */
