@@ -47,6 +47,23 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
   };
 
+  /**
+   * Makes the projector unable to apply the events of the streams `when` picks (a trigger refuses them,
+   * standing in for a constraint gone wrong), so that it parks them after its bounded retries (API.md
+   * §12); the function returned drops the trigger.
+   */
+  const refuseProjecting = async (when: string): Promise<() => Promise<void>> => {
+    await platform.database.pool.query(`
+      CREATE OR REPLACE FUNCTION public.refuse_stream() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'stream % refused', NEW.stream_id; END $$`);
+    await platform.database.pool.query(`
+      CREATE TRIGGER refuse_stream BEFORE INSERT ON read.stream_versions FOR EACH ROW
+        WHEN (${when}) EXECUTE FUNCTION public.refuse_stream()`);
+    return async () => {
+      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_stream ON read.stream_versions');
+    };
+  };
+
   it('answers the write, then never shows the state before it to its organization', async () => {
     const lock = new pg.Client({ connectionString: platform.database.url });
     await lock.connect();
@@ -181,16 +198,10 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
   }, 120_000);
 
   it('does not hold the organization’s reads behind a write whose event a consumer parked', async () => {
-    // The projector cannot apply this one record's first event (a trigger refuses it, standing in for a
-    // constraint gone wrong), so it parks it after its bounded retries (API.md §12).
+    // The projector cannot apply this one record's first event, so it parks it.
     const id = 900_000_000 + (randomBytes(3).readUIntBE(0, 3) % 1_000_000);
     const stream = recordStreamId('people', id);
-    await platform.database.pool.query(`
-      CREATE OR REPLACE FUNCTION public.refuse_stream() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'stream % refused', NEW.stream_id; END $$`);
-    await platform.database.pool.query(`
-      CREATE TRIGGER refuse_stream BEFORE INSERT ON read.stream_versions FOR EACH ROW
-        WHEN (NEW.stream_id = '${stream}') EXECUTE FUNCTION public.refuse_stream()`);
+    const allow = await refuseProjecting(`NEW.stream_id = '${stream}'`);
     try {
       const created = await acme.request('POST', `/v2/people/${id}`, { body: { last_name: 'Parked' } });
       expect(created.status).toBe(201);
@@ -214,19 +225,14 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
       );
       expect(rows[0]).toEqual({ n: 0 });
     } finally {
-      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_stream ON read.stream_versions');
+      await allow();
     }
   }, 120_000);
 
   it('does not hold the organization’s reads behind a stream a process manager appended to and the projector parked', async () => {
     // An adjustment's own event projects; the inventory record the inventory manager appends for it is
     // refused (every new inventory record, while the trigger stands), so the projector parks that.
-    await platform.database.pool.query(`
-      CREATE OR REPLACE FUNCTION public.refuse_stream() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'stream % refused', NEW.stream_id; END $$`);
-    await platform.database.pool.query(`
-      CREATE TRIGGER refuse_inventory BEFORE INSERT ON read.stream_versions FOR EACH ROW
-        WHEN (NEW.stream_id LIKE 'inventory-%') EXECUTE FUNCTION public.refuse_stream()`);
+    const allow = await refuseProjecting("NEW.stream_id LIKE 'inventory-%'");
     try {
       const sku = `P-${randomBytes(4).toString('hex')}`;
       const adjusted = await acme.request('POST', '/v2/inventory_adjustments', {
@@ -247,7 +253,7 @@ describe.each(RUN_MODES)('read-your-writes with the projector held back ($mode)'
       );
       expect(rows[0]).toEqual({ n: 0 });
     } finally {
-      await platform.database.pool.query('DROP TRIGGER IF EXISTS refuse_inventory ON read.stream_versions');
+      await allow();
     }
   }, 120_000);
 });
