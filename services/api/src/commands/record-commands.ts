@@ -93,7 +93,7 @@ export class RecordCommands {
             const id = creating ? (request.id ?? (await this.records.nextId())) : request.id;
             streamId = recordStreamId(model.name, id);
             describeActiveSpan({ 'ofp.record.id': id });
-            // An id the sequence just gave is no record's yet, unless a create at a chosen id took it:
+            // An id from the sequence is no record's yet, unless a create at a chosen id took it:
             // the append's version check refuses that, and the command is decided again on a new id.
             const state =
               creating && request.id === undefined

@@ -2,8 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { recordStreamId, type RecordChange } from '@ofp/contracts';
 import type { AppendInput, EventStore } from '@ofp/event-store';
 import type { ModelDefinition } from '@ofp/models';
-import type { Pool } from '@ofp/runtime';
+import { prepared, type Pool } from '@ofp/runtime';
 import { ABSENT, evolve, type RecordEvent, type RecordState } from '../domain/record-decider.js';
+
+/** Ids taken from the sequence per statement (see `RecordStore.nextId`). */
+const ID_BLOCK = 32;
 
 export interface EventMetadata {
   /** The client id of the token that made the change, or `system`. */
@@ -29,10 +32,32 @@ export class RecordStore {
     private readonly store: EventStore,
   ) {}
 
-  /** A new server-assigned id (API.md §1: unique per model across all organizations). */
+  /** Ids taken from the sequence and not handed out yet, in the sequence's order. */
+  private ids: number[] = [];
+  private taken = 0;
+  /** The statement taking the next block, shared by the callers that wait for it. */
+  private taking: Promise<void> | undefined;
+
+  /**
+   * A new server-assigned id (API.md §1: unique per model across all organizations). Ids are taken
+   * from the sequence {@link ID_BLOCK} at a time, one statement per block instead of one per create:
+   * the ids a process holds when it stops are never used (a sequence has gaps anyway: a rolled-back
+   * create leaves one), and two processes' creates interleave by blocks.
+   */
   async nextId(): Promise<number> {
-    const { rows } = await this.pool.query<{ id: number }>("SELECT nextval('api.record_ids') AS id");
-    return rows[0]!.id;
+    for (;;) {
+      if (this.taken < this.ids.length) return this.ids[this.taken++]!;
+      this.taking ??= this.takeIds().finally(() => (this.taking = undefined));
+      await this.taking;
+    }
+  }
+
+  private async takeIds(): Promise<void> {
+    const { rows } = await this.pool.query<{ id: number }>(
+      prepared("SELECT nextval('api.record_ids') AS id FROM generate_series(1, $1)", [ID_BLOCK]),
+    );
+    this.ids = rows.map((row) => row.id);
+    this.taken = 0;
   }
 
   /**
