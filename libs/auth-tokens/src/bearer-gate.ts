@@ -9,8 +9,12 @@ import { isScope } from './scopes.js';
 import type { TokenBucketLimiter } from './token-bucket.js';
 import { TokenRejectedError, type AuthContext, type TokenVerifier } from './verifier.js';
 
-/** What the access step may do with an admitted token before the scope check: seed its organization. */
-export type AdmittedHook = (auth: AuthContext) => Promise<void>;
+/**
+ * What the access step may do with an admitted token before the scope check: seed its organization.
+ * Undefined when there is nothing to wait for (the organization seeded already, every request but its
+ * first): no promise to await on the hot path.
+ */
+export type AdmittedHook = (auth: AuthContext) => Promise<void> | undefined;
 
 /**
  * Bearer tokens a service issues and checks itself, beside the platform's JWTs: the webhook
@@ -106,7 +110,8 @@ export class BearerGate {
     // RFC 9449 §9: the nonce the client's next proof is to carry, when nonces are required.
     const nonce = auth.jkt === undefined ? undefined : this.dpop?.proofs.nonce();
     const headers = nonce === undefined ? limits : { ...limits, 'DPoP-Nonce': nonce };
-    await admitted?.(auth);
+    const admitting = admitted?.(auth);
+    if (admitting) await admitting;
     return { principal: auth, scopes: auth.scopes, headers, organization: auth.orgId, client: auth.clientId };
   }
 }

@@ -21,8 +21,12 @@ export class TenantSeeder {
     private readonly readYourWrites: ReadYourWrites,
   ) {}
 
-  async ensureSeeded(orgId: number): Promise<void> {
-    if (this.seeded.has(orgId)) return;
+  /** Undefined once the organization is seeded (no promise per request), else the seeding's promise. */
+  ensureSeeded(orgId: number): Promise<void> | undefined {
+    return this.seeded.has(orgId) ? undefined : this.seedOnce(orgId);
+  }
+
+  private async seedOnce(orgId: number): Promise<void> {
     let seeding = this.inFlight.get(orgId);
     if (!seeding) {
       seeding = this.seed(orgId).finally(() => this.inFlight.delete(orgId));
