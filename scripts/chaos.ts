@@ -59,6 +59,7 @@ import {
   organizationEvents,
   type Check,
 } from './chaos/checks.js';
+import { logSummary } from './chaos/log-summary.js';
 import {
   FAULT_KINDS,
   LagSampler,
@@ -111,6 +112,8 @@ const sessionTimeoutMs = positive('session-timeout', args['session-timeout']) * 
 const TOPIC_PREFIX = 'chaos.';
 /** How long the platform may take to be quiet once the faults are over. */
 const QUIET_TIMEOUT_MS = 240_000;
+/** How many of the platform log's most frequent warnings and errors a failed run prints. */
+const LOG_SUMMARY_LINES = 12;
 
 const log = (line: string): void => console.log(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
 log(
@@ -434,6 +437,10 @@ try {
     if (bad) for (const example of check.examples) console.log(`       ${JSON.stringify(example)}`);
   }
   failed ||= outcomes.some((outcome) => outcome.error !== undefined);
+  if (failed) {
+    console.log(`The platform's most frequent warnings and errors (${logFile}):`);
+    for (const line of await logSummary(logFile, LOG_SUMMARY_LINES)) console.log(`  ${line}`);
+  }
   console.log(`chaos seed ${seed}: ${failed ? 'FAILED' : 'passed'}`);
 } catch (error) {
   failed = true;

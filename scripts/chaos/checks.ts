@@ -94,7 +94,17 @@ export function checkWrites(tally: WorkloadTally, events: readonly StoredEvent[]
       ...writeLatencies(tally),
       replays: tally.replays,
     },
-    examples: [...examples, ...tally.refused.slice(0, EXAMPLES)],
+    examples: [...examples, ...tally.refused.slice(0, EXAMPLES), retryCauses(tally)],
+  };
+}
+
+/** The most frequent causes of the attempts sent again, with when each was first and last met. */
+export function retryCauses(tally: WorkloadTally): { retriedBecause: Record<string, string> } {
+  const top = [...tally.retryCauses].sort(([, a], [, b]) => b.count - a.count).slice(0, EXAMPLES);
+  return {
+    retriedBecause: Object.fromEntries(
+      top.map(([cause, { count, first, last }]) => [cause, `${count}x ${first}-${last}`]),
+    ),
   };
 }
 
@@ -292,7 +302,7 @@ export function checkHostile(hostile: HostileTally): Check {
       refused: count(400, 500),
       retries: hostile.tally.retries,
     },
-    examples: hostile.unanswered.slice(0, EXAMPLES),
+    examples: [...hostile.unanswered.slice(0, EXAMPLES), retryCauses(hostile.tally)],
   };
 }
 

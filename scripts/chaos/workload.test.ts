@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkInternalErrors } from './checks.js';
+import { checkInternalErrors, retryCauses } from './checks.js';
 import { ChaosClient, RawBody, emptyTally, type HostileTally } from './workload.js';
 
 /**
@@ -40,7 +40,7 @@ const internal = {
 };
 const unavailable = {
   status: 503,
-  body: JSON.stringify({ results: null, errors: [{ code: 'unavailable' }] }),
+  body: JSON.stringify({ results: null, errors: [{ code: 'unavailable', message: 'Postgres is away' }] }),
 };
 
 describe('a 500 in the chaos run', () => {
@@ -99,5 +99,18 @@ describe('a 500 in the chaos run', () => {
     expect(answer?.status).toBe(201);
     expect(tally.retries).toBe(2);
     expect(checkInternalErrors(tally, hostile()).failures).toEqual({ writers: 0, hostile: 0 });
+  });
+
+  it('says why attempts were sent again, and when', async () => {
+    const { tally } = await send(
+      [unavailable, unavailable, { status: 429, body: '{"results":null,"errors":[]}' }],
+      { last_name: 'Ada' },
+    );
+    expect(retryCauses(tally)).toEqual({
+      retriedBecause: {
+        '503 Postgres is away': expect.stringMatching(/^2x \d\d:\d\d:\d\d-\d\d:\d\d:\d\d$/) as string,
+        '429 (no message)': expect.stringMatching(/^1x /) as string,
+      },
+    });
   });
 });

@@ -55,6 +55,12 @@ export interface WorkloadTally {
   /** Attempts sent again (timeouts, connection errors, 5xx, 429, a key still in progress). */
   retries: number;
   /**
+   * Why attempts were sent again, by cause (`503 <the envelope's message>`, `TimeoutError`, `token:
+   * <why>`): how many, and the wall-clock times of the first and the last, so that a failed run says
+   * what the writers met and when.
+   */
+  retryCauses: Map<string, { count: number; first: string; last: string }>;
+  /**
    * Of those, attempts answered 500: each one a finding, even when the same request was answered
    * otherwise later (a fault must show as a 503, a timeout or a refused connection, never as a 500).
    */
@@ -82,6 +88,7 @@ export function emptyTally(): WorkloadTally {
     refused: [],
     unanswered: [],
     retries: 0,
+    retryCauses: new Map(),
     internalErrors: [],
     slowFailures: [],
     replays: 0,
@@ -167,6 +174,7 @@ export class ChaosClient {
         });
         const text = await response.text();
         if (response.status === 401) {
+          retried(tally, '401');
           this.token = undefined;
           continue;
         }
@@ -179,8 +187,14 @@ export class ChaosClient {
           });
         if (response.status >= 500) failedSlowly(String(response.status));
         const parsed = JSON.parse(text) as Answer['body'];
-        if (response.status >= 500 || response.status === 429) continue;
-        if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) continue;
+        if (response.status >= 500 || response.status === 429) {
+          retried(tally, `${response.status} ${firstMessage(parsed.errors)}`);
+          continue;
+        }
+        if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) {
+          retried(tally, '409 key in progress');
+          continue;
+        }
         return {
           status: response.status,
           body: parsed,
@@ -188,12 +202,35 @@ export class ChaosClient {
         };
       } catch (error) {
         // A timeout, a reset or a refused connection (a replica or Postgres down): send it again.
+        retried(tally, `${sentAt === 0 ? 'token: ' : ''}${describeFailure(error)}`);
         failedSlowly((error as Error).name);
         this.token = undefined;
       }
     }
     return undefined;
   }
+}
+
+/** Counts one attempt sent again because of `cause`. */
+function retried(tally: WorkloadTally, cause: string): void {
+  const now = new Date().toISOString().slice(11, 19);
+  const seen = tally.retryCauses.get(cause);
+  if (seen) {
+    seen.count++;
+    seen.last = now;
+  } else tally.retryCauses.set(cause, { count: 1, first: now, last: now });
+}
+
+/** The first error's message of an envelope, short. */
+function firstMessage(errors: unknown): string {
+  const first = Array.isArray(errors) ? (errors[0] as { message?: unknown } | undefined) : undefined;
+  return typeof first?.message === 'string' ? first.message.slice(0, 80) : '(no message)';
+}
+
+/** A failed fetch as `name` or `name (cause's code)`: `TimeoutError`, `TypeError (ECONNREFUSED)`. */
+function describeFailure(error: unknown): string {
+  const { name, cause } = error as Error & { cause?: { code?: string } };
+  return cause?.code ? `${name} (${cause.code})` : name;
 }
 
 interface Fulfillment {
