@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
-import { Kafka, logLevel } from '@ofp/bus';
+import { Kafka, RDKAFKA_SETTINGS, logLevel } from '@ofp/bus';
 import { PROCESS_MANAGER_SUBSCRIPTIONS } from '@ofp/api';
 import { PROJECTED_STREAM_TYPES, PROJECTOR_GROUP } from '@ofp/projector';
 import { createPool } from '@ofp/runtime';
@@ -265,7 +265,11 @@ try {
     receivers.push(receiver);
   }
 
-  const kafkaClient = new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } });
+  // The run's own clients as the platform's (its lag samples read offsets every 500 ms).
+  const kafkaClient = new Kafka({
+    ...RDKAFKA_SETTINGS,
+    kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING },
+  });
   const admin = kafkaClient.admin();
   await admin.connect();
   cleanups.unshift(() => admin.disconnect());

@@ -131,5 +131,7 @@ describe('the client', () => {
       sasl: { mechanism: 'scram-sha-256', username: 'ofp', password: 'secret' },
     });
     expect(REQUEST_TIMEOUT_MS).toBe(10_000);
+    // Connections to every broker, each reconnected after the backoff (RDKAFKA_SETTINGS).
+    expect(config).toMatchObject({ 'enable.sparse.connections': false });
   });
 });

@@ -123,6 +123,22 @@ export interface KafkaClient {
 export const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
+ * librdkafka's settings beside the KafkaJS layer's, for every client of a process.
+ *
+ * `enable.sparse.connections` off: each client keeps a connection to every broker, and one that drops
+ * is made again after librdkafka's reconnect backoff (100 ms, doubling to 10 s). With sparse
+ * connections (librdkafka's default), a client connects to a broker only when a request needs it, and
+ * a request waiting for a broker that is down (an admin request for the controller or a partition's
+ * leader, which the offsets of the lag and the watchdog are) asks for a connection again at every
+ * change of any broker's state, past the backoff (librdkafka 2.15, rd_kafka_broker_find_by_nodeid0 and
+ * the admin worker's wait): in the chaos run every process of the platform connected to a killed
+ * broker hundreds to thousands of times a second (one admin client reading offsets once a second:
+ * 1,300 a second), at a load of 60 to 80 on two cores, and the broker took 70 s to come back instead
+ * of 9 (docs/kafka.md, "Reconnection storms"). A few connections per client and broker are the price.
+ */
+export const RDKAFKA_SETTINGS = { 'enable.sparse.connections': false } as const;
+
+/**
  * The Kafka client of a process (@confluentinc/kafka-javascript through its KafkaJS-compatible API, on
  * librdkafka), its TLS material and SASL password read from their files now: a file that cannot be
  * read, or PEM that does not parse, is a one-line {@link StartupError} naming the setting. librdkafka's
@@ -135,6 +151,7 @@ export async function createKafkaClient(
 ): Promise<KafkaClient> {
   const brokers = settings.KAFKA_BROKERS ?? [];
   const config: CommonConstructorConfig = {
+    ...RDKAFKA_SETTINGS,
     kafkaJS: {
       clientId,
       brokers: [...brokers],
