@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import { pino } from 'pino';
@@ -379,6 +379,30 @@ describe('the HTTP pipeline', () => {
         envelope(['Idempotency-Key was already used with a different request']),
       );
       expect(await written('another')).toBe(0);
+    });
+
+    it('replays the same body with its members in another order, and a key kept by an earlier version', async () => {
+      const first = await write('/v2/writes', 'order-1', { note: 'ordered', fail: false });
+      expect(first.status).toBe(201);
+      // Another JSON serializer on the client's retry: the same body (RFC 8259 §4).
+      const again = await write('/v2/writes', 'order-1', { fail: false, note: 'ordered' });
+      expect(again.status).toBe(201);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await again.text()).toBe(await first.text());
+      expect(await written('ordered')).toBe(1);
+      // A key a version before canonical JSON kept: its hash over the body as sent.
+      const earlier = createHash('sha256')
+        .update(`POST /v2/writes\n${JSON.stringify({ note: 'earlier', fail: false })}`)
+        .digest('hex');
+      await pool.query(
+        `INSERT INTO public.http_test_keys (org_id, key, request_hash, status, headers, body)
+         VALUES (7, 'earlier-1', $1, 201, '{}', '{"kept":true}')`,
+        [earlier],
+      );
+      const replayed = await write('/v2/writes', 'earlier-1', { note: 'earlier', fail: false });
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      expect(await replayed.text()).toBe('{"kept":true}');
+      expect(await written('earlier')).toBe(0);
     });
 
     it('answers Prefer: respond-async with Preference-Applied, first and replayed', async () => {

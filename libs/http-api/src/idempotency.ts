@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { baseError, fieldError, isDomainError } from '@ofp/contracts';
 import {
   isSealed,
@@ -31,11 +32,30 @@ export function parseIdempotencyKey(header: string | undefined): string | undefi
   return header;
 }
 
-/** What makes two requests "the same": method, path and body. */
-export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
-    .digest('hex');
+/** What makes two requests "the same" (API.md §5: the same key with the same body): its hashes. */
+export interface RequestHash {
+  /** Of the method, the path and the body with its members in any order (RFC 8785's canonical JSON). */
+  readonly value: string;
+  /**
+   * Of the body as the versions before canonical JSON stored it (`JSON.stringify`, its members in the
+   * order sent), so that a key one of them kept within its 24 h is replayed across an upgrade, not
+   * refused; asked only when the stored hash is not `value`.
+   */
+  earlier(): string;
+}
+
+/**
+ * The hashes of a request: the same body sent again with its members in another order (another JSON
+ * serializer on the client's retry) is the same body, as JSON says (RFC 8259 §4: an object's members
+ * are unordered); before, the hash over `JSON.stringify` made it a 422.
+ */
+export function requestHash(method: string, path: string, body: unknown): RequestHash {
+  const hash = (json: string): string =>
+    createHash('sha256').update(`${method} ${path}\n${json}`).digest('hex');
+  return {
+    value: hash(canonicalize(body ?? null)!),
+    earlier: () => hash(JSON.stringify(body ?? null)),
+  };
 }
 
 /** The status of a key held by a process of an earlier version while its request ran. */
@@ -107,7 +127,7 @@ export class IdempotencyStore {
   }
 
   /** The stored response for this key, if any; a 422 when the key was used with another request. */
-  async find(orgId: number, key: string, hash: string): Promise<StoredResponse | undefined> {
+  async find(orgId: number, key: string, hash: RequestHash): Promise<StoredResponse | undefined> {
     const { rows } = await this.pool.query<{
       request_hash: string;
       status: number;
@@ -120,7 +140,7 @@ export class IdempotencyStore {
     );
     const row = rows[0];
     if (!row) return undefined;
-    if (row.request_hash !== hash) {
+    if (row.request_hash !== hash.value && row.request_hash !== hash.earlier()) {
       throw baseError('Unprocessable', 'Idempotency-Key was already used with a different request');
     }
     // Held by a process of the version before the pipeline kept keys, which recorded the response
@@ -197,12 +217,12 @@ class KeyedWrite implements IdempotentWrite {
     private readonly store: IdempotencyStore,
     private readonly orgId: number,
     private readonly key: string,
-    private readonly hash: string,
+    private readonly hash: RequestHash,
   ) {}
 
   async record(client: PoolClient, reply: Reply): Promise<void> {
     const stored = { status: reply.status, headers: reply.headers ?? {}, body: reply.body ?? '' };
-    if (!(await this.store.record(client, this.orgId, this.key, this.hash, stored)))
+    if (!(await this.store.record(client, this.orgId, this.key, this.hash.value, stored)))
       throw new KeyTakenMeanwhile();
     this.recorded = true;
   }
@@ -220,7 +240,7 @@ export async function idempotentReply(
   store: IdempotencyStore,
   orgId: number,
   key: string,
-  hash: string,
+  hash: RequestHash,
   write: (idempotency: IdempotentWrite) => Promise<Reply>,
 ): Promise<Reply> {
   const replay = async (): Promise<Reply | undefined> => {
