@@ -327,12 +327,22 @@ function clientAddress(req: IncomingMessage, hops: number): string | undefined {
   return address?.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
 
-/** 405 with `Allow` when the path is served for other methods, else 404 (API.md §3). */
+/**
+ * 405 with `Allow` when the path is served for other methods, naming what to do instead when its
+ * routes say (`refused`), else 404 (API.md §3).
+ */
 function unrouted(router: Router, method: string, url: string): DomainError {
-  const allowed = METHODS.filter((other) => router.find(other, url) !== null);
+  const served = METHODS.map((other) => ({
+    other,
+    route: router.find(other, url)?.store as Route | undefined,
+  }));
+  const allowed = served.filter(({ route }) => route !== undefined);
   const path = url.split('?')[0] ?? url;
   if (allowed.length === 0) return baseError('NotFound', `No route for ${method} ${path}`);
-  return baseError('MethodNotAllowed', `${method} is not allowed here`, { Allow: allowed.join(', ') });
+  const instead = allowed.find(({ route }) => route!.refused !== undefined)?.route!.refused;
+  return baseError('MethodNotAllowed', `${method} is not allowed here${instead ? `: ${instead}` : ''}`, {
+    Allow: allowed.map(({ other }) => other).join(', '),
+  });
 }
 
 /**

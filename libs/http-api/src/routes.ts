@@ -52,6 +52,11 @@ export interface RouteSpec {
   readonly errors?: readonly number[];
   /** `oauth`: its 400 and 401 are RFC 6749 §5.2 errors (its {@link Operation} renders them), not the envelope. */
   readonly errorFormat?: 'oauth';
+  /**
+   * What to do instead of the methods its path refuses, which their 405 names (API.md §5: a model
+   * whose records must not vanish refuses DELETE "and offers a state change instead").
+   */
+  readonly refused?: string;
 }
 
 /** Who may call an operation: `bearer` tokens holding one of `scopes` (the first is named when none is held). */

@@ -176,6 +176,8 @@ export interface ModelDefinition {
   readonly writes: WriteAccess;
   /** False for models whose records must not vanish (invoices): DELETE answers 405. */
   readonly deletable: boolean;
+  /** What to do instead of the methods its endpoints refuse (API.md §5), which their 405 names. */
+  readonly instead?: string;
   /** Every field, the common ones (`id`, `external_id`, timestamps, `version`) included. */
   readonly fields: FieldMap;
   readonly stateMachine?: StateMachine;
@@ -418,6 +420,8 @@ export interface ModelDeclaration {
   readonly operatorChanges?: boolean;
   readonly writes?: WriteAccess;
   readonly deletable?: boolean;
+  /** What to do instead of the methods its endpoints refuse: the 405 names it. */
+  readonly instead?: string;
   /** The model's own fields; the common ones are added. */
   readonly fields: FieldMap;
   readonly stateMachine?: StateMachine;

@@ -435,6 +435,7 @@ export const shipments = defineModel({
   },
   // A shipment counts as shipped from its creation: it is cancelled, never deleted (API.md §6).
   deletable: false,
+  instead: 'a shipment is cancelled instead: PUT {"status": "cancelled"}',
   events: {
     'shipment.tracking_updated':
       "A shipment's status (other than to delivered or cancelled), estimated delivery or a package's tracking number or URL changed (sent instead of shipment.updated)",
@@ -642,6 +643,7 @@ export const invoices = defineModel({
     },
   },
   deletable: false,
+  instead: 'an invoice is voided instead: PUT {"status": "void"}',
   events: {
     'invoice.paid': 'An invoice was paid in full (sent instead of invoice.updated)',
   },
@@ -845,6 +847,7 @@ export const inventory = defineModel({
   },
   // Derived from events by the inventory process manager (API.md §6); no client writes it.
   writes: 'read-only',
+  instead: 'inventory changes through POST /v2/inventory_adjustments',
   events: {
     'inventory.created': 'Stock of a sku in a warehouse was first recorded',
     'inventory.updated': 'Stock of a sku in a warehouse changed (on hand, committed, available or inbound)',
@@ -903,6 +906,7 @@ export const inventoryAdjustments = defineModel({
     previous: {},
   },
   writes: 'append-only',
+  instead: 'an adjustment is corrected by another one: POST /v2/inventory_adjustments',
   fields: {
     sku: column.string({ required: true, description: 'The sku adjusted' }),
     warehouse: column.string({ maxLength: 100, description: 'The warehouse whose stock it adjusts' }),

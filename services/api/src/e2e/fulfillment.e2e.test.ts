@@ -398,9 +398,13 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         amount_due: '0.00',
       });
       expect(await search('invoices', due)).toEqual([]);
-      expect(await refused('DELETE', `/v2/invoices/${invoice.id}`, undefined)).toMatchObject({
+      // API.md §5: refused "and offer a state change instead".
+      expect(await refused('DELETE', `/v2/invoices/${invoice.id}`, undefined)).toEqual({
         status: 405,
         allow: 'GET, POST, PUT, PATCH',
+        errors: {
+          base: ['DELETE is not allowed here: an invoice is voided instead: PUT {"status": "void"}'],
+        },
       });
     },
     SCENARIO_TIMEOUT_MS,
@@ -416,6 +420,12 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
         committed: 0,
         available: 7,
         inbound: 0,
+      });
+      expect(await refused('DELETE', `/v2/shipments/${shipment.id}`, undefined)).toMatchObject({
+        status: 405,
+        errors: {
+          base: ['DELETE is not allowed here: a shipment is cancelled instead: PUT {"status": "cancelled"}'],
+        },
       });
       await updated('shipments', shipment.id, { status: 'cancelled' });
       expect((await acme.request<Json>('GET', `/v2/fulfillment_orders/${fo.id}`)).body.results).toMatchObject(
@@ -456,14 +466,25 @@ describe.each(RUN_MODES)('order fulfillment over HTTP ($mode)', ({ mode }) => {
     'refuses writes a model does not take, and changes the token may not make',
     async () => {
       const inventory = await refused('POST', '/v2/inventory', { sku: 'X' });
-      expect(inventory).toMatchObject({ status: 405, allow: 'GET' });
+      expect(inventory).toEqual({
+        status: 405,
+        allow: 'GET',
+        errors: {
+          base: ['POST is not allowed here: inventory changes through POST /v2/inventory_adjustments'],
+        },
+      });
       const adjustment = await created('inventory_adjustments', { sku: 'X', quantity_delta: 1 });
       for (const method of ['PUT', 'PATCH', 'DELETE'])
         expect(
           await refused(method, `/v2/inventory_adjustments/${adjustment.id}`, { quantity_delta: 2 }),
-        ).toMatchObject({
+        ).toEqual({
           status: 405,
           allow: 'GET, POST',
+          errors: {
+            base: [
+              `${method} is not allowed here: an adjustment is corrected by another one: POST /v2/inventory_adjustments`,
+            ],
+          },
         });
       const fo = await created('fulfillment_orders', { lines: [{ sku: 'X', quantity: 1 }] }, integratorOnly);
       await created('shipments', {

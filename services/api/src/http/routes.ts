@@ -145,6 +145,7 @@ export function apiRouteSpecs(): RouteSpec[] {
         description,
         tag: model.name,
         model: model.name,
+        ...(model.instead ? { refused: model.instead } : {}),
       };
       if (kind === 'search')
         return {
