@@ -53,9 +53,23 @@ export function requestHash(method: string, path: string, body: unknown): Reques
   const hash = (json: string): string =>
     createHash('sha256').update(`${method} ${path}\n${json}`).digest('hex');
   return {
-    value: hash(canonicalize(body ?? null)!),
+    value: hash(canonicalJson(body ?? null)),
     earlier: () => hash(JSON.stringify(body ?? null)),
   };
+}
+
+/**
+ * The body's canonical JSON, or for the few parsed bodies RFC 8785 has no form for (a number past
+ * 1.8e308, parsed as Infinity; a lone surrogate) its `JSON.stringify`: the hash is taken before the
+ * body is validated, and a body the platform then refuses keeps no key, so its hash only has to be
+ * the same for the same request. Before, canonicalize threw there and the write answered 500.
+ */
+function canonicalJson(body: unknown): string {
+  try {
+    return canonicalize(body)!;
+  } catch {
+    return JSON.stringify(body);
+  }
 }
 
 /** The status of a key held by a process of an earlier version while its request ran. */
