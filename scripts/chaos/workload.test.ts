@@ -40,7 +40,7 @@ const internal = {
 };
 const unavailable = {
   status: 503,
-  body: JSON.stringify({ results: null, errors: [{ code: 'unavailable', message: 'Postgres is away' }] }),
+  body: JSON.stringify({ count: 0, results: null, errors: { base: ['Postgres is away'] } }),
 };
 
 describe('a 500 in the chaos run', () => {

@@ -221,10 +221,11 @@ function retried(tally: WorkloadTally, cause: string): void {
   } else tally.retryCauses.set(cause, { count: 1, first: now, last: now });
 }
 
-/** The first error's message of an envelope, short. */
+/** The first message of an envelope's `errors` (API.md §3: `{ "base": ["..."] }` or per field), short. */
 function firstMessage(errors: unknown): string {
-  const first = Array.isArray(errors) ? (errors[0] as { message?: unknown } | undefined) : undefined;
-  return typeof first?.message === 'string' ? first.message.slice(0, 80) : '(no message)';
+  const first: unknown = errors !== null && typeof errors === 'object' ? Object.values(errors)[0] : undefined;
+  const message: unknown = Array.isArray(first) ? first[0] : undefined;
+  return typeof message === 'string' ? message.slice(0, 80) : '(no message)';
 }
 
 /** A failed fetch as `name` or `name (cause's code)`: `TimeoutError`, `TypeError (ECONNREFUSED)`. */
