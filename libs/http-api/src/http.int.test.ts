@@ -260,31 +260,39 @@ describe('the HTTP pipeline', () => {
       'an invalid Content-Length',
       'Content-Length: abc\r\n\r\n{}',
       'Malformed HTTP request: Invalid character in Content-Length',
+      false,
     ],
     [
       'both Content-Length and Transfer-Encoding',
       'Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
       "Malformed HTTP request: Transfer-Encoding can't be present with Content-Length",
+      false,
     ],
     [
       'a chunk size that is not hexadecimal',
       'Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
       'Malformed HTTP request: Invalid character in chunk size',
+      true,
     ],
   ])(
     'answers a request its parser refuses (%s) with a 400 in the envelope, not a reset',
-    async (_case, rest, message) => {
+    async (_case, rest, message, headersRead) => {
       const answer = await rawExchange(
-        `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${rest}`,
+        `POST /echo HTTP/1.1\r\nHost: x\r\nX-Request-Id: refused-1\r\nContent-Type: application/json\r\n${rest}`,
       );
       expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
       expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual(envelope([message]));
+      // Every response carries X-Request-Id (API.md §3): the request's own once its headers were read.
+      expect(answer).toMatch(
+        headersRead ? /\r\nX-Request-Id: refused-1\r\n/ : /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/,
+      );
     },
   );
 
   it('answers an unknown method with a 400 in the envelope, not a reset', async () => {
     const answer = await rawExchange('FOO /echo HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(answer).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual(
       envelope(['Malformed HTTP request: Invalid method encountered']),
     );

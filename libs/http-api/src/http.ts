@@ -675,10 +675,11 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * Node's default answers a bare 400, 408 or 431, and a listener (this one, before) that destroys the
  * socket left a broken client (an invalid Content-Length, both Content-Length and Transfer-Encoding,
  * a bad chunk, an unknown method, a header over the limit, a body that never ends) with a reset
- * connection and no word of why. A connection whose client is gone is closed as it is, and so is one
- * whose response to an earlier, complete request is under way (pipelined requests: an answer now
- * would be taken for that request's). The socket's current response is Node's `_httpMessage`, which
- * its own default listener reads for the same purpose.
+ * connection and no word of why. The answer carries an `X-Request-Id` as every response does (API.md
+ * §3): the request's own when its headers were read and named one, else a new one. A connection whose
+ * client is gone is closed as it is, and so is one whose response to an earlier, complete request is
+ * under way (pipelined requests: an answer now would be taken for that request's). The socket's current
+ * response is Node's `_httpMessage`, which its own default listener reads for the same purpose.
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   const pending = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
@@ -689,8 +690,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     return;
   }
   const body = JSON.stringify(errorEnvelope({ base: [answer.message] }));
+  const id = pending === undefined ? randomUUID() : requestIdOf(pending.req);
   socket.end(
-    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nX-Request-Id: ${id}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 
