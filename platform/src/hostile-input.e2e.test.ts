@@ -21,7 +21,9 @@ import { webhooks } from '@ofp/webhook-dispatcher';
 // every model a client writes, created and updated, and bodies that are no JSON or no UTF-8. After each,
 // no 5xx, and the next ordinary writes of another organization (a person; a stock adjustment, which the
 // inventory manager derives) are visible at once: nothing the hostile write got appended stops a
-// consumer.
+// consumer. A third of the writes carry an Idempotency-Key (API.md §5), so that the key's hashing and
+// recording face the hostile bodies too: sent again with the key, the write answers the same status (a
+// 2xx replayed byte for byte, with Idempotent-Replayed), and the key with another body is a 422.
 
 /** Hostile writes per run mode; `HOSTILE_RUNS=2000` for a longer run (docs/testing.md). */
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 150);
@@ -80,15 +82,24 @@ describe.each(RUN_MODES)('hostile values for every column of every model ($mode)
     await platform?.stop();
   }, 60_000);
 
-  const send = async (method: string, path: string, body: Buffer | string): Promise<number> => {
+  const send = async (
+    method: string,
+    path: string,
+    body: Buffer | string,
+    idempotencyKey?: string,
+  ): Promise<{ status: number; replayed: string | null; bytes: Buffer }> => {
     const base = path.startsWith('/v2/webhooks') ? platform.webhooksUrl : platform.apiUrl;
     const response = await fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${hostile.accessToken}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${hostile.accessToken}`,
+        'content-type': 'application/json',
+        ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+      },
       body,
     });
-    await response.arrayBuffer();
-    return response.status;
+    const bytes = Buffer.from(await response.arrayBuffer());
+    return { status: response.status, replayed: response.headers.get('idempotent-replayed'), bytes };
   };
 
   it('answers every hostile write with a 2xx or a 4xx, and the next writes of another organization are visible at once', async () => {
@@ -100,13 +111,29 @@ describe.each(RUN_MODES)('hostile values for every column of every model ($mode)
           { weight: 9, arbitrary: hostileWrite(WRITTEN) },
           { weight: 1, arbitrary: junkBody(WRITTEN) },
         ),
-        async (write) => {
+        fc.oneof({ weight: 2, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+        async (write, keyed) => {
           const model = WRITTEN.find((each) => each.name === write.model)!;
           const update = write.kind === 'update';
+          const method = update ? 'PUT' : 'POST';
           const path = `/v2/${model.name}${update ? `/${records.get(model)}` : ''}`;
-          const status = await send(update ? 'PUT' : 'POST', path, hostileBody(write, bodies));
+          const body = hostileBody(write, bodies);
+          const key = keyed ? randomUUID() : undefined;
+          const first = await send(method, path, body, key);
+          const status = first.status;
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
           expect(status).toBeLessThan(500);
+          if (key !== undefined) {
+            // A retry with the key: a 2xx was recorded and is replayed byte for byte; a refused write
+            // kept nothing, and its retry is refused again the same way.
+            const again = await send(method, path, body, key);
+            expect(again.status).toBe(status);
+            if (status < 300) {
+              expect(again.replayed).toBe('true');
+              expect(again.bytes.equals(first.bytes)).toBe(true);
+              expect((await send(method, path, '{}', key)).status).toBe(422);
+            } else expect(again.replayed).toBeNull();
+          }
 
           const started = Date.now();
           const lastName = `Bystander ${randomUUID()}`;
