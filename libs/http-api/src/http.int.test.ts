@@ -542,9 +542,11 @@ describe('the HTTP pipeline', () => {
     ).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('keeps /livez up and /readyz at 503 until ready, and serves Prometheus metrics by route template', async () => {
+  it('keeps /livez up and /readyz at 503 with Retry-After until ready, and serves Prometheus metrics by route template', async () => {
     expect((await fetch(`${base}/livez`)).status).toBe(200);
-    expect((await fetch(`${base}/readyz`)).status).toBe(503);
+    const notReady = await fetch(`${base}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(notReady.headers.get('retry-after')).toBe('1');
     ready = true;
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     const metrics = await (await fetch(`${base}/metrics`)).text();

@@ -603,14 +603,17 @@ function healthRoutes(options: HttpAppOptions): Route[] {
       operationId: 'readyz',
       summary: 'Readiness: the process takes work',
       description:
-        'Answers 200 once the process has started and its dependencies answer, 503 before that and again while it drains on shutdown: load balancers send requests only to a ready process.',
+        'Answers 200 once the process has started and its dependencies answer, 503 with `Retry-After` before that and again while it drains on shutdown: load balancers send requests only to a ready process.',
       tag: 'Operations',
       access: PUBLIC,
       responses: { 200: { description: 'Ready' } },
       errors: [503],
       handle: () => {
-        const ready = options.ready();
-        return Promise.resolve(jsonReply(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' }));
+        // API.md §3: a 503 (not ready: starting, draining) comes with Retry-After.
+        const reply = options.ready()
+          ? jsonReply(200, { status: 'ready' })
+          : jsonReply(503, { status: 'not ready' }, { 'Retry-After': '1' });
+        return Promise.resolve(reply);
       },
     },
     {
