@@ -28,7 +28,7 @@ describe('limits on failed client authentication', () => {
       { 'x-forwarded-for': `10.0.0.1, ${from}` },
     );
 
-  it('answers 401 within the limit, then 429 with Retry-After, and still admits the right secret', async () => {
+  it('answers 401 within the limit, then 429 with Retry-After and RateLimit-*, and still admits the right secret', async () => {
     // The real client has authenticated from this address before: it is familiar there.
     expect((await token(ATTACKER, client.client_secret)).status).toBe(200);
     const statuses = [];
@@ -38,6 +38,12 @@ describe('limits on failed client authentication', () => {
     const limited = await token(ATTACKER, 'one-more-guess');
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // API.md §3: a 429 carries RateLimit-* too, here those of the failure limit (5 a minute).
+    expect(limited.headers.get('ratelimit-limit')).toBe('5');
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(
+      Number(limited.headers.get('retry-after')),
+    );
     expect(limited.headers.get('cache-control')).toBe('no-store');
     expect(await limited.json()).toEqual({
       error: 'slow_down',

@@ -1,7 +1,13 @@
 import { isIPv6 } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { baseError, type DomainError } from '@ofp/contracts';
-import { TokenBucketLimiter, type AuthMetrics, type Clock, type TokenBucketConfig } from '@ofp/auth-tokens';
+import {
+  TokenBucketLimiter,
+  type AuthMetrics,
+  type BucketDecision,
+  type Clock,
+  type TokenBucketConfig,
+} from '@ofp/auth-tokens';
 
 /** How many (client, address) pairs that authenticated lately are remembered. */
 const FAMILIAR_PAIRS_KEPT = 100_000;
@@ -11,7 +17,8 @@ const FAMILIAR_FOR_MS = 24 * 3600_000;
 /**
  * Limits on failed client authentication at the OAuth endpoints (API.md §12): a token bucket of
  * failures per source address and one per `client_id`, refilled as configured. A failure over either
- * limit is answered 429 with `Retry-After` instead of 401.
+ * limit is answered 429 instead of 401, with `Retry-After` and the `RateLimit-*` headers of the limit
+ * that refused it (API.md §3, as the OpenAPI document publishes for the OAuth endpoints' 429).
  *
  * The real client's correct secret is never locked out, which is how these limits differ from a lockout:
  *
@@ -34,7 +41,7 @@ export class FailedAuthenticationLimits {
   private readonly familiar = new LRUCache<string, true>({ max: FAMILIAR_PAIRS_KEPT, ttl: FAMILIAR_FOR_MS });
 
   constructor(
-    config: TokenBucketConfig,
+    private readonly config: TokenBucketConfig,
     clock: Clock,
     private readonly metrics?: AuthMetrics,
   ) {
@@ -48,7 +55,7 @@ export class FailedAuthenticationLimits {
     const decision = this.byAddress.peek(source);
     if (decision.allowed || (clientId !== undefined && this.familiar.has(pair(clientId, source)))) return;
     this.metrics?.clientAuthenticationFailed('limited');
-    throw tooManyFailures(decision.retryAfterSeconds);
+    throw tooManyFailures(decision, this.config);
   }
 
   /** Records a successful authentication: this client is familiar at this address. */
@@ -68,13 +75,21 @@ export class FailedAuthenticationLimits {
       return refused;
     }
     this.metrics?.clientAuthenticationFailed('limited');
-    return tooManyFailures(Math.max(byAddress.retryAfterSeconds, byClient?.retryAfterSeconds ?? 0));
+    const refusing =
+      byClient === undefined || byAddress.retryAfterSeconds >= byClient.retryAfterSeconds
+        ? byAddress
+        : byClient;
+    return tooManyFailures(refusing, this.config);
   }
 }
 
-function tooManyFailures(retryAfterSeconds: number): DomainError {
+/** The 429 of a limit's refusing `decision`, with its `RateLimit-*` headers and `Retry-After`. */
+function tooManyFailures(decision: BucketDecision, config: TokenBucketConfig): DomainError {
   return baseError('RateLimited', 'Too many failed client authentications; try again later', {
-    'Retry-After': String(Math.max(1, retryAfterSeconds)),
+    'RateLimit-Limit': String(config.capacity),
+    'RateLimit-Remaining': String(decision.remaining),
+    'RateLimit-Reset': String(decision.resetSeconds),
+    'Retry-After': String(Math.max(1, decision.retryAfterSeconds)),
   });
 }
 
