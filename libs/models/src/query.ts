@@ -344,6 +344,9 @@ function scalarValue(type: ColumnType, value: unknown): ScalarValue | { problem:
   switch (type) {
     case 'string':
       if (typeof value !== 'string') return { problem: 'must be a string' };
+      // A lone surrogate (`"\ud800"`, valid JSON) is no character: sent on, the driver's UTF-8 would
+      // make it U+FFFD and the search would silently look for that (API.md §1: a 400, no replacement).
+      if (!value.isWellFormed()) return { problem: 'holds a lone surrogate, which is no character' };
       // Postgres text cannot hold NUL: refused here rather than failing the statement.
       return value.includes('\u0000') ? { problem: 'must not contain NUL characters' } : value;
     case 'integer':

@@ -76,6 +76,27 @@ describe('bounds of the values a write takes (API.md §1)', () => {
     },
   );
 
+  it.each([
+    ['=', '"x\\ud800"', 'q.filters[0].value'],
+    ['in', '["a","x\\udc00"]', 'q.filters[0].value'],
+  ])(
+    'answers a lone surrogate in a search filter (%s) with a 400 naming it, never a search for U+FFFD',
+    async (operator, value, column) => {
+      // What the lone surrogate would silently become on its way to Postgres (UTF-8's replacement).
+      expect((await acme.request('POST', '/v2/people', { body: { last_name: 'x\ufffd' } })).status).toBe(201);
+      const q = `{"filters":[{"operand":"last_name","operator":"${operator}","value":${value}}]}`;
+      const response = await acme.request('GET', `/v2/people?q=${encodeURIComponent(q)}`);
+      expect(response.status).toBe(400);
+      expect(response.body.errors).toEqual({
+        [column]: [
+          operator === 'in'
+            ? '[1] holds a lone surrogate, which is no character'
+            : 'holds a lone surrogate, which is no character',
+        ],
+      });
+    },
+  );
+
   it('refuses an order whose total would overflow, naming total', async () => {
     const refused = await acme.request('POST', '/v2/orders', {
       body: {
