@@ -14,6 +14,7 @@ export type ProducerConstructorConfig = KafkaJS.ProducerConstructorConfig;
 export type EachBatchPayload = KafkaJS.EachBatchPayload;
 export type KafkaMessage = KafkaJS.KafkaMessage;
 export type Message = KafkaJS.Message;
+export type RecordMetadata = KafkaJS.RecordMetadata;
 export type TopicMessages = KafkaJS.TopicMessages;
 export type TopicPartition = KafkaJS.TopicPartition;
 
