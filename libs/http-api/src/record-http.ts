@@ -6,14 +6,20 @@ export function etagOf(version: number): string {
 }
 
 /**
- * The version an `If-Match` header pins (API.md §5), undefined without one or for `*` (any current
- * version). A header that names no version of ours can never match: 412.
+ * The versions an `If-Match` header pins (API.md §5): a write applies when the record's current version
+ * is one of them. Undefined without the header or for `*` (any current version). The header is a list
+ * (RFC 9110 §13.1.1: `W/"3", W/"4"`); an entity tag that is none of ours is no version and matches
+ * nothing, and a header that names no version of ours can never match: 412.
  */
-export function parseIfMatch(header: string | undefined): number | undefined {
+export function parseIfMatch(header: string | undefined): readonly number[] | undefined {
   if (header === undefined || header.trim() === '*') return undefined;
-  const match = /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(header);
-  if (!match) throw baseError('PreconditionFailed', 'If-Match does not match the current ETag');
-  return Number(match[1]);
+  const versions = header.split(',').flatMap((tag) => {
+    const match = /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(tag);
+    return match ? [Number(match[1])] : [];
+  });
+  if (versions.length === 0)
+    throw baseError('PreconditionFailed', 'If-Match does not match the current ETag');
+  return versions;
 }
 
 /** Whether the client asked not to wait for the read model (`Prefer: respond-async`, RFC 7240). */

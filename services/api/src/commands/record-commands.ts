@@ -34,8 +34,13 @@ export type Alongside = (client: PoolClient, outcome: WriteOutcome) => Promise<v
 
 export type WriteRequest =
   | { readonly kind: 'create'; readonly id?: number; readonly body: RecordBody }
-  | { readonly kind: 'update'; readonly id: number; readonly body: RecordBody; readonly ifMatch?: number }
-  | { readonly kind: 'delete'; readonly id: number; readonly ifMatch?: number };
+  | {
+      readonly kind: 'update';
+      readonly id: number;
+      readonly body: RecordBody;
+      readonly ifMatch?: readonly number[];
+    }
+  | { readonly kind: 'delete'; readonly id: number; readonly ifMatch?: readonly number[] };
 
 export interface WriteOutcome {
   readonly record: RecordJson;

@@ -45,9 +45,14 @@ export type RecordCommand =
       readonly fields: RecordBody;
       readonly at: string;
       readonly by: Actor;
-      readonly ifMatch?: number;
+      readonly ifMatch?: readonly number[];
     }
-  | { readonly kind: 'delete'; readonly at: string; readonly by: Actor; readonly ifMatch?: number };
+  | {
+      readonly kind: 'delete';
+      readonly at: string;
+      readonly by: Actor;
+      readonly ifMatch?: readonly number[];
+    };
 
 /** A decided change: the event type and its data. */
 export interface RecordEvent {
@@ -205,9 +210,12 @@ function requireScopes(needed: readonly string[], by: Actor): void {
   if (missing !== undefined) throw missingScope(missing);
 }
 
-function live(state: RecordState, ifMatch: number | undefined): Extract<RecordState, { status: 'live' }> {
+function live(
+  state: RecordState,
+  ifMatch: readonly number[] | undefined,
+): Extract<RecordState, { status: 'live' }> {
   if (state.status !== 'live') throw baseError('NotFound', 'Record not found');
-  if (ifMatch !== undefined && ifMatch !== state.record.version) {
+  if (ifMatch !== undefined && !ifMatch.includes(state.record.version)) {
     throw baseError(
       'PreconditionFailed',
       `If-Match does not match the current version ${state.record.version}`,

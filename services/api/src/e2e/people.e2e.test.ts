@@ -207,7 +207,7 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(dotted.ids).toEqual([]);
   });
 
-  it('updates the fields given, replaces a nested list, and honours If-Match', async () => {
+  it('updates the fields given, replaces a nested list, and honours If-Match and its lists', async () => {
     const person = people[4]!;
     const stale = await acme.request('PUT', `/v2/people/${person.id}`, {
       body: { company: 'Stale' },
@@ -236,6 +236,17 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(
       (await search({ filters: [{ operand: 'company', operator: '=', value: 'Umbrella' }] })).ids,
     ).toEqual([person.id]);
+    // If-Match is a list (RFC 9110 §13.1.1): the write applies when one of its tags is current.
+    const listed = await acme.request<Person>('PUT', `/v2/people/${person.id}`, {
+      body: { email: 'listed@example.com' },
+      headers: { 'if-match': 'W/"1", "not-ours", W/"2"' },
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('etag')).toBe('W/"3"');
+    const staleList = await acme.request('DELETE', `/v2/people/${person.id}`, {
+      headers: { 'if-match': 'W/"1", W/"2"' },
+    });
+    expect(staleList.status).toBe(412);
   });
 
   it('deletes and answers the deleted record, then 404', async () => {

@@ -304,7 +304,7 @@ function idOf(model: ModelDefinition, request: RouteRequest): number {
   return recordIdOf(request.params.id, model.singular);
 }
 
-function ifMatchOf(request: RouteRequest): { ifMatch?: number } {
+function ifMatchOf(request: RouteRequest): { ifMatch?: readonly number[] } {
   const ifMatch = parseIfMatch(request.header('if-match'));
   return ifMatch === undefined ? {} : { ifMatch };
 }

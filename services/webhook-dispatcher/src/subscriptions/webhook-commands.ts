@@ -100,7 +100,7 @@ export class WebhookCommands {
     requester: Requester,
     id: number,
     fields: Partial<WebhookFields>,
-    ifMatch?: number,
+    ifMatch?: readonly number[],
     commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {
     await this.checkUrl(fields.url);
@@ -116,7 +116,7 @@ export class WebhookCommands {
   async delete(
     requester: Requester,
     id: number,
-    ifMatch?: number,
+    ifMatch?: readonly number[],
     commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {
     const command = (at: string): WebhookCommand => ({
@@ -265,7 +265,7 @@ export class WebhookCommands {
   private async change(
     requester: Requester,
     id: number,
-    ifMatch: number | undefined,
+    ifMatch: readonly number[] | undefined,
     command: (at: string) => WebhookCommand,
     commitWith?: CommitWith<RecordJson>,
   ): Promise<RecordJson> {

@@ -90,10 +90,10 @@ describe('the webhook decider', () => {
       }
     };
     expect(kindOf(() => decide({ kind: 'delete', at: LATER }, undefined))).toBe('NotFound');
-    expect(kindOf(() => decide({ kind: 'delete', at: LATER, ifMatch: 2 }, created()))).toBe(
+    expect(kindOf(() => decide({ kind: 'delete', at: LATER, ifMatch: [2] }, created()))).toBe(
       'PreconditionFailed',
     );
-    expect(kindOf(() => decide({ kind: 'delete', at: LATER, ifMatch: 1 }, created()))).toBe('none');
+    expect(kindOf(() => decide({ kind: 'delete', at: LATER, ifMatch: [1] }, created()))).toBe('none');
   });
 
   it('deletes with a new version', () => {

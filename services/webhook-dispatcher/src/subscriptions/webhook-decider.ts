@@ -27,9 +27,9 @@ export type WebhookCommand =
       readonly kind: 'update';
       readonly fields: Partial<WebhookFields>;
       readonly at: string;
-      readonly ifMatch?: number;
+      readonly ifMatch?: readonly number[];
     }
-  | { readonly kind: 'delete'; readonly at: string; readonly ifMatch?: number }
+  | { readonly kind: 'delete'; readonly at: string; readonly ifMatch?: readonly number[] }
   | { readonly kind: 'disable'; readonly reason: DisableReason; readonly at: string };
 
 /** The events a webhook's own changes are announced as (API.md §8). */
@@ -110,9 +110,9 @@ export function decide(command: WebhookCommand, current: RecordJson | undefined)
   }
 }
 
-function live(current: RecordJson | undefined, ifMatch: number | undefined): RecordJson {
+function live(current: RecordJson | undefined, ifMatch: readonly number[] | undefined): RecordJson {
   if (!current) throw baseError('NotFound', 'webhook not found');
-  if (ifMatch !== undefined && ifMatch !== current.version)
+  if (ifMatch !== undefined && !ifMatch.includes(current.version))
     throw baseError('PreconditionFailed', `If-Match does not match the current version ${current.version}`);
   return current;
 }
