@@ -12420,7 +12420,7 @@ export interface components {
     parameters: {
         /** @description Names one request: the same request with the same key within 24 hours gets the first response again (API.md §5), so make a fresh key (a UUID) for each request you mean; the key used with another request is a 422. 1 to 255 printable ASCII characters; spaces may not begin or end it, as an HTTP field value never does */
         "Idempotency-Key": string;
-        /** @description W/"<version>": the change applies only to that version, else 412 */
+        /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
         "If-Match": string;
         /** @description W/"<version>": 304 when the record is still at that version */
         "If-None-Match": string;
@@ -13394,7 +13394,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -13780,7 +13780,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -13976,7 +13976,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -14605,7 +14605,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -14991,7 +14991,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -15187,7 +15187,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -15816,7 +15816,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -16202,7 +16202,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -16398,7 +16398,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -17027,7 +17027,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -17413,7 +17413,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -17609,7 +17609,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -18238,7 +18238,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -18624,7 +18624,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -18820,7 +18820,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -19449,7 +19449,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -19835,7 +19835,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -20464,7 +20464,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -20850,7 +20850,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -21046,7 +21046,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -21675,7 +21675,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -22061,7 +22061,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -22690,7 +22690,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -23076,7 +23076,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -23272,7 +23272,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -24943,7 +24943,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -25342,7 +25342,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -25525,7 +25525,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
                 /** @description `respond-async`: answer once the change is durable, without waiting for reads to show it */
                 Prefer?: components["parameters"]["Prefer"];
-                /** @description W/"<version>": the change applies only to that version, else 412 */
+                /** @description W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any */
                 "If-Match"?: components["parameters"]["If-Match"];
                 /** @description An id for the request, echoed in the response and the logs when it is 1 to 200 printable ASCII characters (else the server makes one) */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];

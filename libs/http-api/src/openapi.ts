@@ -66,7 +66,8 @@ const REQUEST_HEADERS: Readonly<Record<string, Json>> = {
   'If-Match': {
     name: 'If-Match',
     in: 'header',
-    description: 'W/"<version>": the change applies only to that version, else 412',
+    description:
+      'W/"<version>" (or a list of such tags, RFC 9110 §13.1.1): the change applies only to that version (one of them), else 412; `*` applies to any',
     schema: { type: 'string' },
   },
   'If-None-Match': {
