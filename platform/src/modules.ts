@@ -27,6 +27,7 @@ import {
   checkKafka,
   consumerModule,
   createKafkaClient,
+  KafkaStatistics,
   kafkaBrokerCheck,
   topicOf,
   type Bus,
@@ -66,7 +67,12 @@ import {
 } from '@ofp/webhook-dispatcher';
 import type { PlatformConfig, Target } from './config.js';
 import { servedDescriptions } from './descriptions.js';
-import { registerFlowMetrics, registerOutboxMetrics, registerParkingMetrics } from './observability.js';
+import {
+  registerFlowMetrics,
+  registerKafkaClientMetrics,
+  registerOutboxMetrics,
+  registerParkingMetrics,
+} from './observability.js';
 import { preflight } from './preflight.js';
 import { runbookRoutes } from './runbooks.js';
 import { dataSchemaOf, platformStreamTypes } from './streams.js';
@@ -192,10 +198,17 @@ const modules = {
 
   // The auth service appends to the outbox and never talks to Kafka (the api's relay publishes).
   kafka: module({
-    deps: ['preflight'],
-    init: async ({ config, logger }) => {
+    deps: ['preflight', 'metrics'],
+    init: async ({ config, logger, metrics }) => {
       if (!config.KAFKA_BROKERS) return { value: undefined };
-      const client = await createKafkaClient(config, `${config.KAFKA_CLIENT_ID}-${config.TARGET}`, logger);
+      const statistics = new KafkaStatistics();
+      registerKafkaClientMetrics(metrics, statistics);
+      const client = await createKafkaClient(
+        config,
+        `${config.KAFKA_CLIENT_ID}-${config.TARGET}`,
+        logger,
+        statistics,
+      );
       await checkKafka(
         client,
         platformStreamTypes().map((streamType) => topicOf(topicsOf(config), streamType)),

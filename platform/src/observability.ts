@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Bus } from '@ofp/bus';
+import { BROKER_COUNTERS, type Bus, type BrokerCounter, type KafkaStatistics } from '@ofp/bus';
 import type { EventStore, ParkedEvents } from '@ofp/event-store';
 import { sharedReading } from '@ofp/runtime';
 
@@ -82,6 +82,73 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
       this.reset();
       for (const { group, stalled } of bus.throughput())
         for (const [topic, partitions] of Object.entries(stalled)) this.inc({ group, topic }, partitions);
+    },
+  });
+}
+
+/**
+ * What the process's Kafka clients do on their connections, from librdkafka's statistics, per kind of
+ * client (`client`: producer, consumer, admin) and broker (its node id, `bootstrap`, or a logical
+ * broker such as `GroupCoordinator`): connects and disconnects (a reconnection storm, docs/kafka.md,
+ * showed nowhere else; alert OfpKafkaReconnecting), requests timed out and sent again, the connections'
+ * states and the requests waiting on them. Updated every `statistics.intervalMs`, not at the scrape.
+ */
+export function registerKafkaClientMetrics(registry: Registry, statistics: KafkaStatistics): void {
+  const counters: Record<BrokerCounter, [name: string, help: string]> = {
+    connects: [
+      'kafka_client_connects_total',
+      "Connections this process's Kafka clients attempted to the broker, successful or not",
+    ],
+    disconnects: [
+      'kafka_client_disconnects_total',
+      "Connections of this process's Kafka clients to the broker that closed or failed",
+    ],
+    requestTimeouts: [
+      'kafka_client_request_timeouts_total',
+      "Requests of this process's Kafka clients to the broker that went unanswered for the request timeout",
+    ],
+    requestRetries: [
+      'kafka_client_request_retries_total',
+      "Requests this process's Kafka clients sent to the broker again",
+    ],
+  };
+  for (const counter of Object.keys(BROKER_COUNTERS) as BrokerCounter[]) {
+    const [name, help] = counters[counter];
+    new Counter({
+      name,
+      help,
+      labelNames: ['client', 'broker'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { role, broker, counts } of statistics.counts())
+          this.inc({ client: role, broker }, counts[counter]);
+      },
+    });
+  }
+  new Gauge({
+    name: 'kafka_client_connections',
+    help: "This process's Kafka clients per state of their connection to the broker (librdkafka's: UP, DOWN, CONNECT, TRY_CONNECT, ...)",
+    labelNames: ['client', 'broker', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { role, broker, states } of statistics.connections())
+        for (const [state, clients] of Object.entries(states))
+          this.set({ client: role, broker, state }, clients);
+    },
+  });
+  new Gauge({
+    name: 'kafka_client_requests_waiting',
+    help: "Requests of this process's Kafka clients to the broker waiting to be sent (queue=outbuf) or for their response (queue=waitresp)",
+    labelNames: ['client', 'broker', 'queue'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { role, broker, outbuf, waitresp } of statistics.connections()) {
+        this.set({ client: role, broker, queue: 'outbuf' }, outbuf);
+        this.set({ client: role, broker, queue: 'waitresp' }, waitresp);
+      }
     },
   });
 }

@@ -9,4 +9,5 @@ export * from './kafka/kafka-bus.js';
 export * from './kafka/outbox-relay.js';
 export * from './kafka/broker-check.js';
 export * from './kafka/client.js';
+export * from './kafka/statistics.js';
 export * from './kafka/kafka-javascript.js';

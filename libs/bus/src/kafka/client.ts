@@ -3,7 +3,16 @@ import { readFile } from 'node:fs/promises';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { StartupError, describeError, env, type Logger } from '@ofp/runtime';
-import { Kafka, kafkaLogger, logLevel, type CommonConstructorConfig } from './kafka-javascript.js';
+import {
+  Kafka,
+  kafkaLogger,
+  logLevel,
+  type Admin,
+  type CommonConstructorConfig,
+  type Consumer,
+  type Producer,
+} from './kafka-javascript.js';
+import type { KafkaStatistics } from './statistics.js';
 
 export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 
@@ -142,12 +151,14 @@ export const RDKAFKA_SETTINGS = { 'enable.sparse.connections': false } as const;
  * The Kafka client of a process (@confluentinc/kafka-javascript through its KafkaJS-compatible API, on
  * librdkafka), its TLS material and SASL password read from their files now: a file that cannot be
  * read, or PEM that does not parse, is a one-line {@link StartupError} naming the setting. librdkafka's
- * own log lines go to `logger`, warnings and errors only.
+ * own log lines go to `logger`, warnings and errors only, and every client it makes reports
+ * librdkafka's statistics to `statistics` (the process's `kafka_client_*` metrics).
  */
 export async function createKafkaClient(
   settings: KafkaSettings,
   clientId: string,
   logger?: Logger,
+  statistics?: KafkaStatistics,
 ): Promise<KafkaClient> {
   const brokers = settings.KAFKA_BROKERS ?? [];
   const config: CommonConstructorConfig = {
@@ -176,7 +187,30 @@ export async function createKafkaClient(
       password,
     };
   }
-  return { kafka: new Kafka(config), config, settings, brokers };
+  const kafka = statistics ? new ObservedKafka(config, statistics) : new Kafka(config);
+  return { kafka, config, settings, brokers };
+}
+
+/** A Kafka whose producers, consumers and admin clients report librdkafka's statistics, each as what it is. */
+class ObservedKafka extends Kafka {
+  constructor(
+    config: CommonConstructorConfig,
+    private readonly statistics: KafkaStatistics,
+  ) {
+    super(config);
+  }
+
+  override producer(...[config]: Parameters<Kafka['producer']>): Producer {
+    return super.producer({ ...config, ...this.statistics.clientConfig('producer') });
+  }
+
+  override consumer(...[config]: Parameters<Kafka['consumer']>): Consumer {
+    return super.consumer({ ...config, ...this.statistics.clientConfig('consumer') });
+  }
+
+  override admin(...[config]: Parameters<Kafka['admin']>): Admin {
+    return super.admin({ ...config, ...this.statistics.clientConfig('admin') });
+  }
 }
 
 async function readSetting(setting: string, path: string): Promise<string> {
