@@ -5,6 +5,7 @@ import type { Bus, Subscription } from './bus.js';
 import { PgLogBus } from './pg-log-bus.js';
 import { KafkaBus } from './kafka/kafka-bus.js';
 import { OutboxRelay } from './kafka/outbox-relay.js';
+import { RDKAFKA_SETTINGS } from './kafka/client.js';
 import { Kafka, logLevel } from './kafka/kafka-javascript.js';
 
 const WRITERS = 8;
@@ -93,7 +94,10 @@ const kafkaTopics = {
 
 function kafkaClient(): Kafka {
   const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  return new Kafka({ kafkaJS: { clientId: 'delivery-test', brokers, logLevel: logLevel.NOTHING } });
+  return new Kafka({
+    ...RDKAFKA_SETTINGS,
+    kafkaJS: { clientId: 'delivery-test', brokers, logLevel: logLevel.NOTHING },
+  });
 }
 
 const adapters: Adapter[] = [

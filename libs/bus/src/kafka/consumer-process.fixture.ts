@@ -3,9 +3,11 @@
 // "subscribed" once it has partitions, then the id of each event it handles, one a line.
 import { createLogger } from '@ofp/runtime';
 import { KafkaBus } from './kafka-bus.js';
+import { RDKAFKA_SETTINGS } from './client.js';
 import { Kafka, logLevel } from './kafka-javascript.js';
 
 const kafka = new Kafka({
+  ...RDKAFKA_SETTINGS,
   kafkaJS: {
     clientId: 'consumer-fixture',
     brokers: process.env.KAFKA_BROKERS!.split(','),

@@ -12,6 +12,7 @@ import {
 } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { KafkaBus } from './kafka-bus.js';
+import { RDKAFKA_SETTINGS } from './client.js';
 import { Kafka, logLevel } from './kafka-javascript.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { topicOf } from './topics.js';
@@ -80,6 +81,7 @@ describe('OutboxRelay killed mid-batch', () => {
 
     const received: StoredEvent[] = [];
     const kafka = new Kafka({
+      ...RDKAFKA_SETTINGS,
       kafkaJS: {
         clientId: 'relay-test',
         brokers: process.env.KAFKA_BROKERS!.split(','),
@@ -157,6 +159,7 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
     db = await createTestDatabase();
     await migrateEventStore(db.pool, logger);
     const kafka = new Kafka({
+      ...RDKAFKA_SETTINGS,
       kafkaJS: {
         clientId: 'relay-leader-test',
         brokers: cluster.brokers,

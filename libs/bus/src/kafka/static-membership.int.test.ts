@@ -6,6 +6,7 @@ import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
+import { RDKAFKA_SETTINGS } from './client.js';
 import { Kafka, logLevel, type Producer } from './kafka-javascript.js';
 import { topicOf } from './topics.js';
 
@@ -26,6 +27,7 @@ interface Replica {
 // expires), every other replica of the group giving its partitions up each time.
 describe('KafkaBus static membership', () => {
   const kafka = new Kafka({
+    ...RDKAFKA_SETTINGS,
     kafkaJS: {
       clientId: 'static-membership-test',
       brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
