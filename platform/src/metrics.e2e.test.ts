@@ -171,6 +171,17 @@ describe.each(RUN_MODES)('metrics after a workload ($mode)', ({ mode }) => {
         status: '201',
       }),
     ).toBe(1);
-    if (mode === 'distributed') expect(total(scrape.samples, 'outbox_events')).toBe(0);
+    if (mode === 'distributed') {
+      expect(total(scrape.samples, 'outbox_events')).toBe(0);
+      // The relay's failed batches, each cause a series from the start.
+      const failures = [...scrape.samples.keys()].filter((series) =>
+        series.startsWith('outbox_relay_failures_total{'),
+      );
+      expect(failures.map((series) => /cause="(\w+)"/.exec(series)?.[1]).sort()).toEqual([
+        'fatal',
+        'other',
+        'unconfirmed',
+      ]);
+    }
   }, 90_000);
 });

@@ -468,14 +468,15 @@ const modules = {
     init: ({ config, logger, kafka, metrics, ...given }) => {
       if (!kafka) return {};
       const store = given['event-store'];
-      registerOutboxMetrics(metrics, store);
-      return new OutboxRelay(kafka.kafka, store, logger, {
+      const relay = new OutboxRelay(kafka.kafka, store, logger, {
         session: given['postgres-session'],
         topics: topicsOf(config),
         batchSize: 500,
         pollIntervalMs: 500,
         dataSchemaOf,
       });
+      registerOutboxMetrics(metrics, store, relay);
+      return relay;
     },
   }),
 

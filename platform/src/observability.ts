@@ -1,5 +1,11 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { BROKER_COUNTERS, type Bus, type BrokerCounter, type KafkaStatistics } from '@ofp/bus';
+import {
+  BROKER_COUNTERS,
+  type Bus,
+  type BrokerCounter,
+  type KafkaStatistics,
+  type OutboxRelay,
+} from '@ofp/bus';
 import type { EventStore, ParkedEvents } from '@ofp/event-store';
 import { sharedReading } from '@ofp/runtime';
 
@@ -153,8 +159,11 @@ export function registerKafkaClientMetrics(registry: Registry, statistics: Kafka
   });
 }
 
-/** What waits in the outbox, where the relay runs (`outbox_events`, `outbox_oldest_event_age_seconds`). */
-export function registerOutboxMetrics(registry: Registry, outbox: EventStore): void {
+/**
+ * What waits in the outbox, where the relay runs (`outbox_events`, `outbox_oldest_event_age_seconds`),
+ * and the relay's failed batches by cause (`outbox_relay_failures_total`).
+ */
+export function registerOutboxMetrics(registry: Registry, outbox: EventStore, relay: OutboxRelay): void {
   const read = sharedReading(registry, 'outbox_backlog', () => outbox.outboxBacklog());
   new Gauge({
     name: 'outbox_events',
@@ -172,6 +181,16 @@ export function registerOutboxMetrics(registry: Registry, outbox: EventStore): v
     async collect() {
       const backlog = await read();
       if (backlog) this.set(backlog.oldestSeconds);
+    },
+  });
+  new Counter({
+    name: 'outbox_relay_failures_total',
+    help: 'Outbox batches the relay failed to publish and sends again, by cause (unconfirmed: a partition acknowledged without an offset)',
+    labelNames: ['cause'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [cause, count] of Object.entries(relay.failures)) this.inc({ cause }, count);
     },
   });
 }

@@ -70,6 +70,16 @@ export function unconfirmedPartitions(results: readonly RecordMetadata[]): strin
     .map(({ topicName, partition }) => `${topicName}[${partition}]`);
 }
 
+/** Why a batch failed: a partition acknowledged without an offset, a fatal producer error, any other. */
+export type RelayFailure = 'unconfirmed' | 'fatal' | 'other';
+
+/** A send with partitions acknowledged without an offset (unconfirmedPartitions). */
+class UnconfirmedSend extends Error {
+  constructor(partitions: readonly string[]) {
+    super(`Kafka acknowledged ${partitions.join(', ')} without an offset; the batch goes again`);
+  }
+}
+
 /** Advisory lock key that makes one relay active at a time across all processes. */
 const LEADER_LOCK = 'ofp:outbox-relay';
 
@@ -92,6 +102,8 @@ export class OutboxRelay implements Module {
   private readonly leadership: SessionLock;
   private unlisten: (() => Promise<void>) | undefined;
   private readonly ensuredTopics = new Set<string>();
+  /** Failed batches since start, by cause (`outbox_relay_failures_total`); each goes again whole. */
+  readonly failures: Record<RelayFailure, number> = { unconfirmed: 0, fatal: 0, other: 0 };
 
   constructor(
     private readonly kafka: Kafka,
@@ -155,6 +167,13 @@ export class OutboxRelay implements Module {
         if (published === 0) await this.wakeup.wait(this.options.pollIntervalMs);
       } catch (error) {
         failures++;
+        this.failures[
+          error instanceof UnconfirmedSend
+            ? 'unconfirmed'
+            : (error as { fatal?: unknown }).fatal === true
+              ? 'fatal'
+              : 'other'
+        ]++;
         this.logger.error({ err: error, failures }, 'outbox relay failed; retrying');
         // A fatal error (librdkafka's word: the idempotent producer was fenced or lost its sequence)
         // leaves the producer unusable; any other failure leaves it as it is, to send the batch again.
