@@ -134,8 +134,9 @@ describe.each(RUN_MODES)('metrics after a workload ($mode)', ({ mode }) => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       scrape = await scrapeAll();
     }
-    // The outbox exists where Kafka does: standalone has no relay.
-    const expected = [...used].filter((name) => mode === 'distributed' || !name.startsWith('outbox_'));
+    // The outbox and the Kafka clients exist where Kafka does: standalone has neither.
+    const kafkaOnly = (name: string) => name.startsWith('outbox_') || name.startsWith('kafka_client_');
+    const expected = [...used].filter((name) => mode === 'distributed' || !kafkaOnly(name));
     const missing = expected.filter((name) => !scrape.families.has(name));
     expect(missing).toEqual([]);
 
