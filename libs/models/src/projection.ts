@@ -229,8 +229,8 @@ function upsertStatement(
   withCheckpoint: boolean,
 ): UpsertStatement {
   const key = `${options.schema ?? READ_SCHEMA}${withCheckpoint ? ' checkpoint' : ''}`;
-  const byKey = upserts.get(model) ?? new Map<string, UpsertStatement>();
-  upserts.set(model, byKey);
+  let byKey = upserts.get(model);
+  if (!byKey) upserts.set(model, (byKey = new Map<string, UpsertStatement>()));
   let statement = byKey.get(key);
   if (!statement) {
     statement = renderUpsert(root, model, options, withCheckpoint);

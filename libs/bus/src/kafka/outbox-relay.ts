@@ -80,6 +80,11 @@ class UnconfirmedSend extends Error {
   }
 }
 
+function failureCause(error: unknown): RelayFailure {
+  if (error instanceof UnconfirmedSend) return 'unconfirmed';
+  return (error as { fatal?: unknown }).fatal === true ? 'fatal' : 'other';
+}
+
 /** Advisory lock key that makes one relay active at a time across all processes. */
 const LEADER_LOCK = 'ofp:outbox-relay';
 
@@ -167,17 +172,12 @@ export class OutboxRelay implements Module {
         if (published === 0) await this.wakeup.wait(this.options.pollIntervalMs);
       } catch (error) {
         failures++;
-        this.failures[
-          error instanceof UnconfirmedSend
-            ? 'unconfirmed'
-            : (error as { fatal?: unknown }).fatal === true
-              ? 'fatal'
-              : 'other'
-        ]++;
+        const cause = failureCause(error);
+        this.failures[cause]++;
         this.logger.error({ err: error, failures }, 'outbox relay failed; retrying');
         // A fatal error (librdkafka's word: the idempotent producer was fenced or lost its sequence)
         // leaves the producer unusable; any other failure leaves it as it is, to send the batch again.
-        if ((error as { fatal?: unknown }).fatal === true) {
+        if (cause === 'fatal') {
           const failed = this.producer;
           this.producer = undefined;
           await failed?.disconnect().catch(() => {});
