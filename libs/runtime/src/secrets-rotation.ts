@@ -150,9 +150,23 @@ export function secretsKeyFileWatch(options: {
 
   function round(): void {
     timer = setTimeout(() => {
+      // Each step names its own failure: the file itself never throws here (reload logs a file that
+      // does not read or would not open the stored values); what does is Postgres, during the
+      // changed keys' check or the holder's record, as in any database outage.
       reload()
+        .catch((error: unknown) =>
+          logger.warn(
+            { err: error },
+            `the secrets key file changed and its keys could not be checked against the stored values; the process keeps the keys it holds and checks again in ${HOLDER_REFRESH_MS / 1000} s`,
+          ),
+        )
         .then(announce)
-        .catch((error: unknown) => logger.warn({ err: error }, 'reading the secrets key file again failed'))
+        .catch((error: unknown) =>
+          logger.warn(
+            { err: error },
+            `could not record this process and its keys in secrets.key_holders; trying again in ${HOLDER_REFRESH_MS / 1000} s`,
+          ),
+        )
         .finally(() => {
           if (timer !== undefined) round();
         });
