@@ -17,9 +17,8 @@ import {
   Kafka,
   KafkaBus,
   OutboxRelay,
-  RDKAFKA_SETTINGS,
   ensureTopics,
-  logLevel,
+  kafkaClientConfig,
   toKafkaMessage,
   topicOf,
   type TopicSettings,
@@ -78,10 +77,7 @@ async function runPhase(phase: Phase): Promise<Result> {
   const brokers = env('KAFKA_BROKERS').split(',');
   const topics: TopicSettings = JSON.parse(env('BENCH_TOPICS')) as TopicSettings;
   const logger = createLogger({ name: `bench-bus-${phase}`, level: 'warn' });
-  const kafka = new Kafka({
-    ...RDKAFKA_SETTINGS,
-    kafkaJS: { clientId: `bench-${phase}`, brokers, logLevel: logLevel.WARN },
-  });
+  const kafka = new Kafka(kafkaClientConfig(brokers, `bench-${phase}`, logger));
   const rawTopic = `${topics.prefix}raw`;
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -212,7 +208,7 @@ try {
     create: true,
   };
   await ensureTopics(
-    new Kafka({ ...RDKAFKA_SETTINGS, kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }),
+    new Kafka(kafkaClientConfig(kafka.brokers, 'bench-bus')),
     topics,
     [topicOf(topics, 'people'), `${topics.prefix}raw`],
     createLogger({ name: 'bench-bus', level: 'warn' }),

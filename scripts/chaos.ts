@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
-import { Kafka, RDKAFKA_SETTINGS, logLevel } from '@ofp/bus';
+import { Kafka, kafkaClientConfig } from '@ofp/bus';
 import { PROCESS_MANAGER_SUBSCRIPTIONS } from '@ofp/api';
 import { PROJECTED_STREAM_TYPES, PROJECTOR_GROUP } from '@ofp/projector';
 import { createPool } from '@ofp/runtime';
@@ -266,10 +266,7 @@ try {
   }
 
   // The run's own clients as the platform's (its lag samples read offsets every 500 ms).
-  const kafkaClient = new Kafka({
-    ...RDKAFKA_SETTINGS,
-    kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING },
-  });
+  const kafkaClient = new Kafka(kafkaClientConfig(kafka.brokers, 'chaos'));
   const admin = kafkaClient.admin();
   await admin.connect();
   cleanups.unshift(() => admin.disconnect());

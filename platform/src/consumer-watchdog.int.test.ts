@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import {
   Kafka,
   KafkaBus,
-  logLevel,
+  kafkaClientConfig,
   toKafkaMessage,
   topicOf,
   type Consumer,
@@ -35,13 +35,9 @@ class WatchedKafka extends Kafka {
  * a registry of its own, the stall timeout of these tests.
  */
 function watchedBus(name: string, options: Partial<ConstructorParameters<typeof KafkaBus>[2]> = {}) {
-  const kafka = new WatchedKafka({
-    kafkaJS: {
-      clientId: `${name}-test`,
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
+  const kafka = new WatchedKafka(
+    kafkaClientConfig((process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean), `${name}-test`),
+  );
   const topics = testTopics(2);
   const group = `${name}-${randomUUID()}`;
   const bus = new KafkaBus(kafka, testLogger(name), {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Kafka, ensureTopics, logLevel, topicOf } from '@ofp/bus';
+import { Kafka, ensureTopics, kafkaClientConfig, topicOf } from '@ofp/bus';
 import {
   CACHE_DIR,
   createCertificateAuthority,
@@ -59,7 +59,7 @@ function kafkaDir(): string {
 async function provisionTopics(prefix: string): Promise<void> {
   const settings = { prefix, partitions: 2, replicationFactor: 1, create: true };
   await ensureTopics(
-    new Kafka({ kafkaJS: { brokers: kafka.brokers, logLevel: logLevel.NOTHING } }),
+    new Kafka(kafkaClientConfig(kafka.brokers, 'kafka-sasl-ssl-test')),
     settings,
     platformStreamTypes().map((streamType) => topicOf(settings, streamType)),
     testLogger('kafka-sasl-ssl'),

@@ -5,8 +5,8 @@ import type { Bus, Subscription } from './bus.js';
 import { PgLogBus } from './pg-log-bus.js';
 import { KafkaBus } from './kafka/kafka-bus.js';
 import { OutboxRelay } from './kafka/outbox-relay.js';
-import { RDKAFKA_SETTINGS } from './kafka/client.js';
-import { Kafka, logLevel } from './kafka/kafka-javascript.js';
+import { kafkaClientConfig } from './kafka/client.js';
+import { Kafka } from './kafka/kafka-javascript.js';
 
 const WRITERS = 8;
 const EVENTS_PER_WRITER = 500;
@@ -94,10 +94,7 @@ const kafkaTopics = {
 
 function kafkaClient(): Kafka {
   const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  return new Kafka({
-    ...RDKAFKA_SETTINGS,
-    kafkaJS: { clientId: 'delivery-test', brokers, logLevel: logLevel.NOTHING },
-  });
+  return new Kafka(kafkaClientConfig(brokers, 'delivery-test'));
 }
 
 const adapters: Adapter[] = [

@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { StartupError } from '@ofp/runtime';
 import {
   createKafkaClient,
+  kafkaClientConfig,
   kafkaConfigShape,
   kafkaSettingsIssues,
   kafkaStartupError,
   REQUEST_TIMEOUT_MS,
   type KafkaClient,
 } from './client.js';
-import { Kafka } from './kafka-javascript.js';
+import { Kafka, logLevel } from './kafka-javascript.js';
 
 const parse = (env: Record<string, string>) => z.object(kafkaConfigShape).parse(env);
 
@@ -133,5 +134,17 @@ describe('the client', () => {
     expect(REQUEST_TIMEOUT_MS).toBe(10_000);
     // Connections to every broker, each reconnected after the backoff (RDKAFKA_SETTINGS).
     expect(config).toMatchObject({ 'enable.sparse.connections': false });
+  });
+
+  it('is built from the settings the tests, benchmarks and chaos run build their own clients from', () => {
+    expect(kafkaClientConfig(['kafka-0:9093'], 'test')).toEqual({
+      'enable.sparse.connections': false,
+      kafkaJS: {
+        clientId: 'test',
+        brokers: ['kafka-0:9093'],
+        requestTimeout: REQUEST_TIMEOUT_MS,
+        logLevel: logLevel.NOTHING,
+      },
+    });
   });
 });

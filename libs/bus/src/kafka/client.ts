@@ -145,14 +145,38 @@ export const REQUEST_TIMEOUT_MS = 10_000;
  * 1,300 a second), at a load of 60 to 80 on two cores, and the broker took 70 s to come back instead
  * of 9 (docs/kafka.md, "Reconnection storms"). A few connections per client and broker are the price.
  */
-export const RDKAFKA_SETTINGS = { 'enable.sparse.connections': false } as const;
+const RDKAFKA_SETTINGS = { 'enable.sparse.connections': false } as const;
+
+/**
+ * The settings of every Kafka client the platform makes, before TLS and SASL: librdkafka's
+ * ({@link RDKAFKA_SETTINGS}) beside the KafkaJS layer's (the bootstrap `brokers`, `clientId`,
+ * {@link REQUEST_TIMEOUT_MS}), librdkafka's warnings and errors to `logger`, or nothing logged. The
+ * tests, benchmarks and the chaos run build their own clients from it, so that theirs are the
+ * platform's and not librdkafka's defaults (sparse connections, KafkaJS's 30 s request timeout).
+ */
+export function kafkaClientConfig(
+  brokers: readonly string[],
+  clientId: string,
+  logger?: Logger,
+): CommonConstructorConfig & { kafkaJS: NonNullable<CommonConstructorConfig['kafkaJS']> } {
+  return {
+    ...RDKAFKA_SETTINGS,
+    kafkaJS: {
+      clientId,
+      brokers: [...brokers],
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      logLevel: logger ? logLevel.WARN : logLevel.NOTHING,
+      ...(logger ? { logger: kafkaLogger(logger.child({ kafka: clientId })) } : {}),
+    },
+  };
+}
 
 /**
  * The Kafka client of a process (@confluentinc/kafka-javascript through its KafkaJS-compatible API, on
- * librdkafka), its TLS material and SASL password read from their files now: a file that cannot be
- * read, or PEM that does not parse, is a one-line {@link StartupError} naming the setting. librdkafka's
- * own log lines go to `logger`, warnings and errors only, and every client it makes reports
- * librdkafka's statistics to `statistics` (the process's `kafka_client_*` metrics).
+ * librdkafka, {@link kafkaClientConfig}), its TLS material and SASL password read from their files now:
+ * a file that cannot be read, or PEM that does not parse, is a one-line {@link StartupError} naming the
+ * setting. librdkafka's own log lines go to `logger`, warnings and errors only, and every client it
+ * makes reports librdkafka's statistics to `statistics` (the process's `kafka_client_*` metrics).
  */
 export async function createKafkaClient(
   settings: KafkaSettings,
@@ -161,17 +185,8 @@ export async function createKafkaClient(
   statistics?: KafkaStatistics,
 ): Promise<KafkaClient> {
   const brokers = settings.KAFKA_BROKERS ?? [];
-  const config: CommonConstructorConfig = {
-    ...RDKAFKA_SETTINGS,
-    kafkaJS: {
-      clientId,
-      brokers: [...brokers],
-      requestTimeout: REQUEST_TIMEOUT_MS,
-      logLevel: logger ? logLevel.WARN : logLevel.NOTHING,
-      ...(logger ? { logger: kafkaLogger(logger.child({ kafka: clientId })) } : {}),
-      ssl: settings.KAFKA_SSL,
-    },
-  };
+  const config = kafkaClientConfig(brokers, clientId, logger);
+  config.kafkaJS.ssl = settings.KAFKA_SSL;
   if (settings.KAFKA_SSL) Object.assign(config, await tlsMaterial(settings));
   if (settings.KAFKA_SASL_MECHANISM) {
     const password =
@@ -181,7 +196,7 @@ export async function createKafkaClient(
         /\r?\n$/,
         '',
       );
-    config.kafkaJS!.sasl = {
+    config.kafkaJS.sasl = {
       mechanism: settings.KAFKA_SASL_MECHANISM,
       username: settings.KAFKA_SASL_USERNAME!,
       password,

@@ -3,17 +3,10 @@
 // "subscribed" once it has partitions, then the id of each event it handles, one a line.
 import { createLogger } from '@ofp/runtime';
 import { KafkaBus } from './kafka-bus.js';
-import { RDKAFKA_SETTINGS } from './client.js';
-import { Kafka, logLevel } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka } from './kafka-javascript.js';
 
-const kafka = new Kafka({
-  ...RDKAFKA_SETTINGS,
-  kafkaJS: {
-    clientId: 'consumer-fixture',
-    brokers: process.env.KAFKA_BROKERS!.split(','),
-    logLevel: logLevel.NOTHING,
-  },
-});
+const kafka = new Kafka(kafkaClientConfig(process.env.KAFKA_BROKERS!.split(','), 'consumer-fixture'));
 const bus = new KafkaBus(kafka, createLogger({ name: 'consumer-fixture', level: 'warn' }), {
   topics: { prefix: process.env.TOPIC_PREFIX!, partitions: 4, replicationFactor: 1, create: true },
   batchSize: 100,

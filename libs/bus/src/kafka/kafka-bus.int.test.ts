@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoredEvent } from '@ofp/event-store';
 import { CACHE_DIR, startKafkaCluster, testLogger, type RunningKafkaCluster } from '@ofp/testing';
-import { z } from 'zod';
 import type { Subscription } from '../bus.js';
-import { createKafkaClient, kafkaConfigShape } from './client.js';
+import { kafkaClientConfig } from './client.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
-import { Kafka, logLevel, type Admin } from './kafka-javascript.js';
+import { Kafka, type Admin } from './kafka-javascript.js';
 import { topicOf } from './topics.js';
 
 const STREAM_TYPE = 'things';
@@ -95,9 +94,7 @@ describe('KafkaBus on a three-node cluster', () => {
       // consumer is connected to both brokers.
       settings: { 'leader.imbalance.check.interval.seconds': '1' },
     });
-    const kafka = new Kafka({
-      kafkaJS: { clientId: 'kafka-bus-test', brokers: cluster.brokers, logLevel: logLevel.NOTHING },
-    });
+    const kafka = new Kafka(kafkaClientConfig(cluster.brokers, 'kafka-bus-test'));
     const topics = {
       prefix: `test.${randomUUID().slice(0, 8)}.`,
       partitions: 3,
@@ -166,11 +163,7 @@ describe('KafkaBus on a three-node cluster', () => {
       logger: testLogger('kafka-bus-hang-test'),
       nodes: 3,
     });
-    // The platform's client (createKafkaClient), quiet.
-    const { kafka } = await createKafkaClient(
-      z.object(kafkaConfigShape).parse({ KAFKA_BROKERS: cluster.brokers.join(',') }),
-      'kafka-bus-hang-test',
-    );
+    const kafka = new Kafka(kafkaClientConfig(cluster.brokers, 'kafka-bus-hang-test'));
     const admin = kafka.admin();
     await admin.connect();
     // Asking for a group's offsets (as a consumer of it: see KafkaBus.uncommitted) creates

@@ -12,8 +12,8 @@ import {
 } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { KafkaBus } from './kafka-bus.js';
-import { RDKAFKA_SETTINGS } from './client.js';
-import { Kafka, logLevel } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka } from './kafka-javascript.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { topicOf } from './topics.js';
 
@@ -80,14 +80,7 @@ describe('OutboxRelay killed mid-batch', () => {
     }
 
     const received: StoredEvent[] = [];
-    const kafka = new Kafka({
-      ...RDKAFKA_SETTINGS,
-      kafkaJS: {
-        clientId: 'relay-test',
-        brokers: process.env.KAFKA_BROKERS!.split(','),
-        logLevel: logLevel.NOTHING,
-      },
-    });
+    const kafka = new Kafka(kafkaClientConfig(process.env.KAFKA_BROKERS!.split(','), 'relay-test'));
     subscription = await new KafkaBus(kafka, testLogger(), { topics, batchSize: 500 }).subscribe({
       group: `g-${randomUUID()}`,
       streamTypes: ['relayed'],
@@ -158,16 +151,9 @@ describe('OutboxRelay when a partition leader is lost mid-batch', () => {
     });
     db = await createTestDatabase();
     await migrateEventStore(db.pool, logger);
-    const kafka = new Kafka({
-      ...RDKAFKA_SETTINGS,
-      kafkaJS: {
-        clientId: 'relay-leader-test',
-        brokers: cluster.brokers,
-        logLevel: logLevel.NOTHING,
-        // A request to the frozen node fails after 5 s.
-        requestTimeout: 5_000,
-      },
-    });
+    const config = kafkaClientConfig(cluster.brokers, 'relay-leader-test');
+    // A request to the frozen node fails after 5 s.
+    const kafka = new Kafka({ ...config, kafkaJS: { ...config.kafkaJS, requestTimeout: 5_000 } });
     const topics = {
       prefix: `test.${randomUUID().slice(0, 8)}.`,
       partitions: 2,

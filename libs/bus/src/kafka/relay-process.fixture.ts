@@ -1,20 +1,13 @@
 // A relay in a process of its own, for the test that kills it with SIGKILL mid-batch.
 import { EventStore } from '@ofp/event-store';
 import { PostgresSession, createLogger, createPool } from '@ofp/runtime';
-import { RDKAFKA_SETTINGS } from './client.js';
-import { Kafka, logLevel } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka } from './kafka-javascript.js';
 import { OutboxRelay } from './outbox-relay.js';
 
 const url = process.env.DATABASE_URL!;
 const pool = createPool({ connectionString: url, applicationName: 'relay-fixture' });
-const kafka = new Kafka({
-  ...RDKAFKA_SETTINGS,
-  kafkaJS: {
-    clientId: 'relay-fixture',
-    brokers: process.env.KAFKA_BROKERS!.split(','),
-    logLevel: logLevel.NOTHING,
-  },
-});
+const kafka = new Kafka(kafkaClientConfig(process.env.KAFKA_BROKERS!.split(','), 'relay-fixture'));
 const logger = createLogger({ name: 'relay-fixture', level: 'warn' });
 const relay = new OutboxRelay(kafka, new EventStore(pool, { outbox: true }), logger, {
   session: new PostgresSession({ connectionString: url, applicationName: 'relay-fixture', logger }),

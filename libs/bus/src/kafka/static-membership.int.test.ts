@@ -6,8 +6,8 @@ import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
-import { RDKAFKA_SETTINGS } from './client.js';
-import { Kafka, logLevel, type Producer } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka, type Producer } from './kafka-javascript.js';
 import { topicOf } from './topics.js';
 
 const FIXTURE = fileURLToPath(new URL('./consumer-process.fixture.ts', import.meta.url));
@@ -26,14 +26,9 @@ interface Replica {
 // the dead member's session and then rebalances twice (when it joins again, when the old member
 // expires), every other replica of the group giving its partitions up each time.
 describe('KafkaBus static membership', () => {
-  const kafka = new Kafka({
-    ...RDKAFKA_SETTINGS,
-    kafkaJS: {
-      clientId: 'static-membership-test',
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
+  const kafka = new Kafka(
+    kafkaClientConfig((process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean), 'static-membership-test'),
+  );
   const topics = testTopics(4);
   const group = `static-membership-${randomUUID()}`;
   const children: ChildProcess[] = [];

@@ -3,7 +3,8 @@ import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';
 import { toKafkaMessage } from './cloudevents.js';
 import { KafkaBus } from './kafka-bus.js';
-import { Kafka, logLevel, type Admin, type Consumer, type Producer } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka, type Admin, type Consumer, type Producer } from './kafka-javascript.js';
 import { unconfirmedPartitions } from './outbox-relay.js';
 import { topicOf } from './topics.js';
 
@@ -27,13 +28,9 @@ class WatchedKafka extends Kafka {
 }
 
 describe('a Kafka consumer whose subscribed topic appears after it joined', () => {
-  const kafka = new WatchedKafka({
-    kafkaJS: {
-      clientId: 'topic-metadata-test',
-      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
-      logLevel: logLevel.NOTHING,
-    },
-  });
+  const kafka = new WatchedKafka(
+    kafkaClientConfig((process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean), 'topic-metadata-test'),
+  );
   const topics = testTopics(2);
   const bus = new KafkaBus(kafka, testLogger('topic-metadata'), { topics, batchSize: 100 });
   let subscription: Subscription | undefined;

@@ -7,7 +7,8 @@ import {
   until,
   type RunningKafkaCluster,
 } from '@ofp/testing';
-import { Kafka, logLevel } from './kafka-javascript.js';
+import { kafkaClientConfig } from './client.js';
+import { Kafka } from './kafka-javascript.js';
 import { ensureTopics, topicOf } from './topics.js';
 
 /** How long a node stays frozen while ensureTopics creates topics through it: past a try's 5 s. */
@@ -46,8 +47,7 @@ describe('ensureTopics on a three-node cluster', () => {
       nodes: 3,
       settings: { 'broker.session.timeout.ms': String(BROKER_SESSION_MS) },
     });
-    const client = (brokers: readonly string[]) =>
-      new Kafka({ kafkaJS: { clientId: 'topics-test', brokers: [...brokers], logLevel: logLevel.NOTHING } });
+    const client = (brokers: readonly string[]) => new Kafka(kafkaClientConfig(brokers, 'topics-test'));
     const settings = testTopics(6);
     const topics = [topicOf(settings, 'things'), topicOf(settings, 'gadgets')];
     /** The topics' metadata as the node at `broker` alone answers it, or undefined. */
@@ -132,9 +132,7 @@ describe('ensureTopics on a three-node cluster', () => {
     const frozen = cluster!.nodes[0]!;
     const settings = testTopics(2);
     const topics = [topicOf(settings, 'parts')];
-    const kafka = new Kafka({
-      kafkaJS: { clientId: 'topics-test', brokers: [frozen.broker], logLevel: logLevel.NOTHING },
-    });
+    const kafka = new Kafka(kafkaClientConfig([frozen.broker], 'topics-test'));
     const pid = frozen.pid()!;
     process.kill(pid, 'SIGSTOP');
     let ensured: Promise<unknown>;

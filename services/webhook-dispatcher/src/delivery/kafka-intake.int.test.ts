@@ -1,17 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, KafkaBus, OutboxRelay, logLevel } from '@ofp/bus';
+import { Kafka, KafkaBus, OutboxRelay, kafkaClientConfig } from '@ofp/bus';
 import type { StoredEvent } from '@ofp/event-store';
 import { startWebhookReceiver, testLogger, type WebhookReceiver } from '@ofp/testing';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 
 describe('the dispatcher on Kafka (distributed mode)', () => {
-  const kafka = new Kafka({
-    kafkaJS: {
-      clientId: 'webhook-dispatcher-test',
-      brokers: process.env.KAFKA_BROKERS!.split(','),
-      logLevel: logLevel.NOTHING,
-    },
-  });
+  const kafka = new Kafka(
+    kafkaClientConfig(process.env.KAFKA_BROKERS!.split(','), 'webhook-dispatcher-test'),
+  );
   const topics = {
     prefix: `test.${randomUUID().slice(0, 8)}.`,
     partitions: 2,
