@@ -14,6 +14,13 @@ export interface Measurement {
   readonly p99Ms: number;
 }
 
+/** The median of `values` (the mean of the middle two when there is an even number). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** Runs `operation(i)` `count` times, `concurrency` at a time, and measures throughput and latency. */
 export async function measure(
   count: number,

@@ -28,6 +28,7 @@ import {
   loadGenerator,
   measureAtRate,
   measureFor,
+  median,
   postgresBackends,
   processes,
   warmUp,
@@ -367,12 +368,6 @@ async function seed(orgId: number, from: number, to: number, work: number, home:
 
 function us(value: number | undefined, width: number): string {
   return (value === undefined ? 'n/a' : value.toFixed(0)).padStart(width);
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /** The median, or undefined when a round was not measured. */

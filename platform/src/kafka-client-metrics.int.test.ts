@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { createKafkaClient, kafkaConfigShape, KafkaStatistics, type Admin, type Producer } from '@ofp/bus';
@@ -11,6 +12,14 @@ async function sample(registry: Registry, name: string, labels: Record<string, s
     Object.entries(labels).every(([key, value]) => each.labels[key] === value),
   );
   return found?.value ?? 0;
+}
+
+/** The sum of the samples of a metric whose labels include every one of `labels`. */
+async function sum(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = await registry.getSingleMetric(name)!.get();
+  return metric.values
+    .filter((each) => Object.entries(labels).every(([key, value]) => each.labels[key] === value))
+    .reduce((total, each) => total + each.value, 0);
 }
 
 // A reconnection storm (docs/kafka.md) showed in no metric: the clients' requests failed no faster
@@ -83,4 +92,31 @@ describe("the Kafka clients' connection metrics (librdkafka's statistics)", () =
     // The counters never go back, whatever the clients do.
     expect(await connects()).toBeGreaterThanOrEqual(after);
   }, 300_000);
+});
+
+// A process replaces an admin client after a failed request (the lag readings', and the broker check's,
+// which runs every second: while Kafka does not answer, a new client every few seconds) and
+// ensureTopics makes one per try. At the consumers' 10 s, such a client was gone before its first
+// report, and its connects, in the very outage the counters are for, were never counted.
+describe("the Kafka clients' connection metrics, of a short-lived admin client", () => {
+  it("count the connects of an admin client that lives a few seconds, at the platform's intervals", async () => {
+    const statistics = new KafkaStatistics();
+    const registry = new Registry();
+    registerKafkaClientMetrics(registry, statistics);
+    const { kafka } = await createKafkaClient(
+      z.object(kafkaConfigShape).parse({ KAFKA_BROKERS: process.env.KAFKA_BROKERS }),
+      'client-metrics-short-test',
+      undefined,
+      statistics,
+    );
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await admin.listTopics();
+      await sleep(3_000);
+    } finally {
+      await admin.disconnect();
+    }
+    expect(await sum(registry, 'kafka_client_connects_total', { client: 'admin' })).toBeGreaterThanOrEqual(1);
+  });
 });

@@ -97,7 +97,8 @@ export function registerFlowMetrics(registry: Registry, bus: Bus): void {
  * client (`client`: producer, consumer, admin) and broker (its node id, `bootstrap`, or a logical
  * broker such as `GroupCoordinator`): connects and disconnects (a reconnection storm, docs/kafka.md,
  * showed nowhere else; alert OfpKafkaReconnecting), requests timed out and sent again, the connections'
- * states and the requests waiting on them. Updated every `statistics.intervalMs`, not at the scrape.
+ * states and the requests waiting on them. Updated as the clients report (every `statistics.intervalMs`,
+ * the admin clients' every second), not at the scrape.
  */
 export function registerKafkaClientMetrics(registry: Registry, statistics: KafkaStatistics): void {
   const counters: Record<BrokerCounter, [name: string, help: string]> = {

@@ -93,4 +93,17 @@ describe("librdkafka's statistics", () => {
     ]);
     expect(kept.counts()).toHaveLength(1);
   });
+
+  it('have admin clients report every second, which a process replaces after a failed request, and forget them after three seconds of silence', () => {
+    const platform = new KafkaStatistics(10_000, () => now);
+    expect(platform.clientConfig('admin')['statistics.interval.ms']).toBe(1_000);
+    expect(platform.clientConfig('producer')['statistics.interval.ms']).toBe(10_000);
+    expect(platform.clientConfig('consumer')['statistics.interval.ms']).toBe(10_000);
+    platform.record('admin', report('ofp#producer-1', { 'k1:9092/1': { nodeid: 1, state: 'TRY_CONNECT' } }));
+    platform.record('producer', report('ofp#producer-2', { 'k1:9092/1': { nodeid: 1, state: 'UP' } }));
+    now += 3_500;
+    expect(platform.connections()).toEqual([
+      { role: 'producer', broker: '1', states: { UP: 1 }, outbuf: 0, waitresp: 0 },
+    ]);
+  });
 });

@@ -9,8 +9,9 @@
  * clients (a consumer started again by the watchdog, an admin client per try of `ensureTopics`), so
  * the counters here add what every client reported since its previous report, and stay monotonic. A
  * client's last interval before it closes is not reported, nor a client that lives less than one
- * interval. Gauges (the connections' states, the requests waiting) are those of the clients heard from
- * within the last three intervals; a client quiet for {@link FORGET_AFTER_MS} is forgotten (one that
+ * interval: admin clients, which a process replaces after a failed request, report every
+ * {@link ADMIN_STATISTICS_INTERVAL_MS}. Gauges (the connections' states, the requests waiting) are
+ * those of the clients heard from within three of their intervals; a client quiet for {@link FORGET_AFTER_MS} is forgotten (one that
  * reported again after that, say after the event loop was held that long, would be counted anew).
  */
 
@@ -83,6 +84,16 @@ const FORGET_AFTER_MS = 30 * 60_000;
 /** How often librdkafka reports by default here: well within a Prometheus scrape interval's reach, and cheap (one JSON document per client). */
 export const STATISTICS_INTERVAL_MS = 10_000;
 
+/**
+ * How often admin clients report, at most. A process replaces its admin client after a failed request
+ * (the lag readings' and the watchdog's, and the broker check's, which runs every second: while Kafka
+ * does not answer, a new client every few seconds), and `ensureTopics` makes one per try: every
+ * 10 s, such a client was gone before its first report, and its connects, in the very outage the
+ * counters are for, were never counted. An admin client's report is small (it holds no partitions;
+ * docs/kafka.md has the cost).
+ */
+export const ADMIN_STATISTICS_INTERVAL_MS = 1_000;
+
 export class KafkaStatistics {
   private readonly clients = new Map<string, ClientState>();
   private readonly totals = new Map<string, BrokerCounts>();
@@ -98,7 +109,7 @@ export class KafkaStatistics {
     stats_cb: (event: { message: string }) => void;
   } {
     return {
-      'statistics.interval.ms': this.intervalMs,
+      'statistics.interval.ms': this.reportingInterval(role),
       stats_cb: (event) => this.record(role, event.message),
     };
   }
@@ -134,9 +145,13 @@ export class KafkaStatistics {
     return [...this.totals.values()];
   }
 
-  /** The connections of the clients heard from within three intervals (the others closed), per role and broker. */
+  /** How often a client of `role` reports. */
+  reportingInterval(role: KafkaClientRole): number {
+    return role === 'admin' ? Math.min(this.intervalMs, ADMIN_STATISTICS_INTERVAL_MS) : this.intervalMs;
+  }
+
+  /** The connections of the clients heard from within three of their intervals (the others closed), per role and broker. */
   connections(): readonly BrokerConnections[] {
-    const heardSince = this.now() - 3 * this.intervalMs;
     const byBroker = new Map<
       string,
       {
@@ -148,7 +163,7 @@ export class KafkaStatistics {
       }
     >();
     for (const client of this.clients.values()) {
-      if (client.heardAt < heardSince) continue;
+      if (client.heardAt < this.now() - 3 * this.reportingInterval(client.role)) continue;
       for (const broker of client.brokers.values()) {
         const label = brokerLabel(broker);
         const id = `${client.role}\u0000${label}`;
