@@ -17,7 +17,7 @@ import { Agent, request } from 'undici';
 import { BearerGate, TokenBucketLimiter } from '@ofp/auth-tokens';
 import { PgLogBus } from '@ofp/bus';
 import { EventStore, migrateEventStore } from '@ofp/event-store';
-import { createMetricsRegistry, createPool, ModuleRunner, PostgresSession } from '@ofp/runtime';
+import { createMetricsRegistry, createPool, ModuleRunner, PostgresSession, type Pool } from '@ofp/runtime';
 import { closeServer, createHttpApp, listen } from '@ofp/http-api';
 import { startScratchDatabase, testLogger, testSecrets } from '@ofp/testing';
 import {
@@ -64,6 +64,15 @@ const SEED_CONCURRENCY = 32;
 const COUNT_STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 /** How long the delivery phase may go without a delivery before the benchmark fails. */
 const STALL_MS = 60_000;
+
+/**
+ * Where a delivery's latency goes, by stage, each timed by the clock of the process that saw it (the
+ * dispatcher runs in this one, the receiver in its own; one machine): the event's commit (its
+ * append's acknowledgement) to its delivery's queueing (the intake: the bus's read and the enqueue,
+ * the record's `created_at`), to its first attempt's start (the wake-up, the claim and the wait for a
+ * worker: the attempt's `started_at`), to its arrival at the receiver (signing and the POST).
+ */
+const STAGES = ['commit → queued', 'queued → sent', 'sent → arrived'] as const;
 
 /** The lean queue worker's table (see `bench/lean/queue-worker.ts`): River's shape, narrowed. */
 const LEAN_QUEUE_DDL = `CREATE TABLE lean_jobs (
@@ -285,6 +294,9 @@ async function runBenchmark(): Promise<void> {
       'latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s | {duration}s',
     );
     paced.start(LATENCY_EVENTS, 0, { rate: LATENCY_RATE_PER_SECOND });
+    const pacedCounting = COUNT_STATEMENTS
+      ? await StatementCensus.start(databaseUrl, ['webhooks'])
+      : undefined;
     const pacedStart = performance.now();
     const inFlight: Promise<void>[] = [];
     for (let i = 0; i < LATENCY_EVENTS; i++) {
@@ -312,6 +324,8 @@ async function runBenchmark(): Promise<void> {
       .sort((a, b) => a - b);
     const quantile = (q: number): number =>
       latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+    const pacedCensus = await pacedCounting?.stop();
+    const stages = await latencyStages(pool, committed, arrivals);
 
     await modules.stop();
     await closeServer(api.server);
@@ -349,11 +363,19 @@ async function runBenchmark(): Promise<void> {
       `  CPU µs per delivery: dispatcher ${us(dispatcherRun.cpu, 'dispatcher', dispatcherRun.measured)}, its Postgres ${us(dispatcherRun.cpu, postgres.name, dispatcherRun.measured)} | lean worker ${us(leanRun.cpu, 'lean', leanRun.measured)}, its Postgres ${us(leanRun.cpu, postgres.name, leanRun.measured)} (this database's backends)`,
       `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
+      ...formatStages(stages),
       ...(census
         ? [
             '',
             'Postgres statements of the measured deliveries:',
             ...formatCensus(census, dispatcherRun.measured, 'delivery'),
+          ]
+        : []),
+      ...(pacedCensus
+        ? [
+            '',
+            `Postgres statements at ${LATENCY_RATE_PER_SECOND} events/s (the benchmark's appends among them):`,
+            ...formatCensus(pacedCensus, LATENCY_EVENTS, 'delivery'),
           ]
         : []),
       '',
@@ -442,6 +464,48 @@ async function drain(
   } finally {
     progress.stop();
   }
+}
+
+/** Each delivered event's milliseconds in each of {@link STAGES}. */
+type StageTimes = readonly (readonly number[])[];
+
+async function latencyStages(
+  pool: Pool,
+  committed: ReadonlyMap<string, number>,
+  arrivals: ReadonlyMap<string, number>,
+): Promise<StageTimes> {
+  const { rows } = await pool.query<{ event_id: string; queued: number; sent: number }>(
+    `SELECT d.event_id, extract(epoch FROM d.created_at) * 1000 AS queued,
+            extract(epoch FROM a.started_at) * 1000 AS sent
+       FROM webhooks.webhook_deliveries d
+       JOIN webhooks.webhook_deliveries__attempt_log a ON a.record_id = d.id AND a.ordinal = 0
+      WHERE d.event_id = ANY($1::text[])`,
+    [[...committed.keys()]],
+  );
+  return rows.flatMap(({ event_id: id, queued, sent }) => {
+    const arrived = arrivals.get(id);
+    return arrived === undefined ? [] : [[queued - committed.get(id)!, sent - queued, arrived - sent]];
+  });
+}
+
+/**
+ * Each stage's p50 and p99, and how the slowest 1% of deliveries (end to end) spent their time: the
+ * stages' p99s do not add up to the whole's, the slowest deliveries' own times do.
+ */
+function formatStages(times: StageTimes): string[] {
+  if (times.length === 0) return [];
+  const total = (each: readonly number[]): number => each.reduce((sum, ms) => sum + ms, 0);
+  const at = (sorted: readonly number[], q: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const slowest = [...times].sort((a, b) => total(b) - total(a)).slice(0, Math.ceil(times.length / 100));
+  return [
+    `  by stage (${times.length} delivered), p50 / p99 / mean of the slowest 1% (whose total is ${(total(slowest.map(total)) / slowest.length).toFixed(1)} ms):`,
+    ...STAGES.map((stage, i) => {
+      const sorted = times.map((each) => each[i]!).sort((a, b) => a - b);
+      const slow = total(slowest.map((each) => each[i]!)) / slowest.length;
+      return `    ${stage.padEnd(16)} ${at(sorted, 0.5).toFixed(1)} / ${at(sorted, 0.99).toFixed(1)} / ${slow.toFixed(1)} ms`;
+    }),
+  ];
 }
 
 /** Appends `person.created|updated` of `people-<id>` at `version`, as the api would; resolves with its id. */
