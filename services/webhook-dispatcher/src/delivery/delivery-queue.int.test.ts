@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createPool } from '@ofp/runtime';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';
 import {
+  DELIVERIES_CHANNEL,
   DeliveryQueue,
   type ClaimedDelivery,
   type ClaimOptions,
@@ -101,6 +102,32 @@ describe('the delivery queue', () => {
     );
     // The one on the wire stays, pending until its attempt is recorded.
     expect(rows).toEqual([{ status: 'pending', attempts: 0 }]);
+  });
+
+  it("wakes every process's workers when it queues a due delivery, not one that waits its turn", async () => {
+    const listener = await harness.database.pool.connect();
+    let notified = 0;
+    const count = (): void => {
+      notified++;
+    };
+    listener.on('notification', count);
+    await listener.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+    /** Notifications received in the next 200 ms (they come when the queueing commits). */
+    const received = async (): Promise<number> => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return notified;
+    };
+    try {
+      await queue.enqueue([delivery('people-wake', 1)], NOW);
+      expect(await received()).toBe(1);
+      // Behind the first, still open: not due, nothing to claim.
+      await queue.enqueue([delivery('people-wake', 2)], NOW);
+      expect(await received()).toBe(1);
+    } finally {
+      listener.off('notification', count);
+      await listener.query(`UNLISTEN ${DELIVERIES_CHANNEL}`);
+      listener.release();
+    }
   });
 
   /** A claimed delivery to an endpoint of its own, which the test then disables. */

@@ -175,7 +175,6 @@ export class DeliveryQueue {
           return inserted;
         })
       : await this.insert(this.pool, deliveries, now, options.includeDisabled);
-    if (rows.some((row) => !row.waiting)) await this.wake();
     // Queued behind an open delivery of their record: if that one finished meanwhile, its turn-passing
     // could not see these yet; now it is this side's to pass (see `passTurns`).
     const waiting = rows.flatMap(({ webhook_id: webhookId, stream_id: streamId, waiting }) =>
@@ -225,8 +224,14 @@ export class DeliveryQueue {
          INSERT INTO webhooks.record_counts AS c (model, org_id, count)
          SELECT 'webhook_deliveries', org_id, count(*) FROM inserted GROUP BY org_id ORDER BY org_id
          ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + EXCLUDED.count
+       ), woken AS (
+         -- Deliveries due now wake the idle workers of every process, told when this commits: no
+         -- statement of its own after it.
+         SELECT pg_notify('${DELIVERIES_CHANNEL}', '') FROM queued WHERE due_at IS NOT NULL LIMIT 1
        )
-       SELECT delivery_id AS id, webhook_id, stream_id, due_at IS NULL AS waiting FROM queued ORDER BY delivery_id`,
+       SELECT q.delivery_id AS id, q.webhook_id, q.stream_id, q.due_at IS NULL AS waiting
+         FROM queued q, (SELECT count(*) FROM woken) wake
+        ORDER BY q.delivery_id`,
         [
           deliveries.map((d) => d.orgId),
           deliveries.map((d) => d.webhookId),
