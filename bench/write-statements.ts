@@ -1,9 +1,12 @@
 // `npm run bench:write-statements` (issue 25 item 5): which statements a person write with read-your-writes
 // costs Postgres, counted by pg_stat_statements over BENCH_WRITES (2,000) writes at concurrency 1 and 16
 // (the api's, the projector's, the bus readers' and every other consumer's in the platform): statements
-// and transactions per write, and each statement's executions and execution time per write. A count does
-// not depend on the machine's load, as CPU time does. The test Postgres is started with
-// pg_stat_statements loaded for the run (and set back after it); a DATABASE_URL must have it loaded.
+// and transactions per write, shared buffers per write (hit, read or dirtied, by the statements), WAL per
+// write (pg_stat_wal: the whole cluster's, commits and autovacuum included; records, full-page images and
+// bytes, which the images make move with the checkpoints' timing), and each statement's executions,
+// execution time and buffers per write. A count does not depend on the machine's load, as CPU time does.
+// The test Postgres is started with pg_stat_statements loaded for the run (and set back after it); a
+// DATABASE_URL must have it loaded.
 
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
@@ -18,6 +21,7 @@ const logger = testLogger('bench');
 interface StatementRow {
   calls: string;
   total_exec_time: number;
+  buffers: string;
   query: string;
 }
 
@@ -39,6 +43,12 @@ try {
         ])
       ).rows[0]!.n,
     );
+  const wal = async (): Promise<{ records: number; fpi: number; bytes: number }> => {
+    const { rows } = await admin.query<{ records: string; fpi: string; bytes: string }>(
+      'SELECT wal_records AS records, wal_fpi AS fpi, wal_bytes AS bytes FROM pg_stat_wal',
+    );
+    return { records: Number(rows[0]!.records), fpi: Number(rows[0]!.fpi), bytes: Number(rows[0]!.bytes) };
+  };
   for (const concurrency of CONCURRENCIES) {
     const http = new HttpPool(platform.apiUrl, { connections: concurrency });
     const person = async (i: number): Promise<void> => {
@@ -54,10 +64,13 @@ try {
     await warmUp(2, concurrency, person);
     await admin.query('SELECT pg_stat_statements_reset()');
     const before = await committed();
+    const walBefore = await wal();
     const run = await measure(WRITES, concurrency, person);
     const transactions = (await committed()) - before;
+    const walAfter = await wal();
     const { rows } = await admin.query<StatementRow>(
-      `SELECT calls, total_exec_time, regexp_replace(query, '\\s+', ' ', 'g') AS query
+      `SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read + shared_blks_dirtied AS buffers,
+              regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements
         WHERE dbid = $1 AND query NOT LIKE '%pg_stat_%'
         ORDER BY calls DESC, total_exec_time DESC`,
@@ -66,15 +79,18 @@ try {
     const perWrite = (n: number): string => (n / WRITES).toFixed(2);
     const statements = rows.reduce((sum, row) => sum + Number(row.calls), 0);
     const executing = rows.reduce((sum, row) => sum + row.total_exec_time, 0);
+    const buffers = rows.reduce((sum, row) => sum + Number(row.buffers), 0);
     console.log(
       `\n${WRITES.toLocaleString('en')} person writes at concurrency ${concurrency} (${run.perSecond.toFixed(0)}/s): ` +
         `${perWrite(statements)} statements and ${perWrite(transactions)} transactions per write, ` +
-        `${((executing * 1000) / WRITES).toFixed(0)} µs of execution`,
+        `${((executing * 1000) / WRITES).toFixed(0)} µs of execution, ${perWrite(buffers)} shared buffers; ` +
+        `WAL: ${perWrite(walAfter.records - walBefore.records)} records, ${perWrite(walAfter.fpi - walBefore.fpi)} full-page images, ` +
+        `${((walAfter.bytes - walBefore.bytes) / WRITES).toFixed(0)} bytes`,
     );
-    console.log('per write | µs | statement');
+    console.log('per write | µs | buffers | statement');
     for (const row of rows.filter((each) => Number(each.calls) >= WRITES / 100))
       console.log(
-        `${perWrite(Number(row.calls)).padStart(9)} | ${((row.total_exec_time * 1000) / WRITES).toFixed(0).padStart(4)} | ${row.query.slice(0, 110)}`,
+        `${perWrite(Number(row.calls)).padStart(9)} | ${((row.total_exec_time * 1000) / WRITES).toFixed(0).padStart(4)} | ${perWrite(Number(row.buffers)).padStart(7)} | ${row.query.slice(0, 110)}`,
       );
     await http.close();
   }
