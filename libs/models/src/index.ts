@@ -105,7 +105,14 @@ export {
   PROJECTION_LOCK,
   READ_SCHEMA,
 } from './read-model.js';
-export { deleteRecord, renderDocuments, writeRecord, type RecordDocument } from './projection.js';
+export {
+  deleteRecord,
+  renderDocuments,
+  writeRecord,
+  writeRecords,
+  type RecordDocument,
+  type RecordWrite,
+} from './projection.js';
 export {
   OPERATORS,
   parseQuery,

@@ -1,7 +1,7 @@
 import { inTransaction } from '@ofp/runtime';
 import { createTestDatabase, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
-import { deleteRecord, renderDocuments, writeRecord } from './projection.js';
+import { deleteRecord, renderDocuments, writeRecord, writeRecords } from './projection.js';
 import { createReadSchema, projectedVersions } from './read-model.js';
 import { items, orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
@@ -161,6 +161,81 @@ describe('writeRecord and deleteRecord', () => {
     expect(await writeRecord(db.pool, people, ORG, person(60, 1, 'Older', []), at(3))).toBe(false);
     expect(await projected()).toBe(3);
     expect(await read(60)).toEqual(person(60, 2, 'Second', ['5551']));
+  });
+
+  it('writes several records in one statement, each as writeRecord would, and the records that show them again', async () => {
+    const org = 80;
+    const at = (id: number, version: number) => ({ checkpoint: { streamId: `people-${id}`, version } });
+    const total = async () =>
+      (await searchRecords(db.pool, people, org, parseQuery(people, undefined))).total_results;
+    await createReadSchema(db.pool, 'read', [phoneNumberTypes, people, shipments]);
+    await writeRecord(db.pool, people, org, person(81, 2, 'Stored', ['5551']), at(81, 2));
+    await writeRecord(db.pool, people, org, person(82, 1, 'Before', ['5551']), at(82, 1));
+    await deleteRecord(db.pool, people, org, 83, 2);
+    const statements: string[] = [];
+    const client = await db.pool.connect();
+    const query = client.query.bind(client);
+    try {
+      client.query = ((config: unknown, values?: unknown) => {
+        statements.push(typeof config === 'string' ? config : (config as { text: string }).text);
+        return query(config as string, values as unknown[]);
+      }) as typeof client.query;
+      expect(
+        await writeRecords(client, people, [
+          { orgId: org, record: person(84, 1, 'New', []), checkpoint: at(84, 1).checkpoint },
+          { orgId: org, record: person(85, 1, 'New too', []), checkpoint: at(85, 1).checkpoint },
+          // Redelivered: its stream's checkpoint is there already.
+          { orgId: org, record: person(81, 3, 'Redelivered', []), checkpoint: at(81, 2).checkpoint },
+          // Deleted at a later version.
+          { orgId: org, record: person(83, 1, 'Deleted', []), checkpoint: at(83, 1).checkpoint },
+        ]),
+      ).toEqual([true, true, false, false]);
+    } finally {
+      client.query = query;
+      client.release();
+    }
+    // New records without child rows: the upsert alone (a person shows no other person).
+    expect(statements).toHaveLength(1);
+    expect(await read(84, org)).toEqual(person(84, 1, 'New', []));
+    expect(await read(85, org)).toEqual(person(85, 1, 'New too', []));
+    expect(await read(81, org)).toEqual(person(81, 2, 'Stored', ['5551']));
+    expect(await read(83, org)).toBeUndefined();
+    expect(await total()).toBe(4);
+    // An update among new records replaces its child rows; another organization's row is not taken.
+    expect(
+      await writeRecords(
+        db.pool,
+        people,
+        [
+          { orgId: org, record: person(82, 2, 'After', ['5552', '5553']) },
+          { orgId: org, record: person(86, 1, 'Listed', ['5554']) },
+          { orgId: org + 1, record: person(85, 2, 'Taken', []) },
+        ],
+        {},
+      ),
+    ).toEqual([true, true, false]);
+    expect(await read(82, org)).toEqual(person(82, 2, 'After', ['5552', '5553']));
+    expect(await read(86, org)).toEqual(person(86, 1, 'Listed', ['5554']));
+    expect(await read(85, org)).toEqual(person(85, 1, 'New too', []));
+    expect(await total()).toBe(5);
+    // A phone number type written with the person showing it, in either order.
+    const pager = { id: 87, name: 'Pager', external_id: null, created_at: AT, updated_at: AT, version: 1 };
+    const shows = {
+      ...person(88, 1, 'Paged', []),
+      phone_numbers: [{ number: '5551', phone_number_type: { id: 87 } }],
+    };
+    await writeRecords(db.pool, people, [{ orgId: org, record: shows }]);
+    await writeRecords(db.pool, phoneNumberTypes, [{ orgId: org, record: pager }]);
+    expect(await read(88, org)).toEqual({
+      ...shows,
+      phone_numbers: [{ number: '5551', phone_number_type: { id: 87, name: 'Pager' } }],
+    });
+    await expect(
+      writeRecords(db.pool, people, [
+        { orgId: org, record: person(89, 1, 'Once', []) },
+        { orgId: org, record: person(89, 2, 'Twice', []) },
+      ]),
+    ).rejects.toThrow('a people twice in one call');
   });
 
   it('renders the document of a new record in its upsert as the table renders it', async () => {

@@ -27,6 +27,14 @@ export interface StreamCheckpoint {
   readonly version: number;
 }
 
+/** One record state to write (see `writeRecords`). */
+export interface RecordWrite {
+  readonly orgId: number;
+  readonly record: RecordDocument;
+  /** The stream event this state comes from: its stream's checkpoint moves with the write. */
+  readonly checkpoint?: StreamCheckpoint | undefined;
+}
+
 /**
  * Writes a record's full state into the read model: upserts its row with its document (when the model
  * stores them), replaces its child rows, then re-renders the documents that show it (see
@@ -35,10 +43,6 @@ export interface StreamCheckpoint {
  * statement first moves that stream's checkpoint (`advanceCheckpoint`), and nothing is written when it
  * was there already. Runs its statements on `client` and expects the caller's transaction around them
  * (the projector commits them with its batch).
- *
- * A record with no child rows, new to the read model or of a model without child tables, takes one
- * statement: its document is rendered from the values the upsert writes. Otherwise the child rows are
- * replaced after the upsert and the document rendered again from them.
  *
  * @returns whether the state was applied.
  */
@@ -49,38 +53,76 @@ export async function writeRecord(
   record: RecordDocument,
   options: ReadModelOptions & { readonly checkpoint?: StreamCheckpoint } = {},
 ): Promise<boolean> {
-  const root = tableTree(model);
-  const id = positiveInteger(record, 'id');
-  const version = positiveInteger(record, 'version');
-  const { text, values } = upsertStatement(root, model, options, options.checkpoint !== undefined);
-  const { rows: upserted } = await client.query<{ inserted: boolean }>(
-    prepared(text, values(orgId, record, version, options.checkpoint)),
+  const [applied] = await writeRecords(
+    client,
+    model,
+    [{ orgId, record, checkpoint: options.checkpoint }],
+    options,
   );
-  const written = upserted[0];
-  if (!written) return false;
-  const rows = new Map<TableNode, unknown[][]>();
-  collectChildRows(root, [id], record, rows);
-  // The document the upsert rendered read the child rows as they were before it: right when there
-  // were none and there are none.
-  if (root.children.length > 0 && !(written.inserted && rows.size === 0)) {
-    // A row just inserted has no children yet. For an updated one, deleting the direct children
-    // cascades to theirs (packages → packages' lines).
-    for (const child of written.inserted ? [] : root.children) {
-      await client.query(
-        prepared(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]),
-      );
+  return applied!;
+}
+
+/**
+ * `writeRecord` for several records of one model at once, each at most once (two states of the same
+ * record in one statement would be refused by Postgres), and all with a checkpoint or none: their rows
+ * are upserted by one statement, so that a batch of new records with no child rows (a projector's batch
+ * of creates) takes one statement, not one per record. A record's document is rendered from the values
+ * the upsert writes: right when it has no child rows and had none. Otherwise its child rows are replaced
+ * after the upsert and its document rendered again from them. Then every written record's referrers are
+ * rendered again, in the order given, so that a document showing another record written in the same
+ * statement (rendered from its row as it was before) is made again from its new state.
+ *
+ * @returns whether each state was applied, in the order given.
+ */
+export async function writeRecords(
+  client: Queryable,
+  model: ModelDefinition,
+  writes: readonly RecordWrite[],
+  options: ReadModelOptions = {},
+): Promise<boolean[]> {
+  if (writes.length === 0) return [];
+  const root = tableTree(model);
+  const ids = writes.map(({ record }) => positiveInteger(record, 'id'));
+  for (const { record } of writes) positiveInteger(record, 'version');
+  if (new Set(ids).size !== ids.length) throw new Error(`writeRecords: a ${model.name} twice in one call`);
+  const withCheckpoint = writes[0]!.checkpoint !== undefined;
+  if (writes.some(({ checkpoint }) => (checkpoint !== undefined) !== withCheckpoint))
+    throw new Error('writeRecords: all writes move a checkpoint, or none does');
+  const { text, values } = upsertStatement(root, model, options, withCheckpoint);
+  const { rows: upserted } = await client.query<{ id: string; inserted: boolean }>(
+    prepared(text, values(writes)),
+  );
+  const written = new Map(upserted.map((row) => [Number(row.id), row.inserted]));
+  for (const [index, { orgId, record }] of writes.entries()) {
+    const id = ids[index]!;
+    const inserted = written.get(id);
+    if (inserted === undefined) continue;
+    const rows = new Map<TableNode, unknown[][]>();
+    collectChildRows(root, [id], record, rows);
+    // The document the upsert rendered read the child rows as they were before it: right when there
+    // were none and there are none.
+    if (root.children.length > 0 && !(inserted && rows.size === 0)) {
+      // A row just inserted has no children yet. For an updated one, deleting the direct children
+      // cascades to theirs (packages → packages' lines).
+      for (const child of inserted ? [] : root.children) {
+        await client.query(
+          prepared(`DELETE FROM ${qualifiedTable(options, child.node.table)} WHERE record_id = $1`, [id]),
+        );
+      }
+      for (const [node, nodeRows] of rows)
+        await client.query(insertChildRows(node, orgId, nodeRows, options));
+      if (root.storesDocument)
+        await client.query(
+          prepared(
+            renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
+            [id],
+          ),
+        );
     }
-    for (const [node, nodeRows] of rows) await client.query(insertChildRows(node, orgId, nodeRows, options));
-    if (root.storesDocument)
-      await client.query(
-        prepared(
-          renderDocumentsStatement(root, options, (alias) => `${alias}.id = $1`),
-          [id],
-        ),
-      );
   }
-  await refreshReferrers(client, model, orgId, id, options);
-  return true;
+  for (const [index, { orgId }] of writes.entries())
+    if (written.has(ids[index]!)) await refreshReferrers(client, model, orgId, ids[index]!, options);
+  return ids.map((id) => written.has(id));
 }
 
 /**
@@ -198,27 +240,23 @@ function positiveInteger(record: RecordDocument, key: string): number {
   return value;
 }
 
-/** A model's upsert: its text, and the values of its parameters for one record's state. */
+/** A model's upsert: its text, and the values of its parameters (an array per column) for records' states. */
 interface UpsertStatement {
   readonly text: string;
-  readonly values: (
-    orgId: number,
-    record: RecordDocument,
-    version: number,
-    checkpoint: StreamCheckpoint | undefined,
-  ) => unknown[];
+  readonly values: (writes: readonly RecordWrite[]) => unknown[];
 }
 
 /** The upserts made so far, by model, then by schema and whether they move a checkpoint. */
 const upserts = new WeakMap<ModelDefinition, Map<string, UpsertStatement>>();
 
 /**
- * `INSERT ... ON CONFLICT DO UPDATE ... WHERE stored.version < new.version`, skipped altogether when
- * the record was deleted at this version or later (or, with `checkpoint`, when its stream's checkpoint
- * was there already), counting the record when it is new. The row's document is rendered from the
- * values written (`t0`, a row of the table's columns). Returns a row only when it wrote.
+ * `INSERT ... ON CONFLICT DO UPDATE ... WHERE stored.version < new.version` of rows given as one array
+ * per column, a row skipped when its record was deleted at its version or later (or, with `checkpoint`,
+ * when its stream's checkpoint was there already), counting the records that are new. A row's document
+ * is rendered from the values written (`t0`, a row of the table's columns). Returns the id of each row
+ * written, and whether it was inserted.
  *
- * The text depends only on the model, the schema and whether a checkpoint moves, so it is made once
+ * The text depends only on the model, the schema and whether checkpoints move, so it is made once
  * for each and kept (rendering it took 20-50 µs of a projected record's CPU, and its statement name
  * was looked up by a new string each time).
  */
@@ -245,21 +283,18 @@ function renderUpsert(
   options: ReadModelOptions,
   withCheckpoint: boolean,
 ): UpsertStatement {
-  // Placeholders are numbered in the order `values` lists them.
-  let placeholders = 0;
-  const next = (): string => `$${++placeholders}`;
   const aliases = new TableAliases();
   const row = aliases.next();
-  const org = `${next()}::bigint`;
-  const modelName = next();
   const stored = storedValues(root);
-  const sources = [`${org} AS "org_id"`];
-  const names = ['org_id'];
-  for (const { column, type } of stored) {
-    names.push(column);
-    sources.push(`${next()}::${type} AS ${quoteIdentifier(column)}`);
-  }
-  const columns = names.map(quoteIdentifier);
+  // $1 the model's name, then one array per column of t0: org_id, the stored values, and with
+  // checkpoints the stream and its version.
+  const names = ['org_id', ...stored.map(({ column }) => column)];
+  const types = ['bigint', ...stored.map(({ type }) => type)];
+  if (withCheckpoint) names.push(CHECKPOINT_STREAM, CHECKPOINT_VERSION);
+  if (withCheckpoint) types.push('text', 'bigint');
+  const arrays = types.map((type, index) => `$${index + 2}::${type}[]`);
+  const t0 = `unnest(${arrays.join(', ')}) AS ${row}(${names.map(quoteIdentifier).join(', ')})`;
+  const columns = names.slice(0, 1 + stored.length).map(quoteIdentifier);
   const values = columns.map((column) => `${row}.${column}`);
   if (root.storesDocument) {
     columns.push(quoteIdentifier(DOCUMENT_COLUMN));
@@ -269,42 +304,50 @@ function renderUpsert(
     .filter((column) => column !== '"id"')
     .map((column) => `${column} = EXCLUDED.${column}`);
   const counts = qualifiedTable(options, RECORD_COUNTS_TABLE);
+  const stream = `${row}.${quoteIdentifier(CHECKPOINT_STREAM)}`;
   const advanced = withCheckpoint
     ? `advanced AS (
-  ${checkpointAdvance(options.schema ?? READ_SCHEMA, next(), next())}
-  RETURNING 1
+  ${checkpointAdvance(options.schema ?? READ_SCHEMA, `SELECT * FROM unnest(${arrays.slice(-2).join(', ')})`)}
+  RETURNING stream_id
 ), `
     : '';
   const text = `WITH ${advanced}written AS (
   INSERT INTO ${qualifiedTable(options, root.table)} AS stored (${columns.join(', ')})
-  SELECT ${values.join(', ')} FROM (SELECT ${sources.join(', ')}) ${row}
+  SELECT ${values.join(', ')} FROM ${t0}
   WHERE NOT EXISTS (
     SELECT 1 FROM ${qualifiedTable(options, DELETED_RECORDS_TABLE)} d
-    WHERE d.model = ${modelName} AND d.id = ${next()} AND d.org_id = ${org}
-      AND d.version >= ${next()}
-  )${withCheckpoint ? '\n    AND EXISTS (SELECT FROM advanced)' : ''}
+    WHERE d.model = $1 AND d.id = ${row}."id" AND d.org_id = ${row}."org_id"
+      AND d.version >= ${row}."version"
+  )${withCheckpoint ? `\n    AND ${stream} IN (SELECT stream_id FROM advanced)` : ''}
   ON CONFLICT (id) DO UPDATE SET ${updates.join(', ')}
   WHERE stored.version < EXCLUDED.version AND stored.org_id = EXCLUDED.org_id
   -- xmax is 0 on a row this statement inserted, and set on one it updated.
-  RETURNING (stored.xmax = 0) AS inserted
+  RETURNING stored.id, stored.org_id, (stored.xmax = 0) AS inserted
 ), counted AS (
   INSERT INTO ${counts} AS c (model, org_id, count)
-  SELECT ${modelName}, ${org}, 1 FROM written WHERE inserted
-  ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + 1
+  SELECT $1, org_id, count(*) FROM written WHERE inserted GROUP BY org_id
+  ON CONFLICT (model, org_id) DO UPDATE SET count = c.count + EXCLUDED.count
 )
-SELECT inserted FROM written`;
+SELECT id, inserted FROM written`;
   return {
     text,
-    values: (orgId, record, version, checkpoint) => [
-      orgId,
+    values: (writes) => [
       model.name,
-      ...stored.map(({ read }) => read(record)),
-      ...(checkpoint ? [checkpoint.streamId, checkpoint.version] : []),
-      record.id,
-      version,
+      writes.map(({ orgId }) => orgId),
+      ...stored.map(({ read }) => writes.map(({ record }) => read(record))),
+      ...(withCheckpoint
+        ? [
+            writes.map(({ checkpoint }) => checkpoint!.streamId),
+            writes.map(({ checkpoint }) => checkpoint!.version),
+          ]
+        : []),
     ],
   };
 }
+
+/** The columns of the upsert's rows (`t0`) that carry a record's stream and version: no field's name starts with `_`. */
+const CHECKPOINT_STREAM = '_checkpoint_stream';
+const CHECKPOINT_VERSION = '_checkpoint_version';
 
 /** A column a row of a table stores, and how to read its value from the record's JSON. */
 interface StoredValue {

@@ -47,14 +47,19 @@ export async function advanceCheckpoint(
   streamId: string,
   version: number,
 ): Promise<boolean> {
-  const advanced = await db.query(prepared(checkpointAdvance(schema, '$1', '$2'), [streamId, version]));
+  const advanced = await db.query(
+    prepared(checkpointAdvance(schema, 'VALUES ($1, $2)'), [streamId, version]),
+  );
   return advanced.rowCount === 1;
 }
 
-/** The statement moving stream `streamId`'s checkpoint in `schema` to `version` (placeholders), if it is behind. */
-export function checkpointAdvance(schema: string, streamId: string, version: string): string {
+/**
+ * The statement moving each stream's checkpoint in `schema` to its version, if it is behind: `rows` is
+ * the SQL of the (stream id, version) rows (`VALUES ($1, $2)`, or a select).
+ */
+export function checkpointAdvance(schema: string, rows: string): string {
   const table = checkpointTable(schema);
-  return `INSERT INTO ${table} (stream_id, version) VALUES (${streamId}, ${version})
+  return `INSERT INTO ${table} (stream_id, version) ${rows}
   ON CONFLICT (stream_id) DO UPDATE SET version = EXCLUDED.version WHERE ${table}.version < EXCLUDED.version`;
 }
 
