@@ -37,7 +37,10 @@ export interface InternalError {
   readonly answer: string;
 }
 
-/** An attempt that failed slowly: when it was sent (epoch ms), how long it took, how it ended. */
+/**
+ * An attempt that failed slowly: when it was sent (epoch ms), how long it took, how it ended (the
+ * status and the envelope's message, or the error's name), so that a slow 503 says which wait it was.
+ */
 export interface SlowFailure {
   readonly request: string;
   readonly sentAt: number;
@@ -185,10 +188,11 @@ export class ChaosClient {
             requestId: response.headers.get('x-request-id'),
             answer: text.slice(0, 300),
           });
-        if (response.status >= 500) failedSlowly(String(response.status));
         const parsed = JSON.parse(text) as Answer['body'];
         if (response.status >= 500 || response.status === 429) {
-          retried(tally, `${response.status} ${firstMessage(parsed.errors)}`);
+          const cause = `${response.status} ${firstMessage(parsed.errors)}`;
+          if (response.status >= 500) failedSlowly(cause);
+          retried(tally, cause);
           continue;
         }
         if (response.status === 409 && JSON.stringify(parsed.errors).includes('Idempotency-Key')) {

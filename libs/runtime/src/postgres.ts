@@ -87,6 +87,15 @@ export function withDatabaseDeadline<T>(deadline: number | undefined, work: () =
   return deadline === undefined ? deadlines.exit(work) : deadlines.run(deadline, work);
 }
 
+/**
+ * The database deadline (epoch ms) of the work running now ({@link withDatabaseDeadline}): a request's,
+ * so that a wait it makes for something other than a statement (read-your-writes' catch-up) ends there
+ * too; Infinity for none at all, undefined outside any.
+ */
+export function currentDatabaseDeadline(): number | undefined {
+  return deadlines.getStore();
+}
+
 /** How long the statement starting now may take on the client's side; undefined: no bound. */
 function answerTimeout(statementBoundMs: number | undefined): number | undefined {
   const deadline = deadlines.getStore();

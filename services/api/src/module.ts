@@ -44,7 +44,7 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /**
  * Longest a read waits for its organization's writes that were answered before the read model showed
- * them (API.md §5), before its 503: within API.md §3's 5 s with the read's own statements.
+ * them (API.md §5), before its 503; never past the read's database deadline (API.md §3's 5 s).
  */
 const READ_CATCH_UP_MS = 2_000;
 

@@ -2,7 +2,14 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { baseError, type RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
 import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
-import { prepared, withDatabaseDeadline, type Logger, type Pool, type PostgresSession } from '@ofp/runtime';
+import {
+  currentDatabaseDeadline,
+  prepared,
+  withDatabaseDeadline,
+  type Logger,
+  type Pool,
+  type PostgresSession,
+} from '@ofp/runtime';
 import { HANDLED_CHANNEL, handledKey, handledVersions } from '../process-managers/handled-events.js';
 import type { ProcessManager } from '../process-managers/process-manager.js';
 
@@ -217,10 +224,14 @@ export class ReadYourWrites {
   /**
    * Returns once the read model shows every write of `orgId` answered before it did (each recorded
    * by {@link settle}), forgetting them; throws a 503 with Retry-After when that takes longer than
-   * `readTimeoutMs`. For a read whose statement found {@link unsettledFor} true: it then reads again.
+   * `readTimeoutMs` or outlasts the read's database deadline. For a read whose statement found {@link unsettledFor} true: it then reads again.
    */
   async catchUp(orgId: number): Promise<void> {
-    const reached = await this.forgetShown(orgId, Date.now() + this.options.readTimeoutMs);
+    // The read's database deadline bounds the wait too: its first statement may have taken most of
+    // that deadline, and a wait of its own after it put the 503 up to `readTimeoutMs` later, at or
+    // past API.md §3's 5 s once the machine is loaded.
+    const deadline = Math.min(Date.now() + this.options.readTimeoutMs, currentDatabaseDeadline() ?? Infinity);
+    const reached = await this.forgetShown(orgId, deadline);
     if (reached === undefined) return;
     this.readsHeld?.inc({ outcome: reached ? 'caught_up' : 'unavailable' });
     if (!reached)
