@@ -25,6 +25,12 @@ const CLAIM_LOCK = "hashtext('ofp:webhook-claims')";
  */
 const ENDPOINT_LOCK_SPACE = "hashtext('ofp:webhook-endpoints')";
 
+/** An id written into a statement's text: an integer, or it throws. */
+function integerLiteral(id: number): string {
+  if (!Number.isSafeInteger(id)) throw new Error(`not an id: ${id}`);
+  return String(id);
+}
+
 /** The lock of endpoint `id` (an SQL expression) in {@link ENDPOINT_LOCK_SPACE}. */
 function endpointLockKey(id: string): string {
   return `${ENDPOINT_LOCK_SPACE}, (${id} % 2147483647)::int`;
@@ -448,20 +454,21 @@ export class DeliveryQueue {
     if (finished.length === 0) return { toDisable: [], givenUp: 0 };
     const endpoints = [...new Set(finished.map(({ delivery }) => delivery.webhookId))].sort((a, b) => a - b);
     const column = <T>(value: (attempt: FinishedAttempt) => T): T[] => finished.map(value);
-    const { rows } = await inTransaction(this.pool, async (client) => {
-      // Taken before the statement, whose snapshot then sees a disable that committed while it waited.
-      await client.query(
-        `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')}) FROM unnest($1::bigint[]) AS id`,
-        [endpoints],
-      );
-      return client.query<{
-        webhook_id: number | null;
-        disable_reason: string | null;
-        given_up: number;
-        unseen: Lane[] | null;
-      }>(
-        prepared(
-          `WITH result AS (
+    // The endpoints' locks are taken before the statement, whose snapshot then sees a disable that
+    // committed while it waited; sent with BEGIN, in one round trip (a simple query: ids written out).
+    const locked = `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')})
+                      FROM unnest(ARRAY[${endpoints.map(integerLiteral).join(', ')}]::bigint[]) AS id`;
+    const { rows } = await inTransaction(
+      this.pool,
+      (client) =>
+        client.query<{
+          webhook_id: number | null;
+          disable_reason: string | null;
+          given_up: number;
+          unseen: Lane[] | null;
+        }>(
+          prepared(
+            `WITH result AS (
          -- One attempt per claim. The same delivery may come twice, under two claims: a worker whose
          -- session was lost takes a new key, and the claims of its old one are queued again and may be
          -- claimed again, by this process too, while their first attempt still waits to be recorded.
@@ -555,26 +562,27 @@ export class DeliveryQueue {
                  FROM lanes WHERE delivery_id IS NULL) AS unseen
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake
          LEFT JOIN touched t ON t.disable_reason IS NOT NULL`,
-          [
-            column(({ delivery }) => delivery.id),
-            column(({ delivery }) => delivery.webhookId),
-            column(({ delivery }) => delivery.claimedBy),
-            column(({ delivery }) => delivery.eventType),
-            column(({ verdict }) => verdict.status),
-            column(({ verdict }) => (verdict.status === 'pending' ? verdict.nextAttemptAt : null)),
-            column(({ attempt }) => attempt.startedAt),
-            column(({ attempt }) => attempt.durationMs),
-            column(({ attempt }) => attempt.statusCode),
-            column(({ attempt }) => attempt.errorKind),
-            column(({ attempt }) => attempt.error),
-            column(({ attempt }) => attempt.responseExcerpt),
-            column(({ verdict }) => verdict.status === 'failed' && verdict.disableEndpoint),
-            now,
-            failingPeriodMs,
-          ],
+            [
+              column(({ delivery }) => delivery.id),
+              column(({ delivery }) => delivery.webhookId),
+              column(({ delivery }) => delivery.claimedBy),
+              column(({ delivery }) => delivery.eventType),
+              column(({ verdict }) => verdict.status),
+              column(({ verdict }) => (verdict.status === 'pending' ? verdict.nextAttemptAt : null)),
+              column(({ attempt }) => attempt.startedAt),
+              column(({ attempt }) => attempt.durationMs),
+              column(({ attempt }) => attempt.statusCode),
+              column(({ attempt }) => attempt.errorKind),
+              column(({ attempt }) => attempt.error),
+              column(({ attempt }) => attempt.responseExcerpt),
+              column(({ verdict }) => verdict.status === 'failed' && verdict.disableEndpoint),
+              now,
+              failingPeriodMs,
+            ],
+          ),
         ),
-      );
-    });
+      { first: locked },
+    );
     // A record whose next delivery the statement did not see: one queued meanwhile may need the turn.
     const unseen = rows[0]?.unseen ?? [];
     if (unseen.length > 0) await this.passTurns(now, unseen);
