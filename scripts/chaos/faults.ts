@@ -24,7 +24,7 @@ export type FaultKind =
   | 'cut-api-postgres'
   | 'slow-kafka'
   | 'reset-kafka';
-/** The default schedule's kinds (CI's): signals and crashes. */
+/** The default schedule's kinds: signals and crashes. */
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill-replica',
   'pause-replica',
@@ -33,7 +33,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'restart-postgres',
 ];
 /**
- * What `--faults network` adds (docs/chaos.md says why not by default yet): a broker cut off the
+ * What `--faults network` adds (CI runs with it, as root; docs/chaos.md): a broker cut off the
  * network; on the platform's links to Postgres (each process through a Toxiproxy proxy of its own)
  * added latency, connections reset, and one api replica cut off while the others reach it; on the
  * platform's links to the brokers (a proxy per broker, which the broker advertises to the platform)
