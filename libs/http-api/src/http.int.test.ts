@@ -176,6 +176,22 @@ describe('the HTTP pipeline', () => {
       socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
     });
 
+  it('survives a client that resets its keep-alive connection after an answer', async () => {
+    // Node clears a socket's _httpMessage (to null) once its response is written: the reset then reached
+    // the clientError handler with null, which it took for a pending response, and the TypeError it
+    // threw ended the process (a webhook dispatcher of the chaos run, seed 787853717).
+    const { port } = new URL(base);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.once('data', () => resolve());
+      socket.write('GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    });
+    socket.resetAndDestroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await fetch(`${base}/nowhere`)).status).toBe(404);
+  });
+
   it('answers an unknown route with a 404 envelope, and a known path with a 405 naming the methods it takes', async () => {
     const nowhere = await fetch(`${base}/nowhere`);
     expect(nowhere.status).toBe(404);

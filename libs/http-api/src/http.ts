@@ -685,7 +685,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * response is Node's `_httpMessage`, which its own default listener reads for the same purpose.
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  const pending = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  // Node sets it to null once the connection's response is written, undefined before any.
+  const pending = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
   const answer = clientErrorAnswer(error);
   const earlier = pending !== undefined && (pending.headersSent || pending.req.complete);
   if (answer === undefined || !socket.writable || earlier) {
