@@ -100,6 +100,8 @@ export { inRegistryOrder } from './key-order.js';
 export {
   advanceCheckpoint,
   createReadSchema,
+  notifiedProgress,
+  progressNotification,
   projectedVersions,
   PROJECTION_CHANNEL,
   PROJECTION_LOCK,

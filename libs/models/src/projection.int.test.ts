@@ -2,7 +2,13 @@ import { inTransaction } from '@ofp/runtime';
 import { createTestDatabase, type TestDatabase } from '@ofp/testing';
 import { readModelDdl } from './ddl.js';
 import { deleteRecord, renderDocuments, writeRecord, writeRecords } from './projection.js';
-import { createReadSchema, projectedVersions } from './read-model.js';
+import {
+  createReadSchema,
+  notifiedProgress,
+  PROJECTION_CHANNEL,
+  progressNotification,
+  projectedVersions,
+} from './read-model.js';
 import { items, orders, people, phoneNumberTypes, shipments } from './registry.js';
 import { parseQuery } from './query.js';
 import { getRecord, searchRecords } from './search.js';
@@ -236,6 +242,30 @@ describe('writeRecord and deleteRecord', () => {
         { orgId: org, record: person(89, 2, 'Twice', []) },
       ]),
     ).rejects.toThrow('a people twice in one call');
+  });
+
+  it("announces the streams a batch applied in the notification's payload, or none when they would not fit", async () => {
+    const listener = await db.pool.connect();
+    const payloads: string[] = [];
+    listener.on('notification', ({ payload }) => payloads.push(payload ?? ''));
+    try {
+      await listener.query(`LISTEN ${PROJECTION_CHANNEL}`);
+      const streams = new Map([
+        ["people-1'; --", 3],
+        ['people-é\\"', 1],
+      ]);
+      await db.pool.query(progressNotification(streams));
+      const many = new Map(Array.from({ length: 500 }, (_, i) => [`people-${1_000_000 + i}`, 1]));
+      await db.pool.query(progressNotification(many));
+      for (let tries = 0; payloads.length < 2 && tries < 100; tries++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(notifiedProgress(payloads[0]!)).toEqual(streams);
+      expect(payloads[1]).toBe('');
+      expect(notifiedProgress(payloads[1]!)).toBeUndefined();
+    } finally {
+      await listener.query('UNLISTEN *');
+      listener.release();
+    }
   });
 
   it('renders the document of a new record in its upsert as the table renders it', async () => {

@@ -10,13 +10,52 @@ import { READ_SCHEMA, quoteIdentifier, type Queryable } from './sql.js';
  * - {@link READ_SCHEMA}: the schema searches read; a rebuild fills another schema and renames it;
  * - the checkpoint, `<schema>.stream_versions`: the last version of each stream applied, written in
  *   the transaction of the change it records, so applying an event twice or late changes nothing;
- * - {@link PROJECTION_CHANNEL}: the NOTIFY raised after each batch that changed something;
+ * - {@link PROJECTION_CHANNEL}: the NOTIFY raised after each batch, naming the streams it applied and
+ *   their versions ({@link progressNotification});
  * - {@link PROJECTION_LOCK}: held shared by each live batch and exclusively by a rebuild's swap.
  */
 export { READ_SCHEMA };
 
 /** NOTIFY channel raised after each batch the projector applied (and after a rebuild's swap). */
 export const PROJECTION_CHANNEL = 'read_progress';
+
+/** The longest payload a progress notification names its streams in (Postgres refuses 8,000 bytes). */
+const PROGRESS_PAYLOAD_BYTES = 7_900;
+
+/**
+ * The statement raising {@link PROJECTION_CHANNEL} in a batch's transaction: its payload is the JSON
+ * object of the streams the batch applied and the version each reached (each stream's checkpoint is at
+ * least there once it commits), so that a waiter for them needs no look at the checkpoints; empty (look
+ * at them) when that would not fit in a notification. The payload travels base64 in the text, which no
+ * quoting setting can change.
+ */
+export function progressNotification(streams: ReadonlyMap<string, number>): string {
+  const json = JSON.stringify(Object.fromEntries(streams));
+  const payload = Buffer.from(json, 'utf8');
+  return payload.length > PROGRESS_PAYLOAD_BYTES
+    ? `SELECT pg_notify('${PROJECTION_CHANNEL}', '')`
+    : `SELECT pg_notify('${PROJECTION_CHANNEL}', convert_from(decode('${payload.toString('base64')}', 'base64'), 'UTF8'))`;
+}
+
+/**
+ * The streams and versions a {@link PROJECTION_CHANNEL} notification names; undefined when it names
+ * none (a rebuild's swap, a batch too large to name its streams): then any stream may have moved.
+ */
+export function notifiedProgress(payload: string): Map<string, number> | undefined {
+  if (payload === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+    const streams = new Map<string, number>();
+    for (const [streamId, version] of Object.entries(parsed)) {
+      if (typeof version !== 'number') return undefined;
+      streams.set(streamId, version);
+    }
+    return streams;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Advisory lock between live batches (shared) and a rebuild's swap (exclusive): no swap mid-batch. */
 export const PROJECTION_LOCK = "hashtext('ofp:projection')";

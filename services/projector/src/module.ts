@@ -1,7 +1,7 @@
 import { consumerModule, type Bus, type Parking } from '@ofp/bus';
-import { MODELS, PROJECTION_CHANNEL, PROJECTION_LOCK, READ_SCHEMA, createReadSchema } from '@ofp/models';
+import { MODELS, PROJECTION_LOCK, READ_SCHEMA, createReadSchema, progressNotification } from '@ofp/models';
 import { inTransaction, type Logger, type Module, type Pool } from '@ofp/runtime';
-import { PROJECTED_STREAM_TYPES, applyEvents } from './projection.js';
+import { PROJECTED_STREAM_TYPES, applyEvents, projectedStreams } from './projection.js';
 
 export interface ProjectorDependencies {
   readonly pool: Pool;
@@ -36,8 +36,9 @@ export function createProjectorModule(deps: ProjectorDependencies): Module {
         handle: (events) =>
           inTransaction(deps.pool, (client) => applyEvents(client, READ_SCHEMA, events), {
             first: `SELECT pg_advisory_xact_lock_shared(${PROJECTION_LOCK})`,
-            // Read-your-writes waiters look again (a batch redelivered wakes them needlessly, harmlessly).
-            last: `SELECT pg_notify('${PROJECTION_CHANNEL}', '')`,
+            // Read-your-writes waiters for these streams are released without a look (a stream whose
+            // event was applied before, and skipped, is at least at that version too).
+            last: progressNotification(projectedStreams(events)),
           }),
       },
     ],

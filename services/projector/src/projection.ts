@@ -15,6 +15,15 @@ const modelsByStreamType = new Map<string, ModelDefinition>(Object.values(MODELS
 /** The stream types the projection consumes: one per model. */
 export const PROJECTED_STREAM_TYPES: readonly string[] = [...modelsByStreamType.keys()];
 
+/** The streams of `events` the projection applies, each with the last version among them. */
+export function projectedStreams(events: readonly StoredEvent[]): Map<string, number> {
+  const streams = new Map<string, number>();
+  for (const event of events)
+    if (modelsByStreamType.has(event.streamType) && event.orgId !== null)
+      streams.set(event.streamId, Math.max(event.version, streams.get(event.streamId) ?? 0));
+  return streams;
+}
+
 /**
  * Applies a batch of record events to the read schema inside the caller's transaction. Each event
  * advances its stream's checkpoint, in the statement that writes its record; an event at or below the

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { baseError, type RecordChange } from '@ofp/contracts';
 import type { EventStore, GlobalPosition } from '@ofp/event-store';
-import { PROJECTION_CHANNEL, projectedVersions } from '@ofp/models';
+import { PROJECTION_CHANNEL, notifiedProgress, projectedVersions } from '@ofp/models';
 import {
   currentDatabaseDeadline,
   prepared,
@@ -83,9 +83,11 @@ interface Waiter {
  * since. Waits are kept in Postgres terms only, so it holds wherever the managers and the projector
  * run (this process, or other processes of the distributed shape).
  *
- * All pending waits are checked together, with one query per kind, whenever the projector or a
- * manager announces progress (LISTEN, through the process's session, which also tells when it
- * listens again after a lost connection), and at a short interval in case a notification was missed.
+ * All pending waits are checked together, with one query per kind, whenever a manager announces
+ * progress (LISTEN, through the process's session, which also tells when it listens again after a lost
+ * connection), and at a short interval in case a notification was missed. The projector's
+ * announcement names the streams its batch applied, and releases their waits without a query (one
+ * that names none, a rebuild's, has them all checked).
  * A new wait is checked at once only when progress was announced since its write began (see
  * {@link ReadYourWrites.mark}).
  *
@@ -165,8 +167,23 @@ export class ReadYourWrites {
       void this.check();
     };
     const progressed = { notify: announce, resumed: announce };
+    // A batch's notification names the streams it applied: their waiters are released without a look
+    // at the checkpoints, and no other projected stream moved with it.
+    const projected = {
+      notify: (payload: string): void => {
+        const streams = notifiedProgress(payload);
+        if (streams === undefined) return announce();
+        this.announced++;
+        for (const waiter of this.waiters) {
+          const { awaited } = waiter;
+          if (awaited.kind === 'projected' && (streams.get(awaited.streamId) ?? 0) >= awaited.version)
+            this.release(waiter, true);
+        }
+      },
+      resumed: announce,
+    };
     this.unlisten = await Promise.all([
-      this.session.listen(PROJECTION_CHANNEL, progressed),
+      this.session.listen(PROJECTION_CHANNEL, projected),
       this.session.listen(HANDLED_CHANNEL, progressed),
     ]);
     this.poller = setInterval(() => void this.check(), this.options.pollIntervalMs);
