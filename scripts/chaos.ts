@@ -49,6 +49,7 @@ import {
 } from '@ofp/testing';
 import {
   checkCutAnswers,
+  checkExits,
   checkInventory,
   checkPeople,
   checkReadModel,
@@ -347,7 +348,12 @@ try {
     `workload over: ${tally.acknowledged.length} writes acknowledged; waiting for the platform to be quiet`,
   );
 
-  // Everything back up: a fault that failed to restore its target is reported, not left behind.
+  // Everything back up: a fault that failed to restore its target is reported, not left behind. A
+  // process down now that no fault left down exited by itself (a crash): the exits check names it.
+  const exits = platform.members
+    .filter((member) => !member.running())
+    .filter((member) => !outcomes.some((outcome) => outcome.error && outcome.target === member.name))
+    .map((member) => member.describeExit());
   for (const member of platform.members) if (!member.running()) await member.restart();
   for (const node of kafka.nodes) if (!node.running()) await node.restart();
   const orgId = integrator.organizationId;
@@ -407,6 +413,7 @@ try {
       : []),
     // Last: the checks' own reads above may be answered 500 too.
     checkInternalErrors(tally, hostile),
+    checkExits(exits),
   ];
 
   console.log('');

@@ -326,6 +326,21 @@ export function checkInternalErrors(tally: WorkloadTally, hostile: HostileTally)
 }
 
 /**
+ * No platform process exited by itself: `exits` are those down at the workload's end that no fault
+ * left down (each with how it ended and its last lines). Its replica may have done its work, so no
+ * other check fails for it, and the run restarts it; a process that crashed and was then killed and
+ * restarted by a fault is not seen.
+ */
+export function checkExits(exits: readonly string[]): Check {
+  return {
+    name: 'no platform process exited by itself',
+    failures: { exited: exits.length },
+    figures: {},
+    examples: exits.slice(0, EXAMPLES),
+  };
+}
+
+/**
  * While a replica's link to Postgres was cut (`windows`, epoch ms), every attempt that failed did so
  * within FAULT_ANSWER_MS (a 503 from the request's database deadline, API.md §3), by either kind of
  * writer: an attempt that hung on the cut replica longer, or timed out, is a finding.

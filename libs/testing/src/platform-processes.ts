@@ -58,6 +58,8 @@ export interface PlatformProcess {
   exited(): Promise<void>;
   /** Starts it again, on the same port with the same settings, once it has exited; resolves when ready. */
   restart(): Promise<void>;
+  /** How it ended, and the last lines it wrote. */
+  describeExit(): string;
 }
 
 /**
