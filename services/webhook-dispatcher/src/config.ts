@@ -24,7 +24,6 @@ export const DEFAULT_LIMITS: DeliveryLimits = {
   pollIntervalMs: 1000,
   leaseMs: 10 * 60_000,
   reapIntervalMs: 10_000,
-  vacuumAfterFinished: 1_000,
   connectTimeoutMs: 5_000,
   requestTimeoutMs: 15_000,
   maxExcerptBytes: 1024,

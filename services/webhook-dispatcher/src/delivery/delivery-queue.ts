@@ -856,17 +856,6 @@ export class DeliveryQueue {
     return rows[0] ?? { pending: 0, sending: 0, oldestDueSeconds: 0 };
   }
 
-  /**
-   * Clears the queue of what finished deliveries left: their rows are deleted, and their index
-   * entries stay until a vacuum, while claims walk each endpoint's due index from its oldest entry,
-   * past every one (after a burst of 20,000, a claim of 10 read 469 buffers, and 108 after a vacuum:
-   * docs/benchmarks.md). A vacuum under way (another process's, autovacuum's) is not waited for, and
-   * a role that does not own the table is told so by a warning, not an error.
-   */
-  async vacuum(): Promise<void> {
-    await this.pool.query('VACUUM (SKIP_LOCKED) webhooks.delivery_queue');
-  }
-
   /** Wakes the idle workers of every process: deliveries became due, or endpoint slots free. */
   private async wake(): Promise<void> {
     await this.pool.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);

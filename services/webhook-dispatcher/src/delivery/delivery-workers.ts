@@ -40,9 +40,6 @@ function isTransient(error: unknown): boolean {
 /** Most attempts recorded in one statement. */
 const MAX_RECORDED_AT_ONCE = 500;
 
-/** How often a process looks whether it has finished enough deliveries to vacuum the queue. */
-const VACUUM_CHECK_MS = 1_000;
-
 export interface WorkerLimits {
   /** Deliveries in flight at once in this process: the worker pool. */
   readonly concurrency: number;
@@ -59,12 +56,6 @@ export interface WorkerLimits {
   readonly leaseMs: number;
   /** How often to look for deliveries held by workers that are gone. */
   readonly reapIntervalMs: number;
-  /**
-   * Deliveries this process finishes between two vacuums of the queue (at most one a second): a
-   * finished delivery's queue row is deleted, and its index entries stay until a vacuum, which
-   * autovacuum starts at most once a minute; every claim walks past them (`DeliveryQueue.vacuum`).
-   */
-  readonly vacuumAfterFinished: number;
 }
 
 export interface DeliveryWorkersDependencies {
@@ -104,10 +95,6 @@ export class DeliveryWorkers {
   private running = false;
   private loop: Promise<void> | undefined;
   private reaper: NodeJS.Timeout | undefined;
-  private vacuumer: NodeJS.Timeout | undefined;
-  private vacuuming: Promise<void> | undefined;
-  /** Deliveries recorded as finished or retried since the last vacuum this process started. */
-  private finishedSinceVacuum = 0;
 
   constructor(private readonly deps: DeliveryWorkersDependencies) {}
 
@@ -122,8 +109,6 @@ export class DeliveryWorkers {
       this.reap().catch((error: unknown) => this.deps.logger.error({ err: error }, 'reaping claims failed'));
     }, this.deps.limits.reapIntervalMs);
     this.reaper.unref();
-    this.vacuumer = setInterval(() => this.vacuumIfDue(), VACUUM_CHECK_MS);
-    this.vacuumer.unref();
   }
 
   /**
@@ -133,7 +118,6 @@ export class DeliveryWorkers {
   async stop(): Promise<void> {
     this.running = false;
     clearInterval(this.reaper);
-    clearInterval(this.vacuumer);
     this.wakeup.notify();
     await this.loop;
     const unsent = this.ready.splice(0);
@@ -146,7 +130,6 @@ export class DeliveryWorkers {
     }
     await Promise.allSettled([...this.inFlight]);
     while (this.recording) await this.recording;
-    await this.vacuuming;
     const lock = this.liveness?.lock;
     this.liveness = undefined;
     await lock?.release();
@@ -277,7 +260,6 @@ export class DeliveryWorkers {
         const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
         try {
           await this.recordSplitting(batch);
-          this.finishedSinceVacuum += batch.length;
           failures = 0;
         } catch (error) {
           failures++;
@@ -333,18 +315,6 @@ export class DeliveryWorkers {
       await this.recordSplitting(batch.slice(0, half));
       await this.recordSplitting(batch.slice(half));
     }
-  }
-
-  /** Vacuums the queue once this process has finished enough deliveries since the last time. */
-  private vacuumIfDue(): void {
-    if (this.vacuuming || this.finishedSinceVacuum < this.deps.limits.vacuumAfterFinished) return;
-    this.finishedSinceVacuum = 0;
-    this.vacuuming = this.deps.queue
-      .vacuum()
-      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'vacuuming the delivery queue failed'))
-      .finally(() => {
-        this.vacuuming = undefined;
-      });
   }
 
   /**

@@ -25,10 +25,7 @@ describe('webhook deliveries', () => {
   let org = 100;
 
   beforeAll(async () => {
-    // Vacuums of the queue as often as every five deliveries: beside every test, and seen by one.
-    harness = await startDispatcherHarness({
-      limits: { endpointConcurrency: 2, requestTimeoutMs: 1_000, vacuumAfterFinished: 5 },
-    });
+    harness = await startDispatcherHarness({ limits: { endpointConcurrency: 2, requestTimeoutMs: 1_000 } });
   });
   afterAll(async () => {
     await harness.close();
@@ -406,21 +403,6 @@ describe('webhook deliveries', () => {
       );
       await harness.request('PATCH', `/webhooks/${webhook.id}`, { orgId, body: { enabled: false } });
     }
-  });
-
-  it('vacuums the queue once it has finished enough deliveries', async () => {
-    const { orgId, receiver } = await subscriber();
-    const vacuums = async (): Promise<number> =>
-      (
-        await harness.database.pool.query<{ n: number }>(
-          `SELECT vacuum_count::int AS n FROM pg_stat_user_tables
-            WHERE schemaname = 'webhooks' AND relname = 'delivery_queue'`,
-        )
-      ).rows[0]!.n;
-    const before = await vacuums();
-    for (let id = 1; id <= 5; id++) await harness.appendRecordEvent({ orgId, id, version: 1 });
-    await receiver.waitFor((received) => received.length === 5, 10_000);
-    await eventually(async () => ((await vacuums()) > before ? true : undefined), 'a vacuum of the queue');
   });
 
   it('counts attempts by outcome, and the queue depth, in its metrics', async () => {
