@@ -208,10 +208,16 @@ describe('the HTTP pipeline', () => {
     expect((await fetch(`${base}/v2/things/`, { headers: auth })).status).toBe(200);
   });
 
-  it('answers malformed JSON with a 400, another content type with a 415 and a body over 1 MiB with a 413', async () => {
+  it('answers malformed or empty JSON with a 400, another content type with a 415 and a body over 1 MiB with a 413', async () => {
     const malformed = await post('{"a":');
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toEqual(envelope(['Malformed JSON in request body']));
+    // No bytes at all, with the JSON content type, are no JSON text either (RFC 8259 §2), not `{}`.
+    for (const nothing of ['', ' \r\n']) {
+      const empty = await post(nothing);
+      expect(empty.status).toBe(400);
+      expect(await empty.json()).toEqual(envelope(['The request body is empty: send a JSON object']));
+    }
     expect((await post('a=1', 'application/x-www-form-urlencoded')).status).toBe(415);
     const large = await post(JSON.stringify({ a: 'x'.repeat(MAX_BODY_BYTES) }));
     expect(large.status).toBe(413);

@@ -425,7 +425,8 @@ async function readBody(req: IncomingMessage, kind: BodyKind): Promise<unknown> 
   if (!isUtf8(bytes)) throw baseError('Invalid', notUtf8Message(bytes));
   const text = bytes.toString('utf8');
   if (kind === 'form') return text;
-  if (text.trim() === '') return {};
+  // RFC 8259 §2: JSON text is one value; nothing (or only white space) is no JSON, so no empty object.
+  if (text.trim() === '') throw baseError('Invalid', 'The request body is empty: send a JSON object');
   if (nestingDepth(text) > MAX_BODY_DEPTH)
     throw baseError('Invalid', `Request body nests arrays and objects more than ${MAX_BODY_DEPTH} deep`);
   let body: unknown;
