@@ -43,6 +43,9 @@ export const ASSERTION_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
  */
 const MAX_ASSERTION_LIFETIME_SECONDS = 5 * 60;
 
+/** How far the client's clock may be from ours, for an assertion's `exp`, `nbf` and `iat`. */
+const ASSERTION_CLOCK_TOLERANCE_SECONDS = 30;
+
 /** RFC 6749 §5.2: an `invalid_client` after Basic authentication must carry this challenge. */
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="oauth", charset="UTF-8"' } as const;
 
@@ -214,9 +217,13 @@ async function verifyAssertion(
       audience: [...audiences],
       requiredClaims: ['exp', 'jti'],
       currentDate: now,
-      clockTolerance: 30,
+      clockTolerance: ASSERTION_CLOCK_TOLERANCE_SECONDS,
     });
     if (typeof payload.jti !== 'string' || payload.jti === '') throw new Error('jti is not a string');
+    // jose checks a future `iat` only with maxTokenAge, which would make `iat` required where RFC 7523
+    // §3 lets it out: an assertion made after now (beyond the clock tolerance) is refused here.
+    if (payload.iat !== undefined && payload.iat > epochSeconds(now) + ASSERTION_CLOCK_TOLERANCE_SECONDS)
+      throw new errors.JWTClaimValidationFailed('iat is in the future', payload, 'iat', 'in the future');
     exp = payload.exp!;
     jti = payload.jti;
   } catch (error) {

@@ -118,7 +118,7 @@ describe('private_key_jwt client authentication', () => {
     expect(await refusal(await tokenRequest(once))).toBe('The client assertion was used before');
   });
 
-  it('refuses assertions signed by another key, for another audience, expired, or living too long', async () => {
+  it('refuses assertions signed by another key, for another audience, expired, made in the future, or living too long', async () => {
     const stranger = await keyPair('key-1');
     expect(await refusal(await tokenRequest(await assertion({}, stranger.privateKey)))).toBe(
       'The client assertion is invalid: signature',
@@ -135,6 +135,11 @@ describe('private_key_jwt client authentication', () => {
     const past = Math.floor(server.clock().getTime() / 1000) - 600;
     expect(await refusal(await tokenRequest(await assertion({ iat: past, exp: past + 60 })))).toBe(
       'The client assertion is invalid: expired',
+    );
+    // Issued 10 minutes from now (and expiring in 60 s): far beyond the 30 s of clock skew allowed.
+    const ahead = Math.floor(server.clock().getTime() / 1000) + 600;
+    expect(await refusal(await tokenRequest(await assertion({ iat: ahead })))).toBe(
+      'The client assertion is invalid: iat (in the future)',
     );
     const later = Math.floor(server.clock().getTime() / 1000) + 3600;
     expect(await refusal(await tokenRequest(await assertion({ exp: later })))).toBe(
