@@ -40,7 +40,7 @@ import {
   type IdempotentWrite,
 } from './idempotency.js';
 import { prefersAsync } from './record-http.js';
-import { jsonReply, type Reply } from './reply.js';
+import { jsonReply, type ErrorAnswer, type Reply } from './reply.js';
 import {
   PUBLIC,
   type Admission,
@@ -145,6 +145,8 @@ class Exchange implements RouteRequest {
   idempotency: IdempotentWrite | undefined = undefined;
   respondAsync = false;
   private route: Route | undefined;
+  /** How the route, or the routes of the path (for a 405), render errors, when not in the envelope. */
+  private renderError: Route['renderError'];
   private admission: Admission<unknown> | undefined;
   /**
    * The response's headers as names and values in turn, written once with the status line
@@ -189,8 +191,13 @@ class Exchange implements RouteRequest {
     try {
       const found = this.pipeline.router.find(this.method, this.url);
       const route = found?.store as Route | undefined;
-      if (!found || !route) throw unrouted(this.pipeline.router, this.method, this.url);
+      if (!found || !route) {
+        const refusal = unrouted(this.pipeline.router, this.method, this.url);
+        this.renderError = refusal.renderError;
+        throw refusal.error;
+      }
       this.route = route;
+      this.renderError = route.renderError;
       nameServerSpan(this.method, `${this.prefix}${route.path}`, route.operationId);
       this.params = found.params as Record<string, string>;
       this.respondAsync = route.headers?.includes('Prefer') === true && prefersAsync(this.header('prefer'));
@@ -279,7 +286,11 @@ class Exchange implements RouteRequest {
       this.res.destroy();
       return;
     }
-    this.finish(this.route?.renderError?.(error) ?? errorReply(error, this.id, this.log));
+    this.finish(
+      this.renderError
+        ? this.renderError(error, () => errorAnswer(error, this.id, this.log))
+        : errorReply(error, this.id, this.log),
+    );
   }
 
   /** Writes the reply, times the request by route template, and logs its access line. */
@@ -329,20 +340,28 @@ function clientAddress(req: IncomingMessage, hops: number): string | undefined {
 
 /**
  * 405 with `Allow` when the path is served for other methods, naming what to do instead when its
- * routes say (`refused`), else 404 (API.md §3).
+ * routes say (`refused`), else 404 (API.md §3); rendered as the path's routes render their errors.
  */
-function unrouted(router: Router, method: string, url: string): DomainError {
+function unrouted(
+  router: Router,
+  method: string,
+  url: string,
+): { error: DomainError; renderError?: Route['renderError'] } {
   const served = METHODS.map((other) => ({
     other,
     route: router.find(other, url)?.store as Route | undefined,
   }));
   const allowed = served.filter(({ route }) => route !== undefined);
   const path = url.split('?')[0] ?? url;
-  if (allowed.length === 0) return baseError('NotFound', `No route for ${method} ${path}`);
+  if (allowed.length === 0) return { error: baseError('NotFound', `No route for ${method} ${path}`) };
   const instead = allowed.find(({ route }) => route!.refused !== undefined)?.route!.refused;
-  return baseError('MethodNotAllowed', `${method} is not allowed here${instead ? `: ${instead}` : ''}`, {
-    Allow: allowed.map(({ other }) => other).join(', '),
-  });
+  const error = baseError(
+    'MethodNotAllowed',
+    `${method} is not allowed here${instead ? `: ${instead}` : ''}`,
+    { Allow: allowed.map(({ other }) => other).join(', ') },
+  );
+  const renderError = allowed.find(({ route }) => route!.renderError !== undefined)?.route!.renderError;
+  return renderError ? { error, renderError } : { error };
 }
 
 /**
@@ -547,28 +566,32 @@ function write(res: ServerResponse, reply: Reply, headers: string[]): void {
   res.end(reply.body);
 }
 
-/** The envelope of an error (API.md §2-3), logged unless it is the client's. */
-export function errorReply(error: unknown, requestId: string, log: Logger): Reply {
+/** An error's status, messages and headers (API.md §3), logged unless it is the client's. */
+export function errorAnswer(error: unknown, requestId: string, log: Logger): ErrorAnswer {
   if (isDomainError(error)) {
-    return jsonReply(statusOf(error.kind), errorEnvelope(error.errors), headersOf(error));
+    return { status: statusOf(error.kind), errors: error.errors, headers: headersOf(error) };
   }
   const refused = refusedValueError(error);
   if (refused) {
     log.warn({ err: error }, 'Postgres refused a value of the request: its validation let it through');
-    return jsonReply(statusOf(refused.kind), errorEnvelope(refused.errors));
+    return { status: statusOf(refused.kind), errors: refused.errors };
   }
   if (isDependencyDown(error)) {
     log.warn({ err: error }, 'a dependency is unavailable');
-    return jsonReply(
-      503,
-      errorEnvelope({ base: [`Service temporarily unavailable (request ${requestId})`] }),
-      {
-        'Retry-After': '1',
-      },
-    );
+    return {
+      status: 503,
+      errors: { base: [`Service temporarily unavailable (request ${requestId})`] },
+      headers: { 'Retry-After': '1' },
+    };
   }
   log.error({ err: error }, 'unhandled error');
-  return jsonReply(500, errorEnvelope({ base: [`Internal error (request ${requestId})`] }));
+  return { status: 500, errors: { base: [`Internal error (request ${requestId})`] } };
+}
+
+/** The envelope of an error (API.md §2-3), logged unless it is the client's. */
+export function errorReply(error: unknown, requestId: string, log: Logger): Reply {
+  const { status, errors, headers } = errorAnswer(error, requestId, log);
+  return jsonReply(status, errorEnvelope(errors), headers);
 }
 
 /** An error's headers, with the RFC 6750 §3.1 challenge of a token that lacks a scope. */

@@ -138,9 +138,12 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   422: 'Field validation failed: errors by column path',
   429: 'Rate limited',
   431: 'The request line and headers exceed 64 KiB (a q far beyond its 8 KiB)',
-  500: 'Unexpected error (the request id in errors.base)',
+  500: 'Unexpected error (its message names the request id)',
   503: 'Not ready, or a dependency is unavailable',
 };
+
+/** A form body's 413: an OAuth request is a few parameters. */
+const FORM_TOO_LARGE = 'Form body over 64 KiB';
 
 /**
  * The OpenAPI 3.1 document of a route table (API.md §11), generated from the same declarations that
@@ -308,7 +311,8 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
     responses[status] = { description: response.description, headers, ...content };
   }
   for (const status of errorStatuses(route)) {
-    const oauth = route.errorFormat === 'oauth' && (status === 400 || status === 401);
+    // A 431 is answered before any route is found, so always in the envelope.
+    const oauth = route.errorFormat === 'oauth' && status !== 431;
     const headers: Record<string, Json> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
     for (const name of rateLimit(status)) headers[name] = { $ref: `#/components/headers/${name}` };
     if (status === 401 || status === 403)
@@ -316,7 +320,8 @@ function operation(route: RouteSpec, schemas: ComponentSchemas, options: OpenApi
     if (status === 429 || status === 503)
       headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
     responses[String(status)] = {
-      description: STATUS_TEXT[status] ?? 'Error',
+      description:
+        (status === 413 && route.body === 'form' ? FORM_TOO_LARGE : STATUS_TEXT[status]) ?? 'Error',
       headers,
       content: {
         'application/json': {
@@ -430,6 +435,7 @@ function errorStatuses(route: RouteSpec): number[] {
     statuses.add(413);
     statuses.add(415);
   }
+  if (route.body === 'form') statuses.add(413);
   if (route.path.startsWith('/v2/') || kind !== 'public') {
     statuses.add(500);
     statuses.add(503);

@@ -47,7 +47,7 @@ describe('bindRoutes', () => {
       "a: its errorFormat and its operation's renderError disagree",
     );
     expect(() =>
-      bindRoutes([spec('a')], { a: { ...reply, renderError: () => undefined } }, () => PUBLIC),
+      bindRoutes([spec('a')], { a: { ...reply, renderError: () => ({ status: 400 }) } }, () => PUBLIC),
     ).toThrow("a: its errorFormat and its operation's renderError disagree");
   });
 

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
 import type { IdempotencyStore, IdempotentWrite } from './idempotency.js';
-import type { Reply } from './reply.js';
+import type { ErrorAnswer, Reply } from './reply.js';
 import type { Logger } from '@ofp/runtime';
 
 /**
@@ -50,7 +50,7 @@ export interface RouteSpec {
   readonly responses: Readonly<Record<number, ResponseDescription>>;
   /** Error statuses the operation may answer besides the ones every route may (400, 401, 403, 429, 500, 503). */
   readonly errors?: readonly number[];
-  /** `oauth`: its 400 and 401 are RFC 6749 §5.2 errors (its {@link Operation} renders them), not the envelope. */
+  /** `oauth`: its errors are RFC 6749 §5.2 errors (its {@link Operation} renders them), not the envelope. */
   readonly errorFormat?: 'oauth';
   /**
    * What to do instead of the methods its path refuses, which their 405 names (API.md §5: a model
@@ -69,10 +69,11 @@ export interface AccessSpec {
 export interface Operation<P = unknown> {
   handle(request: RouteRequest<P>): Promise<Reply>;
   /**
-   * Renders an error in the operation's own format (OAuth's RFC 6749 §5.2 errors), or leaves it to the
-   * envelope (API.md §2-3) by returning undefined.
+   * Renders every error of the operation (and the 405 of its path) in its own format (OAuth's RFC 6749
+   * §5.2 errors) instead of the envelope (API.md §2-3); `answer` gives the status, messages and headers
+   * the envelope would carry (a 413, a 503 with `Retry-After`, a 500 naming the request), logging it.
    */
-  renderError?(error: unknown): Reply | undefined;
+  readonly renderError?: (error: unknown, answer: () => ErrorAnswer) => Reply;
 }
 
 /** A service's operations by `operationId`. */

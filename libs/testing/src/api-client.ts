@@ -112,7 +112,7 @@ export function ingressFetch(platform: RunningPlatform): (request: Request) => P
 
 /** Which process answers a path, as the ingress routes it (charts/ofp/templates/ingress.yaml). */
 function baseUrlOf(platform: RunningPlatform, path: string): string {
-  if (/^\/(api\/)?v2\/authenticate\b/.test(path)) return platform.authUrl;
+  if (/^\/((api\/)?v2\/authenticate\b|oauth\/|\.well-known\/)/.test(path)) return platform.authUrl;
   if (/^\/((api\/)?v2\/(webhooks|webhook_deliveries|webhook_event_types)|portal)\b/.test(path))
     return platform.webhooksUrl;
   return platform.apiUrl;

@@ -383,6 +383,23 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
       expect(response.status).toBe(400);
       expect(await response.json()).toMatchObject({ error: 'invalid_request' });
     });
+
+    it('answers what the pipeline refuses (405, 413) in the same format, never the /v2 envelope (API.md §7)', async () => {
+      const get = await fetch(`${server.url}/oauth/token`);
+      expect(get.status).toBe(405);
+      expect(get.headers.get('allow')).toBe('POST');
+      expect(await get.json()).toEqual({
+        error: 'invalid_request',
+        error_description: 'GET is not allowed here',
+      });
+      const large = await server.postForm('/oauth/revoke', { ...credentials(), token: 'x'.repeat(70_000) });
+      expect(large.status).toBe(413);
+      expect(large.headers.get('cache-control')).toBe('no-store');
+      expect(await large.json()).toEqual({
+        error: 'invalid_request',
+        error_description: 'Request body exceeds 65536 bytes',
+      });
+    });
   });
 
   describe('revocation and introspection', () => {
