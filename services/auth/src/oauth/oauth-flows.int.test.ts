@@ -438,6 +438,22 @@ describe('OAuth 2.0 endpoints (API.md §7)', () => {
         expect(description[claim]).toEqual(claims[claim]);
     });
 
+    it('refuses to revoke another client’s token with invalid_grant, and leaves it live (RFC 7009 §2.1)', async () => {
+      const other = await server.registerClient();
+      const tokens = await oidc.clientCredentialsGrant(config);
+      const response = await server.postForm('/oauth/revoke', {
+        token: tokens.access_token,
+        client_id: other.client_id,
+        client_secret: other.client_secret,
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: 'invalid_grant',
+        error_description: 'The token was issued to another client',
+      });
+      expect(await introspect(tokens.access_token)).toBe(true);
+    });
+
     it('reports another client’s token as inactive', async () => {
       const other = await server.registerClient();
       const response = await server.postForm('/oauth/introspect', {
