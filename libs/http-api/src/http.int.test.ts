@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { connect } from 'node:net';
 import { pino } from 'pino';
 import { baseError } from '@ofp/contracts';
@@ -59,6 +59,7 @@ const route = (
 describe('the HTTP pipeline', () => {
   let server: Server;
   let base: string;
+  let app: RequestListener;
   let ready = false;
   const logged: Record<string, unknown>[] = [];
   let pool: Pool;
@@ -78,7 +79,7 @@ describe('the HTTP pipeline', () => {
       headers: ['Idempotency-Key', 'Prefer'],
       idempotency: keys,
     } as const;
-    const app = createHttpApp({
+    app = createHttpApp({
       logger: pino(
         { level: 'info' },
         { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
@@ -308,6 +309,40 @@ describe('the HTTP pipeline', () => {
       expect(answer).toMatch(
         headersRead ? /\r\nX-Request-Id: refused-1\r\n/ : /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/,
       );
+    },
+  );
+
+  it.each([
+    ['its headers stop mid-way', 'GET /echo HTTP/1.1\r\nHost: x\r\n', /[0-9a-f-]{36}/],
+    [
+      'its body stops short of its Content-Length',
+      'POST /echo HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
+      /slow-1/,
+    ],
+  ])(
+    'answers a request that is not received in time (%s) with a 408 in the envelope',
+    async (_case, sent, id) => {
+      // The production timeouts (20 s, 30 s, checked every 30 s) shortened, so the 408 comes within a second.
+      const slow = await listen(app, 0, '127.0.0.1', { headersMs: 300, requestMs: 600, checkEveryMs: 100 });
+      try {
+        const answer = await new Promise<string>((resolve, reject) => {
+          // Written and left open: the client neither finishes the request nor closes the connection.
+          const socket = connect(slow.port, '127.0.0.1', () => socket.write(sent));
+          const chunks: Buffer[] = [];
+          socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+          socket.on('error', reject);
+          socket.on('close', () => resolve(Buffer.concat(chunks).toString()));
+          socket.setTimeout(5_000, () => socket.destroy(new Error('no answer within 5 s')));
+        });
+        expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+        expect(answer).toMatch(new RegExp(`\r\nX-Request-Id: ${id.source}\r\n`));
+        expect(answer).toMatch(/\r\nConnection: close\r\n/);
+        expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual(
+          envelope(['The request was not received in full within 0.6 s (its headers within 0.3 s)']),
+        );
+      } finally {
+        await closeServer(slow.server);
+      }
     },
   );
 

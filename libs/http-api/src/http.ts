@@ -688,14 +688,20 @@ function httpMetricsOf(registry: Registry): DurationObserver {
   return observer;
 }
 
+/** How long a client may take to send a request, and how often Node checks (its `connectionsCheckingInterval`). */
+export interface RequestTimeouts {
+  readonly headersMs: number;
+  readonly requestMs: number;
+  readonly checkEveryMs: number;
+}
+
 /**
  * How long a client may take to send a request's line and headers, and its whole request (a body
  * that stops mid-way, a slow or wrong Content-Length): Node's defaults (60 s and 5 minutes) held a
- * connection that long. 1 MiB in 30 s is 35 KB/s. Node checks them every 30 s, so a 408 comes 30 to
- * 60 s after the start of the request.
+ * connection that long. 1 MiB in 30 s is 35 KB/s. Node checks them every 30 s (its default), so a
+ * 408 comes 30 to 60 s after the start of the request.
  */
-const HEADERS_TIMEOUT_MS = 20_000;
-const REQUEST_TIMEOUT_MS = 30_000;
+const REQUEST_TIMEOUTS: RequestTimeouts = { headersMs: 20_000, requestMs: 30_000, checkEveryMs: 30_000 };
 
 /**
  * Answers a request Node's parser refused, in the envelope (API.md §2), then closes the connection:
@@ -708,10 +714,10 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * under way (pipelined requests: an answer now would be taken for that request's). The socket's current
  * response is Node's `_httpMessage`, which its own default listener reads for the same purpose.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeouts: RequestTimeouts): void {
   // Node sets it to null once the connection's response is written, undefined before any.
   const pending = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
-  const answer = clientErrorAnswer(error);
+  const answer = clientErrorAnswer(error, timeouts);
   const earlier = pending !== undefined && (pending.headersSent || pending.req.complete);
   if (answer === undefined || !socket.writable || earlier) {
     socket.destroy();
@@ -725,13 +731,16 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 /** The status and message a refused request is answered with; undefined when nobody is left to tell. */
-function clientErrorAnswer(error: NodeJS.ErrnoException): { status: number; message: string } | undefined {
+function clientErrorAnswer(
+  error: NodeJS.ErrnoException,
+  timeouts: RequestTimeouts,
+): { status: number; message: string } | undefined {
   if (error.code === 'HPE_HEADER_OVERFLOW')
     return { status: 431, message: `The request line and headers exceed ${MAX_HEADER_BYTES / 1024} KiB` };
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return {
       status: 408,
-      message: `The request was not received in full within ${REQUEST_TIMEOUT_MS / 1000} s (its headers within ${HEADERS_TIMEOUT_MS / 1000} s)`,
+      message: `The request was not received in full within ${timeouts.requestMs / 1000} s (its headers within ${timeouts.headersMs / 1000} s)`,
     };
   if (error.code?.startsWith('HPE_')) {
     const reason = (error as { reason?: unknown }).reason;
@@ -743,17 +752,26 @@ function clientErrorAnswer(error: NodeJS.ErrnoException): { status: number; mess
   return undefined;
 }
 
-/** Listens on `port` (0 picks a free one) and resolves with the bound port. */
+/**
+ * Listens on `port` (0 picks a free one) and resolves with the bound port. `timeouts` are the
+ * production ones unless a test shortens them to see a 408 in less than a minute.
+ */
 export async function listen(
   app: RequestListener,
   port: number,
   host?: string,
+  timeouts = REQUEST_TIMEOUTS,
 ): Promise<{ server: Server; port: number }> {
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
+  const server = createServer(
+    { maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: timeouts.checkEveryMs },
+    app,
+  );
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
-  server.on('clientError', answerClientError);
+  server.headersTimeout = timeouts.headersMs;
+  server.requestTimeout = timeouts.requestMs;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(error, socket, timeouts),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
