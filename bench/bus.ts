@@ -10,14 +10,12 @@
  *
  *   npm run bench:bus
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import {
   Kafka,
   KafkaBus,
   OutboxRelay,
-  ensureTopics,
   kafkaClientConfig,
   toKafkaMessage,
   topicOf,
@@ -26,6 +24,7 @@ import {
 import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
 import { PostgresSession, createLogger, createPool } from '@ofp/runtime';
 import { CACHE_DIR, startKafkaBroker, startTestPostgres, testLogger } from '@ofp/testing';
+import { createBenchTopics, printResult, runInProcess } from './kafka-bench.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 50_000);
 const BATCH = 500;
@@ -176,24 +175,9 @@ function result(phase: Phase, events: number, seconds: number, cpu: NodeJS.CpuUs
   };
 }
 
-/** Runs one phase in a process of its own; resolves with what it printed. */
-function inProcess(phase: Phase, environment: Record<string, string>): Promise<Result> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), phase], {
-    env: { ...process.env, ...environment },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code) =>
-      code === 0 ? resolve(JSON.parse(output) as Result) : reject(new Error(`${phase} exited with ${code}`)),
-    ),
-  );
-}
-
 const phase = process.argv[2] as Phase | undefined;
 if (phase) {
-  process.stdout.write(JSON.stringify(await runPhase(phase)));
+  printResult(await runPhase(phase));
   process.exit(0);
 }
 
@@ -201,18 +185,10 @@ const logger = testLogger('bench-bus');
 const postgres = await startTestPostgres(logger);
 const kafka = await startKafkaBroker({ cacheDir: CACHE_DIR, logger });
 try {
-  const topics: TopicSettings = {
-    prefix: `bench.${randomUUID().slice(0, 8)}.`,
-    partitions: 6,
-    replicationFactor: 1,
-    create: true,
-  };
-  await ensureTopics(
-    new Kafka(kafkaClientConfig(kafka.brokers, 'bench-bus')),
-    topics,
-    [topicOf(topics, 'people'), `${topics.prefix}raw`],
-    createLogger({ name: 'bench-bus', level: 'warn' }),
-  );
+  const topics = await createBenchTopics(kafka.brokers, 'bench-bus', (each) => [
+    topicOf(each, 'people'),
+    `${each.prefix}raw`,
+  ]);
   const pool = createPool({ connectionString: postgres.url, applicationName: 'bench-bus' });
   await migrateEventStore(pool, logger);
   await pool.query('TRUNCATE es.events, es.outbox, es.parked_events');
@@ -240,7 +216,7 @@ try {
   const results: Result[] = [];
   for (const each of PHASES) {
     process.stderr.write(`bench:bus: ${each}\n`);
-    results.push(await inProcess(each, environment));
+    results.push(await runInProcess<Result>(fileURLToPath(import.meta.url), each, environment));
   }
   const of = (name: Phase) => results.find((each) => each.phase === name)!;
   const rows = results.map((each) => ({

@@ -11,20 +11,16 @@
  *
  *   npm run bench:kafka-statistics
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
 import { z } from 'zod';
 import {
-  Kafka,
   KafkaBus,
   KafkaStatistics,
   ADMIN_STATISTICS_INTERVAL_MS,
   RELAY_PRODUCER,
   STATISTICS_INTERVAL_MS,
   createKafkaClient,
-  ensureTopics,
-  kafkaClientConfig,
   kafkaConfigShape,
   topicOf,
   type KafkaClientRole,
@@ -32,6 +28,7 @@ import {
 } from '@ofp/bus';
 import { createLogger } from '@ofp/runtime';
 import { CACHE_DIR, startKafkaBroker, testLogger } from '@ofp/testing';
+import { createBenchTopics, printResult, runInProcess } from './kafka-bench.js';
 import { median } from './measure.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
@@ -114,44 +111,17 @@ async function run(intervalMs: number): Promise<Result> {
   };
 }
 
-function inProcess(intervalMs: number, environment: Record<string, string>): Promise<Result> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), String(intervalMs)],
-    { env: { ...process.env, ...environment }, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code) =>
-      code === 0
-        ? // The last line: the clients' warnings, if any, come before it.
-          resolve(JSON.parse(output.trim().split('\n').at(-1)!) as Result)
-        : reject(new Error(`run ${intervalMs} exited with ${code}`)),
-    ),
-  );
-}
-
 const only = process.argv[2];
 if (only !== undefined) {
-  process.stdout.write(`\n${JSON.stringify(await run(Number(only)))}\n`);
+  printResult(await run(Number(only)));
   process.exit(0);
 }
 
 const logger = testLogger('bench-kafka-statistics');
 const broker = await startKafkaBroker({ cacheDir: CACHE_DIR, logger });
 try {
-  const topics: TopicSettings = {
-    prefix: `bench.${Date.now().toString(36)}.`,
-    partitions: 6,
-    replicationFactor: 1,
-    create: true,
-  };
-  await ensureTopics(
-    new Kafka(kafkaClientConfig(broker.brokers, 'bench-kafka-statistics')),
-    topics,
-    streamTypes.map((streamType) => topicOf(topics, streamType)),
-    createLogger({ name: 'bench-kafka-statistics', level: 'warn' }),
+  const topics = await createBenchTopics(broker.brokers, 'bench-kafka-statistics', (each) =>
+    streamTypes.map((streamType) => topicOf(each, streamType)),
   );
   const environment = { KAFKA_BROKERS: broker.brokers.join(','), BENCH_KAFKA_TOPICS: JSON.stringify(topics) };
   const results: Result[] = [];
@@ -160,7 +130,9 @@ try {
       process.stderr.write(
         `bench:kafka-statistics: round ${round}, statistics ${intervalMs || 'off'} (load ${loadavg()[0]!.toFixed(1)})\n`,
       );
-      results.push(await inProcess(intervalMs, environment));
+      results.push(
+        await runInProcess<Result>(fileURLToPath(import.meta.url), String(intervalMs), environment),
+      );
     }
   }
   const cpuPerMinute = (each: Result) => (each.cpuMs / each.seconds) * 60;
