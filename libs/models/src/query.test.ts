@@ -106,6 +106,10 @@ describe('parseQuery', () => {
       });
     });
 
+    it('the largest offset', () => {
+      expect(parseQuery(people, q({ offset: Number.MAX_SAFE_INTEGER })).offset).toBe(Number.MAX_SAFE_INTEGER);
+    });
+
     it('empty in and not in lists', () => {
       expect(parseQuery(people, q({ filters: [filter('id', 'in', [])] })).filters[0]).toMatchObject({
         value: [],
@@ -133,9 +137,10 @@ describe('parseQuery', () => {
       ['a null limit', q({ limit: null }), 'limit must be an integer from 1 to 500'],
       ['a fractional limit', q({ limit: 2.5 }), 'limit must be an integer from 1 to 500'],
       ['a limit in a string', q({ limit: '5' }), 'limit must be an integer from 1 to 500'],
-      ['a negative offset', q({ offset: -1 }), 'offset must be an integer >= 0'],
-      ['a null offset', q({ offset: null }), 'offset must be an integer >= 0'],
-      ['an unsafe offset', q({ offset: 1e300 }), 'offset must be an integer >= 0'],
+      ['a negative offset', q({ offset: -1 }), 'offset must be an integer from 0 to 9007199254740991'],
+      ['a null offset', q({ offset: null }), 'offset must be an integer from 0 to 9007199254740991'],
+      ['an unsafe offset', q({ offset: 2 ** 53 }), 'offset must be an integer from 0 to 9007199254740991'],
+      ['a huge offset', q({ offset: 1e300 }), 'offset must be an integer from 0 to 9007199254740991'],
       [
         'an order that is not an array',
         q({ order: { column: 'id' } }),

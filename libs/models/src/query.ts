@@ -123,7 +123,7 @@ function parseOffset(q: Record<string, unknown>, errors: QueryErrors): number {
   if (!Object.hasOwn(q, 'offset')) return 0;
   const { offset } = q;
   if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) return offset;
-  errors.add('q', 'offset must be an integer >= 0');
+  errors.add('q', `offset must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   return 0;
 }
 
