@@ -322,7 +322,7 @@ describe('the HTTP pipeline', () => {
   ])(
     'answers a request that is not received in time (%s) with a 408 in the envelope',
     async (_case, sent, id) => {
-      // The production timeouts (20 s, 30 s, checked every 30 s) shortened, so the 408 comes within a second.
+      // The production timeouts (20 s, 30 s, checked every second) shortened, so the 408 comes within a second.
       const slow = await listen(app, 0, '127.0.0.1', { headersMs: 300, requestMs: 600, checkEveryMs: 100 });
       try {
         const answer = await new Promise<string>((resolve, reject) => {
