@@ -17,6 +17,11 @@ export type Message = KafkaJS.Message;
 export type RecordMetadata = KafkaJS.RecordMetadata;
 export type TopicMessages = KafkaJS.TopicMessages;
 export type TopicPartition = KafkaJS.TopicPartition;
+/** The node-rdkafka-style API under the KafkaJS one: its metadata names the broker that answered (topics.ts). */
+export type {
+  Metadata as RdKafkaMetadata,
+  Producer as RdKafkaProducer,
+} from '@confluentinc/kafka-javascript';
 
 /**
  * librdkafka's log lines and the KafkaJS layer's own (through that layer) into the process's pino

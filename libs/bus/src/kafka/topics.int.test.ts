@@ -9,7 +9,7 @@ import {
 } from '@ofp/testing';
 import { kafkaClientConfig } from './client.js';
 import { Kafka } from './kafka-javascript.js';
-import { ensureTopics, metadataOf, topicOf } from './topics.js';
+import { ensureTopics, metadataOf, OtherBrokerAnswered, topicOf } from './topics.js';
 
 /** How long a node stays frozen while ensureTopics creates topics through it: past a try's 5 s. */
 const FROZEN_AT_CREATION_MS = 8_000;
@@ -110,12 +110,22 @@ describe('ensureTopics on a three-node cluster', () => {
     const resumedAt = Date.now();
     await ensured;
     expect(returnedAt).toBeGreaterThanOrEqual(resumedAt);
-    // Then the node that was frozen answers with the topics' leaders, within 20 s: the final CI of
-    // 2026-11-28 (e962ebf) found it answering without them right after ensureTopics returned. The probe
-    // then used the platform's dense connections, with which other nodes answered its metadata
-    // requests; with sparse ones (metadataOf) the node itself answers in most rounds but not all (one of
-    // five in the commit's experiment), so this check still waits.
-    await until(`${frozen.broker} answers the topics' leaders`, 20_000, () => answer(frozen.broker), led);
+    // And the node that was frozen answers the topics' leaders right away: the final CI of 2026-11-28
+    // (e962ebf) found it answering without them right after ensureTopics returned, when the probe's
+    // answers could come from another node (metadataOf now counts only the node's own).
+    // Its own answer, that is: one that another node sent (metadataOf says so) is asked again, within
+    // 5 s for the connection under load; a node that does not know them says so at once.
+    const answered = await until(
+      `${frozen.broker} itself answers`,
+      5_000,
+      () =>
+        metadataOf(client([frozen.broker]), frozen.broker, topics, 5_000).then(
+          (metadata) => (led(metadata) ? 'led' : JSON.stringify(metadata)),
+          (error: unknown) => (error instanceof OtherBrokerAnswered ? undefined : String(error)),
+        ),
+      (answer) => answer !== undefined,
+    );
+    expect(answered).toBe('led');
     process.stdout.write(
       `ensureTopics returned ${returnedAt! - resumedAt} ms after the frozen node went on (frozen ${resumedAt - frozenAt} ms)\n`,
     );

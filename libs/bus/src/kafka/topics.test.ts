@@ -1,6 +1,6 @@
 import { createLogger } from '@ofp/runtime';
-import type { Kafka } from './kafka-javascript.js';
-import { ensureTopics, topicOf } from './topics.js';
+import type { Kafka, RdKafkaMetadata } from './kafka-javascript.js';
+import { answeredBy, ensureTopics, topicOf } from './topics.js';
 
 describe('ensureTopics', () => {
   it('does not wait for a replica on a broker the cluster does not list', async () => {
@@ -15,19 +15,34 @@ describe('ensureTopics', () => {
       { id: 3, host: '', port: 0 },
     ];
     const kafka = {
-      admin: (config?: Record<string, string>) => ({
+      admin: () => ({
         connect: () => Promise.resolve(),
         disconnect: () => Promise.resolve(),
         listTopics: () => Promise.resolve([topic]),
-        fetchTopicMetadata: () => {
-          if (config) asked.push(config['bootstrap.servers']!);
-          // The broker without an address answers nothing, as a client bootstrapped at ":0" does not.
-          if (config?.['bootstrap.servers'] === ':0') return Promise.reject(new Error('no answer'));
-          return Promise.resolve([
+        fetchTopicMetadata: () =>
+          Promise.resolve([
             { name: topic, partitions: [{ partitionId: 0, leader: 1, replicas: [1, 2, 3], replicaNodes }] },
-          ]);
-        },
+          ]),
       }),
+      // The probe of each broker (metadataOf): a client bootstrapped at that address alone.
+      producer: (config: Record<string, string>) => {
+        const broker = config['bootstrap.servers']!;
+        asked.push(broker);
+        return {
+          // The broker without an address answers nothing, as a client bootstrapped at ":0" does not.
+          connect: () => (broker === ':0' ? Promise.reject(new Error('no answer')) : Promise.resolve()),
+          disconnect: () => Promise.resolve(),
+          _getInternalClient: () => ({
+            getMetadata: (_: unknown, callback: (error: null, metadata: RdKafkaMetadata) => void) =>
+              callback(null, {
+                orig_broker_id: -1,
+                orig_broker_name: `${broker}/bootstrap`,
+                brokers: [],
+                topics: [{ name: topic, partitions: [{ id: 0, leader: 1, replicas: [1, 2, 3], isrs: [1] }] }],
+              }),
+          }),
+        };
+      },
     } as unknown as Kafka;
     const started = Date.now();
     await ensureTopics(kafka, settings, [topic], createLogger({ name: 'test', level: 'silent' }));
@@ -35,5 +50,11 @@ describe('ensureTopics', () => {
       asked: ['127.0.0.1:9092', '127.0.0.1:9093'],
       quick: true,
     });
+  });
+
+  it('names the broker that sent a metadata answer as librdkafka names its connection', () => {
+    expect(answeredBy('127.0.0.1:9092/bootstrap')).toBe('bootstrap');
+    expect(answeredBy('127.0.0.1:9093/2')).toBe('127.0.0.1:9093');
+    expect(answeredBy('sasl_ssl://kafka-1.kafka:9093/1')).toBe('kafka-1.kafka:9093');
   });
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@ofp/runtime';
-import type { Admin, Kafka } from './kafka-javascript.js';
+import type { Admin, Kafka, RdKafkaMetadata, RdKafkaProducer } from './kafka-javascript.js';
 
 export interface TopicSettings {
   /** Topic name = prefix + stream type, e.g. `ofp.events.people`. */
@@ -193,27 +193,83 @@ async function knowsTopics(kafka: Kafka, broker: string, topics: readonly string
 /** librdkafka's, which its typed configuration does not list. */
 const SPARSE_CONNECTIONS = { 'enable.sparse.connections': true } as const;
 
+/** A topic as one broker answers it: no partitions when the broker does not know it. */
+export interface BrokerTopicMetadata {
+  readonly name: string;
+  readonly partitions: readonly {
+    readonly id: number;
+    readonly leader: number;
+    readonly replicas: readonly number[];
+  }[];
+}
+
 /**
- * The topics' metadata as the broker at `broker` answers it, through an admin client bootstrapped at
- * its address alone and with sparse connections: librdkafka sends a metadata request to any broker the
- * client is connected to, and a client with the platform's settings (`enable.sparse.connections`
- * off, `kafkaClientConfig`) connects to every broker it learns of from the first answer, so
- * another broker answers for this one (in 5 of 5 rounds of an experiment on three nodes). With sparse
- * connections it connects to another only when a request needs one and none is connected, which
- * still happens once in a while (1 of 5 rounds) while the client replaces its bootstrap connection
- * with one to the broker's node id: the answer is this broker's in most rounds, not all.
+ * The producer under the KafkaJS-compatible one (`_getInternalClient`, which the package's types do
+ * not list): its `getMetadata` is librdkafka's `rd_kafka_metadata`, whose answer names the broker that
+ * sent it (`orig_broker_name`), which the KafkaJS layer's `fetchTopicMetadata` leaves out.
+ */
+interface InternalProducer {
+  _getInternalClient(): RdKafkaProducer;
+}
+
+/**
+ * The topics' metadata as the broker at `broker` itself answers it, or an error when it does not
+ * (another broker answered, or none within `timeoutMs`). It asks through a client bootstrapped at that
+ * address alone and with sparse connections (with the platform's dense ones the client connects to
+ * every broker of the first answer, and another answered for this one in 5 of 5 rounds of an
+ * experiment on three nodes). librdkafka sends a metadata request to any broker it is connected to,
+ * and even with sparse connections it was another one in about 1 round of 5 (while replacing its
+ * bootstrap connection with one to the broker's node id): so an answer counts only if librdkafka names
+ * as its sender the bootstrap connection (this address, the only one in the list) or the broker
+ * advertised at this address.
  */
 export async function metadataOf(
   kafka: Kafka,
   broker: string,
   topics: readonly string[],
   timeoutMs: number,
-): ReturnType<Admin['fetchTopicMetadata']> {
-  const admin = kafka.admin({ 'bootstrap.servers': broker, ...SPARSE_CONNECTIONS });
+): Promise<BrokerTopicMetadata[]> {
+  const producer = kafka.producer({ 'bootstrap.servers': broker, ...SPARSE_CONNECTIONS });
+  // The connection's own metadata request has librdkafka's bound (30 s), not this one: a client that
+  // connects after the bound is closed then.
+  const connected = producer.connect();
   try {
-    await admin.connect();
-    return await admin.fetchTopicMetadata({ topics: [...topics], timeout: timeoutMs });
+    const late = sleep(timeoutMs, undefined, { ref: false }).then(() => true);
+    if (await Promise.race([connected.then(() => false), late]))
+      throw new Error(`${broker} did not answer within ${timeoutMs} ms`);
+    const client = (producer as unknown as InternalProducer)._getInternalClient();
+    // All topics: a request that names a topic may create it on a broker that creates topics on demand.
+    const metadata = await new Promise<RdKafkaMetadata>((resolve, reject) => {
+      client.getMetadata({ allTopics: true, timeout: timeoutMs }, (error, answer) => {
+        if (error) reject(new Error(`${broker}: ${error.message}`, { cause: error }));
+        else resolve(answer);
+      });
+    });
+    const sender = answeredBy(metadata.orig_broker_name);
+    if (sender !== 'bootstrap' && sender !== broker)
+      throw new OtherBrokerAnswered(
+        `${metadata.orig_broker_name} answered the metadata request meant for ${broker}`,
+      );
+    return topics.map(
+      (name) => metadata.topics.find((topic) => topic.name === name) ?? { name, partitions: [] },
+    );
   } finally {
-    await admin.disconnect().catch(() => {});
+    void connected.then(
+      () => producer.disconnect().catch(() => {}),
+      () => {},
+    );
   }
+}
+
+/** The answer to a metadata request came from another broker than the one it was meant for. */
+export class OtherBrokerAnswered extends Error {}
+
+/**
+ * librdkafka's name of a broker connection (`[proto://]host:port/nodeid`, or `/bootstrap` for an
+ * address of the bootstrap list): `bootstrap`, or the broker's advertised `host:port`.
+ */
+export function answeredBy(brokerName: string): string {
+  const name = brokerName.replace(/^[a-z_]+:\/\//, '');
+  const slash = name.lastIndexOf('/');
+  return name.slice(slash + 1) === 'bootstrap' ? 'bootstrap' : name.slice(0, slash);
 }
