@@ -143,7 +143,7 @@ async function untilLed(admin: Admin, topics: readonly string[]): Promise<string
  * from the controller's metadata log a moment after the creation is acknowledged: a consumer that asks
  * a broker within that moment is told `Unknown topic or partition` and leaves the topic out of its
  * group's assignment until its next metadata refresh (`topic.metadata.refresh.interval.ms`, 10 s),
- * which stays the safety net. Each broker is asked through an admin client of its own bootstrapped at
+ * which stays the safety net. Each broker is asked through a client of its own bootstrapped at
  * its address alone ({@link metadataOf}). A broker that does not answer (stopped, cut off) is waited for
  * within the bound too, until the cluster fences it: then no consumer can ask it either, and the
  * metadata gives its replicas no address, so {@link untilLed} leaves it out. After the bound,
