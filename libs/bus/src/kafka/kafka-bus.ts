@@ -14,7 +14,6 @@ import {
 import { fromKafkaMessage } from './cloudevents.js';
 import {
   ErrorCodes,
-  type Admin,
   type Consumer,
   type ConsumerConstructorConfig,
   type EachBatchPayload,
@@ -22,6 +21,7 @@ import {
   type TopicPartition,
 } from './kafka-javascript.js';
 import { REQUEST_TIMEOUT_MS } from './client.js';
+import { ReplaceableAdmin } from './replaceable-admin.js';
 import { ensureTopics, topicOf, type TopicSettings } from './topics.js';
 
 /** How long subscribe waits for the consumer group to be joined before going on anyway. */
@@ -99,7 +99,8 @@ export class KafkaBus implements Bus {
     string,
     { topics: string[]; consumer: () => Consumer; progressedAt: number }
   >();
-  private admin: Promise<Admin> | undefined;
+  /** The lag reads' admin client (the metrics' and the watchdogs'). */
+  private readonly admin: ReplaceableAdmin;
   private readonly counts = new ThroughputCounter();
   /** The consumers' session, heartbeat and max-poll interval (also the rebalance timeout). */
   private readonly membership: Pick<
@@ -122,6 +123,7 @@ export class KafkaBus implements Bus {
       rebalanceTimeout: Math.max(60_000, sessionTimeout),
     };
     this.stallTimeoutMs = options.stallTimeoutMs ?? Math.max(60_000, 2 * sessionTimeout);
+    this.admin = new ReplaceableAdmin(kafka);
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -314,13 +316,11 @@ export class KafkaBus implements Bus {
    * asks the client's consumer group, which an admin client does not have, to look for the coordinator.
    */
   private async offsets(consumer: Consumer, topics: string[]): Promise<PartitionOffsets[]> {
-    const admin = await this.connectedAdmin();
     const heads = await Promise.all(
-      topics.map(async (topic) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
-    ).catch((error: unknown) => {
-      this.dropAdmin();
-      throw error;
-    });
+      topics.map((topic) =>
+        this.admin.use(async (admin) => ({ topic, partitions: await admin.fetchTopicOffsets(topic) })),
+      ),
+    );
     const partitions = heads.flatMap(({ topic, partitions }) =>
       partitions.map((each) => ({ topic, ...each })),
     );
@@ -335,30 +335,6 @@ export class KafkaBus implements Bus {
       const position = at >= 0 ? at : Number(low);
       return { topic, partition, committed: position, behind: Number(high) - position };
     });
-  }
-
-  private connectedAdmin(): Promise<Admin> {
-    this.admin ??= (async () => {
-      const admin = this.kafka.admin();
-      await admin.connect();
-      return admin;
-    })().catch((error: unknown) => {
-      this.admin = undefined;
-      throw error;
-    });
-    return this.admin;
-  }
-
-  /**
-   * Forgets the admin client after a failed read, so that the next one bootstraps a new client from
-   * every broker's address: after a broker is killed, librdkafka's admin client kept timing out its
-   * metadata and offsets reads for a minute and more (`Local: Timed out`), while a new client answered
-   * at once (kafka-bus.int, kafka-broker.int). Lag metrics and the watchdog read through it.
-   */
-  private dropAdmin(): void {
-    const admin = this.admin;
-    this.admin = undefined;
-    void admin?.then((client) => client.disconnect()).catch(() => {});
   }
 
   /**
@@ -381,8 +357,6 @@ export class KafkaBus implements Bus {
 
   /** Releases the admin connection {@link lag} opened. */
   async close(): Promise<void> {
-    const admin = this.admin;
-    this.admin = undefined;
-    if (admin) await (await admin).disconnect();
+    await this.admin.close();
   }
 }
