@@ -442,7 +442,15 @@ try {
       .map(([name, count]) => `${name} ${count}`)
       .join(', ');
     console.log(`  ${bad ? 'FAIL' : 'ok  '} ${check.name}: ${counts}`);
-    if (bad) for (const example of check.examples) console.log(`       ${JSON.stringify(example)}`);
+    // A text (a process's exit and its last lines) line by line, so that its first line, which names
+    // the process, stays short and readable where only part of the output is shown (CI's excerpt).
+    if (bad)
+      for (const example of check.examples)
+        console.log(
+          typeof example === 'string'
+            ? example.replace(/^/gm, '       ')
+            : `       ${JSON.stringify(example)}`,
+        );
   }
   failed ||= outcomes.some((outcome) => outcome.error !== undefined);
   if (failed) {
