@@ -399,22 +399,39 @@ interface Drained {
 
 /**
  * With `BENCH_CPU_PROF_DIR`: a V8 CPU profile of this process (the dispatcher runs in it) from now until
- * the returned function is called, written there as `dispatcher-<time>.cpuprofile`. Otherwise nothing.
+ * the returned function is called, written there as `dispatcher-<time>.cpuprofile`; with
+ * `BENCH_HEAP_PROF_DIR`, V8's sampling heap profile of the same span, of every allocation sampled (those
+ * collected since included), as `dispatcher-<time>.heapprofile`. Otherwise nothing.
  */
 async function profileThisProcess(): Promise<() => Promise<void>> {
-  const dir = process.env.BENCH_CPU_PROF_DIR;
-  if (!dir) return () => Promise.resolve();
+  const cpuDir = process.env.BENCH_CPU_PROF_DIR;
+  const heapDir = process.env.BENCH_HEAP_PROF_DIR;
+  if (!cpuDir && !heapDir) return () => Promise.resolve();
   const session = new Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  return async () => {
-    const { profile } = await session.post('Profiler.stop');
-    session.disconnect();
+  if (cpuDir) {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  if (heapDir) {
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16_384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
+  const save = async (dir: string, kind: string, profile: unknown): Promise<void> => {
     await mkdir(dir, { recursive: true });
-    const file = join(dir, `dispatcher-${Date.now()}.cpuprofile`);
+    const file = join(dir, `dispatcher-${Date.now()}.${kind}`);
     await writeFile(file, JSON.stringify(profile));
-    process.stderr.write(`dispatcher CPU profile of the measured deliveries: ${file}\n`);
+    process.stderr.write(`dispatcher ${kind} of the measured deliveries: ${file}\n`);
+  };
+  return async () => {
+    if (cpuDir) await save(cpuDir, 'cpuprofile', (await session.post('Profiler.stop')).profile);
+    if (heapDir)
+      await save(heapDir, 'heapprofile', (await session.post('HeapProfiler.stopSampling')).profile);
+    session.disconnect();
   };
 }
 

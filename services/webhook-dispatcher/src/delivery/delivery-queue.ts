@@ -43,6 +43,24 @@ function endpointLockKey(id: string): string {
  */
 const PAYLOAD_SEPARATOR = '\u001e';
 
+/** An array element that a Postgres array literal writes without quotes. */
+type Unquoted = number | boolean | Date | null;
+
+/**
+ * A Postgres array literal of numbers, booleans and timestamps (ISO 8601, UTC), none of which needs
+ * quotes or escapes, for the columns of a batch of attempts or of deliveries to queue. pg writes an
+ * array parameter element by element, each quoted and escaped (two regular expressions and three
+ * strings), a date assembled from a dozen padded parts: 2.5 KB of the 28.6 KB the dispatcher allocated
+ * per delivery in `npm run bench:webhooks` (`BENCH_HEAP_PROF_DIR`, docs/benchmarks.md).
+ */
+function unquotedArray(values: readonly Unquoted[]): string {
+  return `{${values.map(unquotedElement).join(',')}}`;
+}
+
+function unquotedElement(value: Unquoted): string {
+  return value === null ? 'NULL' : value instanceof Date ? value.toISOString() : String(value);
+}
+
 /** A delivery to queue: one event for one endpoint. */
 export interface NewDelivery {
   readonly orgId: number;
@@ -239,12 +257,12 @@ export class DeliveryQueue {
          FROM queued q, (SELECT count(*) FROM woken) wake
         ORDER BY q.delivery_id`,
         [
-          deliveries.map((d) => d.orgId),
-          deliveries.map((d) => d.webhookId),
+          unquotedArray(deliveries.map((d) => d.orgId)),
+          unquotedArray(deliveries.map((d) => d.webhookId)),
           deliveries.map((d) => d.eventId),
           deliveries.map((d) => d.eventType),
           deliveries.map((d) => d.streamId),
-          deliveries.map((d) => d.sequence),
+          unquotedArray(deliveries.map((d) => d.sequence)),
           deliveries.map((d) => d.traceparent ?? null),
           deliveries.map((d) => d.payload).join(PAYLOAD_SEPARATOR),
           now,
@@ -398,26 +416,24 @@ export class DeliveryQueue {
         ),
       );
       await client.query('COMMIT');
-      const deliveries = rows.flatMap((row) =>
-        row.id === null
-          ? []
-          : [
-              {
-                id: row.id,
-                orgId: row.org_id,
-                webhookId: row.webhook_id,
-                eventId: row.event_id,
-                eventType: row.event_type,
-                streamId: row.stream_id,
-                payload: row.payload,
-                traceparent: row.traceparent,
-                roundAttempts: row.round_attempts,
-                claimedBy: options.worker,
-                url: row.url,
-                secrets: this.secrets.open(row.webhook_id, row.secret, row.previous_secret),
-              },
-            ],
-      );
+      const deliveries: ClaimedDelivery[] = [];
+      for (const row of rows) {
+        if (row.id === null) continue;
+        deliveries.push({
+          id: row.id,
+          orgId: row.org_id,
+          webhookId: row.webhook_id,
+          eventId: row.event_id,
+          eventType: row.event_type,
+          streamId: row.stream_id,
+          payload: row.payload,
+          traceparent: row.traceparent,
+          roundAttempts: row.round_attempts,
+          claimedBy: options.worker,
+          url: row.url,
+          secrets: this.secrets.open(row.webhook_id, row.secret, row.previous_secret),
+        });
+      }
       const [first] = rows;
       return {
         deliveries,
@@ -454,6 +470,8 @@ export class DeliveryQueue {
     if (finished.length === 0) return { toDisable: [], givenUp: 0 };
     const endpoints = [...new Set(finished.map(({ delivery }) => delivery.webhookId))].sort((a, b) => a - b);
     const column = <T>(value: (attempt: FinishedAttempt) => T): T[] => finished.map(value);
+    const literal = (value: (attempt: FinishedAttempt) => Unquoted): string =>
+      unquotedArray(finished.map(value));
     // The endpoints' locks are taken before the statement, whose snapshot then sees a disable that
     // committed while it waited; sent with BEGIN, in one round trip (a simple query: ids written out).
     const locked = `SELECT pg_advisory_xact_lock_shared(${endpointLockKey('id')})
@@ -563,19 +581,19 @@ export class DeliveryQueue {
          FROM (SELECT pg_notify('${DELIVERIES_CHANNEL}', '')) wake
          LEFT JOIN touched t ON t.disable_reason IS NOT NULL`,
             [
-              column(({ delivery }) => delivery.id),
-              column(({ delivery }) => delivery.webhookId),
-              column(({ delivery }) => delivery.claimedBy),
+              literal(({ delivery }) => delivery.id),
+              literal(({ delivery }) => delivery.webhookId),
+              literal(({ delivery }) => delivery.claimedBy),
               column(({ delivery }) => delivery.eventType),
               column(({ verdict }) => verdict.status),
-              column(({ verdict }) => (verdict.status === 'pending' ? verdict.nextAttemptAt : null)),
-              column(({ attempt }) => attempt.startedAt),
-              column(({ attempt }) => attempt.durationMs),
-              column(({ attempt }) => attempt.statusCode),
+              literal(({ verdict }) => (verdict.status === 'pending' ? verdict.nextAttemptAt : null)),
+              literal(({ attempt }) => attempt.startedAt),
+              literal(({ attempt }) => attempt.durationMs),
+              literal(({ attempt }) => attempt.statusCode),
               column(({ attempt }) => attempt.errorKind),
               column(({ attempt }) => attempt.error),
               column(({ attempt }) => attempt.responseExcerpt),
-              column(({ verdict }) => verdict.status === 'failed' && verdict.disableEndpoint),
+              literal(({ verdict }) => verdict.status === 'failed' && verdict.disableEndpoint),
               now,
               failingPeriodMs,
             ],

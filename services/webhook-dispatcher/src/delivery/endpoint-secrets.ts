@@ -9,16 +9,23 @@ export interface UnopenedSecret {
   readonly unopened: string;
 }
 
+/** An endpoint's stored secrets, and what they opened to. */
+interface Opened {
+  readonly secret: string;
+  readonly previous: string | null;
+  readonly secrets: readonly string[];
+}
+
 /**
  * Opens the endpoints' sealed signing secrets (API.md §12) of claimed deliveries, keeping what each
  * opened to: opening is two AES-GCM decryptions and a parse, about a tenth of the dispatcher's CPU per
- * delivery when done for every delivery claimed (the signer keeps the opened secrets already). An entry
- * is the endpoint with its stored values, so a new or rotated secret (another sealed text) is opened
- * anew; all are forgotten when the keys change (SECRETS_KEY_FILE read again), so that a key taken away
- * stops opening what it sealed, as before.
+ * delivery when done for every delivery claimed (the signer keeps the opened secrets already). Each
+ * endpoint keeps its stored values with what they opened to, so a new or rotated secret (another sealed
+ * text) is opened anew; all are forgotten when the keys change (SECRETS_KEY_FILE read again), so that
+ * a key taken away stops opening what it sealed, as before.
  */
 export class EndpointSecrets {
-  private readonly opened = new Map<string, readonly string[]>();
+  private readonly opened = new Map<number, Opened>();
   private keys: SecretsKeyring['keys'];
 
   constructor(private readonly keyring: SecretsKeyring) {
@@ -34,9 +41,9 @@ export class EndpointSecrets {
       this.opened.clear();
       this.keys = this.keyring.keys;
     }
-    const entry = `${webhookId}\n${secret}\n${previous ?? ''}`;
-    const kept = this.opened.get(entry);
-    if (kept !== undefined) return kept;
+    // Compared, not joined into a key: a claim asks once per delivery.
+    const kept = this.opened.get(webhookId);
+    if (kept !== undefined && kept.secret === secret && kept.previous === previous) return kept.secrets;
     const context = endpointSecretContext(webhookId);
     let secrets: readonly string[];
     try {
@@ -47,8 +54,9 @@ export class EndpointSecrets {
       if (!(error instanceof SecretsKeyError)) throw error;
       return { unopened: error.message };
     }
+    this.opened.delete(webhookId);
     if (this.opened.size >= KEPT_SECRETS) this.opened.delete(this.opened.keys().next().value!);
-    this.opened.set(entry, secrets);
+    this.opened.set(webhookId, { secret, previous, secrets });
     return secrets;
   }
 }

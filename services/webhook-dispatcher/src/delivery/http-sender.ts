@@ -10,6 +10,16 @@ import { DeliverySigner } from './signing.js';
 /** Sent with every delivery, so subscribers can tell our requests apart in their logs. */
 const USER_AGENT = 'ofp-webhook-dispatcher/0.1';
 
+/** Endpoint URLs whose parsed target is kept; beyond it, the least recently added is dropped. */
+const KEPT_TARGETS = 1_000;
+
+/** Where a URL's requests go, as the agent takes it. */
+interface Target {
+  readonly origin: string;
+  /** The path and query. */
+  readonly path: string;
+}
+
 /** What a delivery sends: a signed POST of `payload` to `url`. */
 export interface OutgoingDelivery {
   readonly url: string;
@@ -45,6 +55,8 @@ export class HttpSender {
   private readonly agent: Agent;
   private readonly deadline: SharedDeadline;
   private readonly signer = new DeliverySigner();
+  /** Each endpoint's URL parsed and judged once, not at every delivery. */
+  private readonly targets = new Map<string, Target>();
 
   constructor(private readonly options: HttpSenderOptions) {
     this.agent = new Agent({
@@ -92,12 +104,11 @@ export class HttpSender {
     const began = performance.now();
     const durationMs = (): number => Math.round(performance.now() - began);
     try {
-      const target = new URL(url);
-      this.refuseBlockedLiteral(target);
       // The agent's own request takes the parsed URL (undici's `request(url)` would parse it again).
+      const { origin, path } = this.target(url);
       const response = await this.agent.request({
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
+        origin,
+        path,
         method: 'POST',
         headers,
         body,
@@ -139,6 +150,19 @@ export class HttpSender {
 
   async close(): Promise<void> {
     await this.agent.close();
+  }
+
+  /** Where `url` sends a request; throws when it cannot be parsed or names a blocked literal address. */
+  private target(url: string): Target {
+    let target = this.targets.get(url);
+    if (target === undefined) {
+      const parsed = new URL(url);
+      this.refuseBlockedLiteral(parsed);
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+      if (this.targets.size >= KEPT_TARGETS) this.targets.delete(this.targets.keys().next().value!);
+      this.targets.set(url, target);
+    }
+    return target;
   }
 
   /** `net.connect` skips `lookup` for an IP literal, so a literal host is judged here. */
