@@ -1,10 +1,4 @@
-import {
-  EVENTS_CHANNEL,
-  START,
-  type EventPage,
-  type EventStore,
-  type GlobalPosition,
-} from '@ofp/event-store';
+import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
 import { prepared, type Logger, type Pool, type PostgresSession, type SessionLock } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
 import {
@@ -54,23 +48,20 @@ export class PgLogBus implements Bus {
   readonly system = 'ofp.postgres_log';
   private readonly durable = new Map<string, PgLogConsumer>();
   private readonly counts = new ThroughputCounter();
-  private readonly reader: LogReader;
 
   constructor(
     private readonly pool: Pool,
     private readonly session: PostgresSession,
-    store: EventStore,
+    private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: PgLogBusOptions = { batchSize: 500, pollIntervalMs: 1000 },
-  ) {
-    this.reader = new LogReader(store, options.batchSize);
-  }
+  ) {}
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     const consumer = new PgLogConsumer(
       this.pool,
       this.session,
-      this.reader,
+      this.store,
       this.logger.child({ group: options.group }),
       this.options,
       options,
@@ -121,64 +112,6 @@ export class PgLogBus implements Bus {
   }
 }
 
-interface ReadRequest {
-  readonly after: GlobalPosition;
-  readonly streamTypes: readonly string[];
-  readonly resolve: (page: EventPage) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/**
- * The event-log reads of a process's consumer groups, shared: the reads its groups ask for from the
- * same position before the process turns to other work (those one notification wakes: each group's
- * loop asks in the microtasks that follow it) are answered by one read of the union of their types, and
- * each group gets the events of its types. A read's `through` and `full` depend on where it starts only
- * (its limit counts the events of every type), so a group's page is the one it would have read alone,
- * but for `heldBack`, which may say yes for another group's type (a second look, never a miss). Groups
- * served by one read are at the same position after it, and are again at the next notification.
- *
- * A read is never held for another, nor started from another group's earlier position: held a turn of
- * the event loop (setImmediate), a read waited up to 13 ms at p99 in a loaded process, and behind the
- * read in flight up to 29 ms; the projector's is on every write's path (read-your-writes).
- */
-class LogReader {
-  private waiting: ReadRequest[] = [];
-
-  constructor(
-    private readonly store: EventStore,
-    private readonly limit: number,
-  ) {}
-
-  read(after: GlobalPosition, streamTypes: readonly string[]): Promise<EventPage> {
-    return new Promise((resolve, reject) => {
-      if (this.waiting.push({ after, streamTypes, resolve, reject }) === 1)
-        process.nextTick(() => this.next());
-    });
-  }
-
-  private next(): void {
-    const starts = new Map<string, ReadRequest[]>();
-    for (const request of this.waiting) {
-      const start = `${request.after.transactionId}:${request.after.position}`;
-      starts.set(start, [...(starts.get(start) ?? []), request]);
-    }
-    this.waiting = [];
-    for (const requests of starts.values()) void this.serve(requests);
-  }
-
-  /** One read for `requests`, which all start from the same position. */
-  private async serve(requests: readonly ReadRequest[]): Promise<void> {
-    const streamTypes = [...new Set(requests.flatMap((request) => request.streamTypes))];
-    try {
-      const page = await this.store.readAll(requests[0]!.after, { limit: this.limit, streamTypes });
-      for (const { streamTypes: types, resolve } of requests)
-        resolve({ ...page, events: page.events.filter((event) => types.includes(event.streamType)) });
-    } catch (error) {
-      for (const { reject } of requests) reject(error);
-    }
-  }
-}
-
 class PgLogConsumer implements Subscription {
   private running = true;
   /** Where the consumer is, while it leads its group. */
@@ -190,7 +123,7 @@ class PgLogConsumer implements Subscription {
   constructor(
     private readonly pool: Pool,
     private readonly session: PostgresSession,
-    private readonly reader: LogReader,
+    private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: PgLogBusOptions,
     private readonly subscription: SubscribeOptions,
@@ -266,10 +199,10 @@ class PgLogConsumer implements Subscription {
           storedAt = performance.now();
         }
         if (performance.now() - storedAt >= CHECKPOINT_INTERVAL_MS) await store();
-        const { events, through, full, heldBack } = await this.reader.read(
-          checkpoint,
-          this.subscription.streamTypes,
-        );
+        const { events, through, full, heldBack } = await this.store.readAll(checkpoint, {
+          limit: this.options.batchSize,
+          streamTypes: this.subscription.streamTypes,
+        });
         if (events.length > 0) {
           this.counts.fetched(this.subscription.group, events.length);
           await this.subscription.handle(events);
