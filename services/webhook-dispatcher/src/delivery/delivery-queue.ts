@@ -355,8 +355,12 @@ export class DeliveryQueue {
             WHERE r.place > a.tokens AND r.place <= $2 AND q.claimed_by IS NULL AND q.due_at <= $1
               FOR UPDATE OF q SKIP LOCKED
          ), deferred AS (
+           -- Found by key: joined to \`held\` alone, the plan read the queue from its first page for its
+           -- first row, through every dead row a vacuum had not taken yet, though no endpoint has a rate.
            UPDATE webhooks.delivery_queue q SET due_at = h.due_at
-             FROM held h WHERE q.delivery_id = h.delivery_id
+             FROM held h
+            WHERE q.delivery_id = ANY ((SELECT array_agg(delivery_id) FROM held)::bigint[])
+              AND q.delivery_id = h.delivery_id
            RETURNING q.delivery_id
          ), locked AS (
            -- Only the rows taken are locked; one that changed since the scan is re-checked, or skipped.
