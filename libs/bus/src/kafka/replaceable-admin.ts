@@ -5,7 +5,6 @@ interface Lease {
   readonly admin: Admin;
   readonly connected: Promise<void>;
   inFlight: number;
-  retired: boolean;
   disconnected?: Promise<void>;
   /** Resolves the {@link ReplaceableAdmin.close} that waits for this lease's last request. */
   idle?: () => void;
@@ -42,7 +41,8 @@ export class ReplaceableAdmin {
       throw error;
     } finally {
       lease.inFlight--;
-      if (lease.retired && lease.inFlight === 0) void this.disconnect(lease);
+      // Retired (no longer the current client) and idle: nothing of it can block the disconnect.
+      if (this.current !== lease && lease.inFlight === 0) void this.disconnect(lease);
     }
   }
 
@@ -60,11 +60,11 @@ export class ReplaceableAdmin {
     const connected = admin.connect();
     // A failed connection is the failure of the requests waiting for it (use's catch).
     connected.catch(() => {});
-    return { admin, connected, inFlight: 0, retired: false };
+    return { admin, connected, inFlight: 0 };
   }
 
+  /** Makes `lease` no longer the current client: the next request connects another. */
   private retire(lease: Lease): void {
-    lease.retired = true;
     if (this.current === lease) this.current = undefined;
   }
 
