@@ -1,7 +1,6 @@
-import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { currentTraceparent, inTracesOf } from '@ofp/runtime';
 import type { AttemptErrorKind, AttemptRecord } from './attempt.js';
 import { BlockedTargetError, guardedLookup, type AddressGuard, type HostResolver } from './address-guard.js';
@@ -104,35 +103,23 @@ export class HttpSender {
     const began = performance.now();
     const durationMs = (): number => Math.round(performance.now() - began);
     try {
-      // The agent's own request takes the parsed URL (undici's `request(url)` would parse it again).
+      // The agent's own dispatch takes the parsed URL, and hands the response to a handler that keeps
+      // what the attempt records: undici's `request` would wrap it in a stream and an async resource
+      // that the attempt only reads to its end.
       const { origin, path } = this.target(url);
-      const response = await this.agent.request({
-        origin,
-        path,
-        method: 'POST',
-        headers,
-        body,
-        signal: this.deadline.signal(),
+      const response = await new Promise<KeptResponse>((resolve, reject) => {
+        const handler = new ResponseHandler(this.options.maxExcerptBytes, this.deadline, resolve, reject);
+        this.agent.dispatch({ origin, path, method: 'POST', headers, body }, handler);
       });
       const ok = response.statusCode >= 200 && response.statusCode < 300;
-      // The status decides the outcome; a body that stalls or breaks only loses the excerpt. An empty
-      // one (most answers: 204, or 200 with no body) is let go without an iterator over it.
-      const excerpt =
-        response.statusCode === 204 || response.headers['content-length'] === '0'
-          ? await response.body.dump().then(
-              () => '',
-              () => null,
-            )
-          : await readExcerpt(response.body, this.options.maxExcerptBytes).catch(() => null);
-      const retryAfter = response.headers['retry-after'];
       return {
         startedAt,
         durationMs: durationMs(),
         statusCode: response.statusCode,
         errorKind: ok ? null : 'http_status',
         error: ok ? null : `HTTP ${response.statusCode}`,
-        responseExcerpt: excerpt,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+        responseExcerpt: response.excerpt,
+        retryAfter: response.retryAfter,
       };
     } catch (error) {
       const failure = classifyFailure(error);
@@ -174,44 +161,133 @@ export class HttpSender {
   }
 }
 
+/** What an attempt keeps of a response. */
+interface KeptResponse {
+  readonly statusCode: number;
+  /** The `retry-after` header, when it came once. */
+  readonly retryAfter: string | null;
+  /** The body's first bytes, or null when it stalled or broke before its end or the limit. */
+  readonly excerpt: string | null;
+}
+
+/**
+ * One POST's response, gathered as undici reports it: the status decides the outcome; a body that
+ * stalls or breaks only loses the excerpt. The body is kept up to `maxBytes`, then the request is
+ * aborted (which destroys that connection): the excerpt is bounded. The whole request is aborted at its
+ * {@link SharedDeadline}.
+ */
+class ResponseHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  /** Set when the deadline passed before the request had a connection: it is aborted when it gets one. */
+  private expired: Error | undefined;
+  private response: { statusCode: number; retryAfter: string | null } | undefined;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private settled = false;
+  private readonly deadlined: Set<ResponseHandler>;
+
+  constructor(
+    private readonly maxBytes: number,
+    deadline: SharedDeadline,
+    private readonly resolve: (response: KeptResponse) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.deadlined = deadline.join(this);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.expired !== undefined) controller.abort(this.expired);
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    // Informational answers (1xx) come before the response.
+    if (statusCode < 200) return;
+    const retryAfter = headers['retry-after'];
+    this.response = { statusCode, retryAfter: typeof retryAfter === 'string' ? retryAfter : null };
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size < this.maxBytes) return;
+    this.settle(this.excerpt());
+    // Paused too, as undici's own request does when a handler aborts while its parser is in a callback.
+    controller.abort(new Error('response excerpt complete'));
+    controller.pause();
+  }
+
+  onResponseEnd(): void {
+    this.settle(this.excerpt());
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (!this.finish()) return;
+    if (this.response === undefined) this.reject(error);
+    else this.resolve({ ...this.response, excerpt: null });
+  }
+
+  /** Aborts the request at its deadline, with the error `AbortSignal.timeout` would give. */
+  expire(): void {
+    this.expired = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    this.controller?.abort(this.expired);
+  }
+
+  /** Resolves with the status and `excerpt`, unless it was settled before. */
+  private settle(excerpt: string): void {
+    if (this.finish()) this.resolve({ ...this.response!, excerpt });
+  }
+
+  /** Whether this is the first outcome; the request then leaves its deadline. */
+  private finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.deadlined.delete(this);
+    return true;
+  }
+
+  private excerpt(): string {
+    if (this.chunks.length === 0) return '';
+    // Postgres text cannot hold NUL.
+    return Buffer.concat(this.chunks).subarray(0, this.maxBytes).toString('utf8').replaceAll('\u0000', '');
+  }
+}
+
 /** Requests started within this many milliseconds of each other share a deadline. */
 const DEADLINE_SHARED_MS = 10;
 
 /**
- * The whole-request timeout, as one abort signal per {@link DEADLINE_SHARED_MS} of request starts: a
- * timer and a signal per request cost about 10 µs of CPU each here, a third of a bare POST's. A shared
- * signal fires the timeout after the first request it covers started, so each request gets at most
- * the timeout, and at least the timeout less {@link DEADLINE_SHARED_MS}.
+ * The whole-request timeout, as one timer per {@link DEADLINE_SHARED_MS} of request starts: a timer
+ * and an abort signal per request cost about 10 µs of CPU each here, a third of a bare POST's. A shared
+ * timer fires the timeout after the first request it covers started, so each request gets at most the
+ * timeout, and at least the timeout less {@link DEADLINE_SHARED_MS}.
  */
 class SharedDeadline {
-  private current: AbortSignal | undefined;
+  private current: Set<ResponseHandler> | undefined;
   private sharedUntil = 0;
 
   constructor(private readonly timeoutMs: number) {}
 
-  signal(): AbortSignal {
+  /** Puts `request` under the deadline of the requests started with it; returns their set, to leave. */
+  join(request: ResponseHandler): Set<ResponseHandler> {
     const now = performance.now();
     if (this.current === undefined || now >= this.sharedUntil) {
-      this.current = AbortSignal.timeout(this.timeoutMs);
-      // One listener per request in flight: as many as DEADLINE_SHARED_MS of starts, not a leak.
-      setMaxListeners(0, this.current);
+      const requests = new Set<ResponseHandler>();
+      // Unreferenced, as `AbortSignal.timeout`'s: a request in flight keeps the process up, not its deadline.
+      setTimeout(() => {
+        for (const each of requests) each.expire();
+      }, this.timeoutMs).unref();
+      this.current = requests;
       this.sharedUntil = now + DEADLINE_SHARED_MS;
     }
+    this.current.add(request);
     return this.current;
   }
-}
-
-async function readExcerpt(body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    // Leaving the loop destroys the rest of the body (and that connection): the excerpt is bounded.
-    if (size >= maxBytes) break;
-  }
-  // Postgres text cannot hold NUL.
-  return Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8').replaceAll('\u0000', '');
 }
 
 const TIMEOUT_CODES = new Set([
