@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
+import { EVENTS_CHANNEL, EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import type { Bus, Subscription } from './bus.js';
 import { PgLogBus } from './pg-log-bus.js';
@@ -409,5 +409,158 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     await until(6);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(handled).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
+
+describe('Postgres-log bus, the next page read while a batch is handled', () => {
+  let db: TestDatabase;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateEventStore(db.pool, testLogger());
+    store = new EventStore(db.pool, { outbox: false });
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  /**
+   * A bus of pages of `batchSize` whose reads of the log are counted; while `hold` is set, a read's
+   * answer waits for it. Its poll is far longer than any test: only a notification reads again.
+   */
+  const heldReader = (batchSize: number) => {
+    const reads = { count: 0, hold: undefined as Promise<void> | undefined, answered: () => {} };
+    const counted = new (class extends EventStore {
+      override async readAll(...args: Parameters<EventStore['readAll']>) {
+        reads.count++;
+        const hold = reads.hold;
+        const page = await super.readAll(...args);
+        if (hold) {
+          reads.answered();
+          await hold;
+        }
+        return page;
+      }
+    })(db.pool, { outbox: false });
+    const bus = new PgLogBus(db.pool, db.session, counted, testLogger(), {
+      batchSize,
+      pollIntervalMs: 60_000,
+    });
+    return { bus, reads };
+  };
+  const appendTo = (streamType: string, n: number) =>
+    store.append({
+      streamId: `${streamType}-${n}`,
+      streamType,
+      expectedVersion: 0,
+      orgId: 1,
+      events: [{ eventId: randomUUID(), type: `${streamType}.created`, data: { n } }],
+    });
+  const until = async (done: () => boolean): Promise<void> => {
+    const deadline = Date.now() + 10_000;
+    while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(done()).toBe(true);
+  };
+  const numbers = (events: readonly StoredEvent[]) => events.map((event) => (event.data as { n: number }).n);
+
+  it('reads the page after a full one while that one is handled, and hands the pages in order', async () => {
+    const streamType = `full-${randomUUID()}`;
+    for (let n = 1; n <= 3; n++) await appendTo(streamType, n);
+    const { bus, reads } = heldReader(1);
+    let open = (): void => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const handled: number[] = [];
+    const subscription = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes: [streamType],
+      handle: async (events) => {
+        if (handled.length === 0) await gate;
+        handled.push(...numbers(events));
+      },
+    });
+    try {
+      // The first page (one event) is full: the second is read while the first is in hand.
+      await until(() => reads.count === 2);
+      expect(handled).toEqual([]);
+      open();
+      await until(() => handled.length === 3);
+      expect(handled).toEqual([1, 2, 3]);
+    } finally {
+      await subscription.stop();
+    }
+  });
+
+  it('reads the next page while a batch is handled when an append was announced since the batch was read', async () => {
+    const streamType = `announced-${randomUUID()}`;
+    const { bus, reads } = heldReader(100);
+    let open = (): void => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const handled: number[][] = [];
+    const subscription = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes: [streamType],
+      handle: async (events) => {
+        if (handled.length === 0) await gate;
+        handled.push(numbers(events));
+      },
+    });
+    let announced = (): void => {};
+    const unlisten = await db.session.listen(EVENTS_CHANNEL, {
+      notify: (type) => type === streamType && announced(),
+    });
+    try {
+      // Caught up with the log (nothing of its type): asleep until an append of its type.
+      await until(() => reads.count === 1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(reads.count).toBe(1);
+      // The read that finds the first append answers only once the second is announced: the consumer
+      // heard of the second (it listens before this test does) before it handles the first.
+      let letRead = (): void => {};
+      reads.hold = new Promise<void>((resolve) => (letRead = resolve));
+      const answered = new Promise<void>((resolve) => (reads.answered = resolve));
+      await appendTo(streamType, 1);
+      await answered;
+      reads.hold = undefined;
+      const heard = new Promise<void>((resolve) => (announced = resolve));
+      await appendTo(streamType, 2);
+      await heard;
+      letRead();
+      await until(() => reads.count === 3);
+      expect(handled).toEqual([]);
+      open();
+      await until(() => handled.length === 2);
+      expect(handled).toEqual([[1], [2]]);
+      // Nothing announced since: no read after the page read ahead.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(reads.count).toBe(3);
+    } finally {
+      await unlisten();
+      await subscription.stop();
+    }
+  });
+
+  it('drops the page read ahead when the batch before it fails, and reads again from its checkpoint', async () => {
+    const streamType = `failing-${randomUUID()}`;
+    for (let n = 1; n <= 3; n++) await appendTo(streamType, n);
+    const { bus } = heldReader(1);
+    const attempts: number[] = [];
+    const handled: number[] = [];
+    const subscription = await bus.subscribe({
+      group: `g-${randomUUID()}`,
+      streamTypes: [streamType],
+      handle: async (events) => {
+        attempts.push(...numbers(events));
+        if (attempts.length === 1) throw new Error('the first batch fails once');
+        handled.push(...numbers(events));
+      },
+    });
+    try {
+      await until(() => handled.length === 3);
+      expect(attempts).toEqual([1, 1, 2, 3]);
+      expect(handled).toEqual([1, 2, 3]);
+    } finally {
+      await subscription.stop();
+    }
   });
 });

@@ -1,4 +1,10 @@
-import { EVENTS_CHANNEL, START, type EventStore, type GlobalPosition } from '@ofp/event-store';
+import {
+  EVENTS_CHANNEL,
+  START,
+  type EventPage,
+  type EventStore,
+  type GlobalPosition,
+} from '@ofp/event-store';
 import { prepared, type Logger, type Pool, type PostgresSession, type SessionLock } from '@ofp/runtime';
 import { Wakeup } from './wakeup.js';
 import {
@@ -42,6 +48,9 @@ export interface PgLogBusOptions {
  * The standalone bus: consumers read the event store in global order, each group keeping its
  * checkpoint in `es.checkpoints`, woken by the NOTIFY that every append raises (through the process's
  * {@link PostgresSession}, which listens again after any connection loss and wakes them then).
+ * A consumer reads its next page while it handles a batch when that page holds events already (the
+ * batch's page was full, or an append was announced since it was read): the projector's batch is three
+ * round trips, and a write's read-your-writes wait no longer adds the next read's after them.
  */
 export class PgLogBus implements Bus {
   /** Not one of OpenTelemetry's messaging systems: the event store read as a log. */
@@ -172,6 +181,8 @@ class PgLogConsumer implements Subscription {
     let stored: GlobalPosition | undefined;
     let storedAt = 0;
     let failures = 0;
+    /** The next page, read while the batch before it was handled, and where it starts. */
+    let ahead: { after: GlobalPosition; page: Promise<EventPage> } | undefined;
     const store = async (): Promise<void> => {
       if (!leadership || checkpoint === undefined || checkpoint === stored) return;
       await this.writeCheckpoint(checkpoint, leadership);
@@ -199,12 +210,20 @@ class PgLogConsumer implements Subscription {
           storedAt = performance.now();
         }
         if (performance.now() - storedAt >= CHECKPOINT_INTERVAL_MS) await store();
-        const { events, through, full, heldBack } = await this.store.readAll(checkpoint, {
-          limit: this.options.batchSize,
-          streamTypes: this.subscription.streamTypes,
-        });
+        // The page read ahead follows this position only when the batch before it was handled.
+        const read = ahead?.after === checkpoint ? ahead.page : this.read(checkpoint);
+        ahead = undefined;
+        const { events, through, full, heldBack } = await read;
         if (events.length > 0) {
           this.counts.fetched(this.subscription.group, events.length);
+          // When the next page holds events already (this one was full, or an append was announced
+          // since this read began), it is read while this batch is handled, not after.
+          if (through !== undefined && (full || this.wakeup.take())) {
+            const page = this.read(through);
+            // Awaited by the next turn, or dropped (a failed batch reads again from its checkpoint).
+            page.catch(() => undefined);
+            ahead = { after: through, page };
+          }
           await this.subscription.handle(events);
           this.counts.handled(this.subscription.group, events.length);
         }
@@ -214,8 +233,10 @@ class PgLogConsumer implements Subscription {
           if (leadership) this.current = checkpoint;
         }
         failures = 0;
-        if (!full) await this.wakeup.wait(upTo(heldBack ? SECOND_LOOK_MS : this.options.pollIntervalMs));
+        if (!full && ahead === undefined)
+          await this.wakeup.wait(upTo(heldBack ? SECOND_LOOK_MS : this.options.pollIntervalMs));
       } catch (error) {
+        ahead = undefined;
         failures++;
         this.logger.error(
           { err: error, failures },
@@ -230,6 +251,13 @@ class PgLogConsumer implements Subscription {
     );
     this.current = undefined;
     await leadership?.release();
+  }
+
+  private read(after: GlobalPosition): Promise<EventPage> {
+    return this.store.readAll(after, {
+      limit: this.options.batchSize,
+      streamTypes: this.subscription.streamTypes,
+    });
   }
 
   private async readCheckpoint(): Promise<GlobalPosition> {

@@ -11,6 +11,13 @@ export class Wakeup {
     this.resolveWaiter?.();
   }
 
+  /** Whether `notify()` was called since the last wait (or take), which it then answers. */
+  take(): boolean {
+    const pending = this.pending;
+    this.pending = false;
+    return pending;
+  }
+
   wait(ms: number): Promise<void> {
     if (this.pending) {
       this.pending = false;
