@@ -240,12 +240,15 @@ const modules = {
 
   pool: module({
     deps: ['database'],
-    init: ({ config, database }) => {
+    // The migrate target has no metrics; the services' pools export theirs.
+    optional: ['metrics'],
+    init: ({ config, database, metrics }) => {
       const pool = createPool({
         connectionString: database.url,
         applicationName: `ofp-${config.TARGET}`,
         max: config.DATABASE_POOL_SIZE,
         timeouts: databaseTimeouts(config),
+        ...(metrics && { metrics }),
       });
       return { value: pool, stop: () => pool.end() };
     },
@@ -328,6 +331,7 @@ const modules = {
         max: 4,
         genericPlans: true,
         timeouts: databaseTimeouts(config),
+        metrics,
       });
       const log = new EventStore(readers, { outbox: false });
       const bus = new PgLogBus(readers, given['postgres-session'], log, logger, {

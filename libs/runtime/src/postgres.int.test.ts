@@ -3,6 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { Registry } from 'prom-client';
 import { createLogger } from './logger.js';
 import { migrate } from './migrations.js';
 import {
@@ -10,6 +11,7 @@ import {
   createPool,
   inTransaction,
   isDependencyDown,
+  prepared,
   statementName,
   withDatabaseDeadline,
   type Pool,
@@ -62,6 +64,67 @@ describe('createPool', () => {
       await admin.end();
       await pool.end();
     }
+  });
+});
+
+describe("a pool's connection after a failed statement", () => {
+  let pool: Pool;
+  let metrics: Registry;
+  beforeEach(() => {
+    metrics = new Registry();
+    pool = createPool({
+      connectionString: process.env.DATABASE_URL!,
+      applicationName: 'reuse-test',
+      max: 1,
+      metrics,
+    });
+  });
+  afterEach(() => pool.end());
+
+  const backend = async (): Promise<number> =>
+    (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const opened = async (): Promise<number | undefined> =>
+    (await metrics.getSingleMetric('postgres_pool_connections_opened_total')!.get()).values.find(
+      ({ labels }) => labels.pool === 'reuse-test',
+    )?.value;
+
+  it('is kept when the server refused the statement, its session and named statements with it', async () => {
+    const pid = await backend();
+    // A temporary table lives as long as its session: still there, the session was not replaced.
+    await pool.query('CREATE TEMPORARY TABLE taken (id int PRIMARY KEY)');
+    await pool.query(prepared('INSERT INTO taken (id) VALUES ($1)', [1]));
+    const refused = [
+      await pool
+        .query(prepared('INSERT INTO taken (id) VALUES ($1)', [1]))
+        .catch((error: { code: string }) => error.code),
+      await pool.query('SELECT 1 / 0').catch((error: { code: string }) => error.code),
+    ];
+    await pool.query(prepared('INSERT INTO taken (id) VALUES ($1)', [2]));
+    const { rows } = await pool.query<{ id: number }>('SELECT id FROM taken ORDER BY id');
+    expect({ refused, rows, pid: await backend(), opened: await opened() }).toEqual({
+      refused: ['23505', '22012'],
+      rows: [{ id: 1 }, { id: 2 }],
+      pid,
+      opened: 1,
+    });
+  });
+
+  it('is dropped when the statement left its session in a failed transaction, or the connection failed', async () => {
+    const first = await backend();
+    const inFailedTransaction = await pool
+      .query('BEGIN; SELECT 1 / 0')
+      .catch((error: { code: string }) => error.code);
+    const second = await backend();
+    const terminated = await pool
+      .query('SELECT pg_terminate_backend(pg_backend_pid())')
+      .catch((error: Error) => isDependencyDown(error));
+    const third = await backend();
+    expect({ inFailedTransaction, terminated, opened: await opened() }).toEqual({
+      inFailedTransaction: '22012',
+      terminated: true,
+      opened: 3,
+    });
+    expect(new Set([first, second, third]).size).toBe(3);
   });
 });
 

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { context } from '@opentelemetry/api';
 import pg from 'pg';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -31,6 +32,8 @@ export interface PoolOptions {
   genericPlans?: boolean;
   /** How long the database may take; without them, only a request's deadline bounds a statement. */
   timeouts?: DatabaseTimeouts;
+  /** Where the pool's metrics go, labelled with `applicationName` ({@link observePool}). */
+  metrics?: Registry;
 }
 
 /**
@@ -128,6 +131,31 @@ class DeadlineClient extends pg.Client {
     this.statementBoundMs = config.statementBoundMs;
   }
 
+  /**
+   * Hands the client back to its pool after its statement failed with `failure` (`release` is the
+   * pool's): kept if the server refused the statement and then stands idle outside any transaction (its
+   * ReadyForQuery, which follows the error, says so), dropped if the connection failed or the statement
+   * left a transaction open or aborted behind it.
+   */
+  releaseAfter(failure: Error, release: (error?: Error) => void): void {
+    const connection = (this as unknown as { connection: pg.Connection }).connection;
+    const queryable = (this as unknown as { _queryable: boolean })._queryable;
+    if (!(failure instanceof pg.DatabaseError) || failure.severity !== 'ERROR' || !queryable) {
+      release(failure);
+      return;
+    }
+    const ready = (message: { status: string }): void => {
+      this.off('end', ended);
+      release(message.status === 'I' ? undefined : failure);
+    };
+    const ended = (): void => {
+      connection.off('readyForQuery', ready);
+      release(failure);
+    };
+    connection.once('readyForQuery', ready);
+    this.once('end', ended);
+  }
+
   // pg's overloads (text, values, callback; a config object; a submittable) are passed through as given.
   override query(...args: unknown[]): never {
     const ms = answerTimeout(this.statementBoundMs);
@@ -173,6 +201,38 @@ class DeadlineClient extends pg.Client {
  * wait runs in the waiter's own context (its deadline, its trace).
  */
 class DeadlinePool extends pg.Pool {
+  /**
+   * pg-pool's `query`, except that a statement the server refused keeps its connection: pg-pool
+   * releases the client with the statement's error, which drops the connection, so every unique
+   * violation (a version race's 409, a webhook's taken external id), every statement cancelled by its
+   * timeout, cost the pool a connection: a backend started anew and every named statement parsed and
+   * planned again. A connection that failed, or that a statement left in a transaction, still goes.
+   */
+  override query(text: unknown, values?: unknown, ...rest: unknown[]): never {
+    if (typeof values === 'function' || rest.length > 0)
+      throw new TypeError('pool.query takes a statement and its values, and answers with a promise');
+    return new Promise((resolve, reject) => {
+      this.connect((error: Error | undefined, client?: pg.PoolClient) => {
+        if (error) return reject(error);
+        const pooled = client as pg.PoolClient & DeadlineClient;
+        const done = (failure: Error | undefined, result?: unknown): void => {
+          if (failure) {
+            pooled.releaseAfter(failure, (error) => pooled.release(error));
+            reject(failure);
+          } else {
+            pooled.release();
+            resolve(result);
+          }
+        };
+        try {
+          pooled.query(text as string, values as unknown[], done);
+        } catch (failure) {
+          done(failure as Error);
+        }
+      });
+    }) as never;
+  }
+
   // The callback form is what pool.query uses; the promise form what callers use.
   override connect(...args: unknown[]): never {
     const deadline = deadlines.getStore();
@@ -252,6 +312,7 @@ export function createPool(options: PoolOptions): Pool {
     // before the pool's users' made pg warn of concurrent queries on one client at every start.
     ...(options.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
   });
+  if (options.metrics) observePool(options.metrics, options.applicationName, pool);
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
   pool.on('connect', (client) => {
@@ -261,6 +322,55 @@ export function createPool(options: PoolOptions): Pool {
     client.on('error', () => {});
   });
   return pool;
+}
+
+/** The pools whose metrics each registry has, by name: its gauges read them at every scrape. */
+const observedPools = new WeakMap<Registry, Map<string, pg.Pool>>();
+
+/**
+ * The pool's metrics: `postgres_pool_connections{pool,state}` (`busy`, `idle`),
+ * `postgres_pool_waiting{pool}` (checkouts waiting for a connection) and
+ * `postgres_pool_connections_opened_total{pool}`. Under a steady load a pool opens next to no
+ * connection (it retires one after `maxUses` statements); one that keeps opening them loses them, to
+ * a network that drops them or to statements that end them.
+ */
+function observePool(registry: Registry, name: string, pool: pg.Pool): void {
+  let pools = observedPools.get(registry);
+  if (!pools) {
+    const observed = (pools = new Map<string, pg.Pool>());
+    observedPools.set(registry, observed);
+    new Gauge({
+      name: 'postgres_pool_connections',
+      help: "Connections of the process's Postgres pools, busy (checked out) or idle",
+      labelNames: ['pool', 'state'],
+      registers: [registry],
+      collect() {
+        for (const [pool, { totalCount, idleCount }] of observed) {
+          this.set({ pool, state: 'busy' }, totalCount - idleCount);
+          this.set({ pool, state: 'idle' }, idleCount);
+        }
+      },
+    });
+    new Gauge({
+      name: 'postgres_pool_waiting',
+      help: "Checkouts waiting for a connection of the process's Postgres pools",
+      labelNames: ['pool'],
+      registers: [registry],
+      collect() {
+        for (const [pool, { waitingCount }] of observed) this.set({ pool }, waitingCount);
+      },
+    });
+    new Counter({
+      name: 'postgres_pool_connections_opened_total',
+      help: "Connections the process's Postgres pools opened",
+      labelNames: ['pool'],
+      registers: [registry],
+    });
+  }
+  pools.set(name, pool);
+  const opened = registry.getSingleMetric('postgres_pool_connections_opened_total') as Counter<'pool'>;
+  opened.inc({ pool: name }, 0);
+  pool.on('connect', () => opened.inc({ pool: name }));
 }
 
 /** The names of the statements {@link prepared} has named, by text. */
