@@ -151,7 +151,7 @@ try {
     `platform CPU per write against the lean server's ${leanUs.toFixed(0)} µs: POST /v2/people ${(platformUs(people) / leanUs).toFixed(2)}x, fulfillment order ${(platformUs(derived) / leanUs).toFixed(2)}x`,
   );
   console.log(
-    `the derived wait (the inventory manager, then the projector) adds at half the maximum rate: p50 ${(derived.half.p50Ms - async.half.p50Ms).toFixed(2)} ms, p99 ${(derived.half.p99Ms - async.half.p99Ms).toFixed(2)} ms`,
+    `the derived wait (the inventory manager, then the projector), each at half its maximum rate: waited for p50 ${derived.half.p50Ms.toFixed(2)} / p99 ${derived.half.p99Ms.toFixed(2)} ms, respond-async p50 ${async.half.p50Ms.toFixed(2)} / p99 ${async.half.p99Ms.toFixed(2)} ms`,
   );
 
   const growth: [string, RateProfile][] = [];
