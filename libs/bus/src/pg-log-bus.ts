@@ -233,8 +233,13 @@ class PgLogConsumer implements Subscription {
           if (leadership) this.current = checkpoint;
         }
         failures = 0;
-        if (!full && ahead === undefined)
-          await this.wakeup.wait(upTo(heldBack ? SECOND_LOOK_MS : this.options.pollIntervalMs));
+        if (!full && ahead === undefined) {
+          // Until an append is announced or the wait is over; a checkpoint falling due meanwhile is
+          // stored without reading the log again.
+          const until = performance.now() + (heldBack ? SECOND_LOOK_MS : this.options.pollIntervalMs);
+          while (!(await this.wakeup.wait(upTo(until - performance.now()))) && performance.now() < until)
+            await store();
+        }
       } catch (error) {
         ahead = undefined;
         failures++;

@@ -1,6 +1,7 @@
 /**
  * A wake-up call for a polling loop: `wait(ms)` resolves after `ms`, or at once when `notify()` was
- * called since the last wait, so a notification that arrives while the loop is busy is not lost.
+ * called since the last wait, so a notification that arrives while the loop is busy is not lost; it
+ * answers which of the two it was.
  */
 export class Wakeup {
   private pending = false;
@@ -18,20 +19,21 @@ export class Wakeup {
     return pending;
   }
 
-  wait(ms: number): Promise<void> {
+  /** Resolves with true when woken by `notify()`, false when `ms` passed first. */
+  wait(ms: number): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done = (woken: boolean): void => {
         clearTimeout(timer);
         this.resolveWaiter = undefined;
         this.pending = false;
-        resolve();
+        resolve(woken);
       };
-      const timer = setTimeout(done, ms);
-      this.resolveWaiter = done;
+      const timer = setTimeout(() => done(false), ms);
+      this.resolveWaiter = () => done(true);
     });
   }
 }
