@@ -61,6 +61,28 @@ function unquotedElement(value: Unquoted): string {
   return value === null ? 'NULL' : value instanceof Date ? value.toISOString() : String(value);
 }
 
+/**
+ * The oldest due deliveries of an endpoint (`endpoint`, an SQL expression), up to `rows` of them, claims
+ * that hold (`held`) among them; the scan stops once it has passed `free` deliveries that no claim holds.
+ * A claim needs no more free ones than it may take, and the claims that hold, which claims take oldest
+ * first, come before them: reading on to the endpoint's limit read rows for nothing (512 where 322 were
+ * needed in a claim of docs/benchmarks.md's probe). The stop is the window's run
+ * condition (a bound on a count that never decreases ends the window, and so the scan under it), which
+ * Postgres only makes of a bound known before the scan: a statement's parameter, not a lateral column.
+ */
+function dueScan(endpoint: string, rows: string, free: string): string {
+  return `SELECT * FROM (
+            SELECT s.*, count(*) FILTER (WHERE NOT s.held)
+                          OVER (ORDER BY s.due_at, s.delivery_id ROWS UNBOUNDED PRECEDING) AS passed
+              FROM (SELECT q.ctid, q.delivery_id, q.webhook_id, q.due_at,
+                           q.claimed_by IS NOT NULL AND q.claimed_until > $1 AS held
+                      FROM webhooks.delivery_queue q
+                     WHERE q.webhook_id = ${endpoint} AND q.due_at <= $1
+                     ORDER BY q.due_at, q.delivery_id
+                     LIMIT ${rows}) s) w
+           WHERE w.passed <= ${free}`;
+}
+
 /** A delivery to queue: one event for one endpoint. */
 export interface NewDelivery {
   readonly orgId: number;
@@ -317,17 +339,16 @@ export class DeliveryQueue {
          ), due AS (
            -- Each endpoint's oldest due deliveries, claimed ones among them (a claim leaves the due time
            -- alone): as many as its limit, so that they hold its claims (claims take the oldest first,
-           -- and a delivery queued again after a claim is due after it) and its free slots; and when it
-           -- has a rate, up to $2 more, those beyond its tokens to be put off below.
-           SELECT f.* FROM queued e
+           -- and a delivery queued again after a claim is due after it) and its free slots, up to as many
+           -- free ones as this claim could take; and when it has a rate, up to $2 more, those beyond its
+           -- tokens to be put off below.
+           SELECT f.ctid, f.delivery_id, f.webhook_id, f.due_at, f.held FROM queued e
              LEFT JOIN allowed a ON a.webhook_id = e.webhook_id
-            CROSS JOIN LATERAL (
-              SELECT q.delivery_id, q.webhook_id, q.due_at, q.claimed_by IS NOT NULL AND q.claimed_until > $1 AS held
-                FROM webhooks.delivery_queue q
-               WHERE q.webhook_id = e.webhook_id AND q.due_at <= $1
-               ORDER BY q.due_at, q.delivery_id
-               LIMIT $3 + CASE WHEN a.webhook_id IS NULL THEN 0 ELSE $2 END) f
-            WHERE e.webhook_id IS NOT NULL
+            CROSS JOIN LATERAL (${dueScan('e.webhook_id', '$3', '$4')}) f
+            WHERE e.webhook_id IS NOT NULL AND a.webhook_id IS NULL
+           UNION ALL
+           SELECT f.ctid, f.delivery_id, f.webhook_id, f.due_at, f.held FROM allowed a
+            CROSS JOIN LATERAL (${dueScan('a.webhook_id', '$3 + $2', '$2')}) f
          ), busy AS (
            -- Claims that hold (a lapsed one is due again).
            SELECT due.webhook_id, count(*)::int AS claimed FROM due WHERE due.held GROUP BY due.webhook_id
@@ -335,7 +356,7 @@ export class DeliveryQueue {
            SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.due_at, due.delivery_id) AS place
              FROM due WHERE NOT due.held
          ), chosen AS (
-           SELECT r.delivery_id FROM ranked r
+           SELECT r.delivery_id, r.ctid FROM ranked r
              LEFT JOIN busy b ON b.webhook_id = r.webhook_id
              LEFT JOIN allowed a ON a.webhook_id = r.webhook_id
             WHERE r.place + coalesce(b.claimed, 0) <= $3 AND (a.tokens IS NULL OR r.place <= a.tokens)
@@ -363,15 +384,19 @@ export class DeliveryQueue {
               AND q.delivery_id = h.delivery_id
            RETURNING q.delivery_id
          ), locked AS (
-           -- Only the rows taken are locked; one that changed since the scan is re-checked, or skipped.
+           -- Only the rows taken are locked, each found where the scan saw it (a TID scan, no descent of
+           -- the primary key). One that another transaction changed since the scan is no longer there
+           -- (Postgres checks a TID scan's row again at the place of its newest version): it is skipped
+           -- and stays due for the next claim.
            SELECT q.delivery_id FROM webhooks.delivery_queue q
-            WHERE q.delivery_id IN (SELECT delivery_id FROM chosen) AND q.due_at <= $1
+            WHERE q.ctid = ANY ((SELECT array_agg(ctid) FROM chosen)::tid[]) AND q.due_at <= $1
               AND (q.claimed_by IS NULL OR q.claimed_until <= $1)
             FOR UPDATE SKIP LOCKED
          ), claimed AS (
-           -- Heap-only: neither column is indexed (migration 010).
+           -- Heap-only: neither column is indexed (migration 010). Found where the scan saw them too:
+           -- what was locked has not changed since.
            UPDATE webhooks.delivery_queue q SET claimed_by = $5, claimed_until = $6
-             FROM locked l WHERE q.delivery_id = l.delivery_id
+            WHERE q.ctid = ANY ((SELECT array_agg(c.ctid) FROM chosen c JOIN locked l ON l.delivery_id = c.delivery_id)::tid[])
            RETURNING q.delivery_id, q.webhook_id, q.round_attempts
          ), spent AS (
            -- Each token taken moves its bucket's time on by one spacing.
