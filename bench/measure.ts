@@ -297,6 +297,31 @@ export class CpuMeter {
   }
 }
 
+/**
+ * Waits until `participant`'s processes are idle: less than `busyShare` of a core over a window of
+ * `windowMs` (the CPU ticks of /proc are 10 ms), so that a measurement that starts after work which
+ * left them a backlog (appends their consumers still handle) is not charged for it. Gives up after
+ * `timeoutMs`. @returns the seconds waited, and whether they went idle.
+ */
+export async function untilIdle(
+  participant: CpuParticipant,
+  { windowMs = 500, busyShare = 0.05, timeoutMs = 30_000 } = {},
+): Promise<{ seconds: number; idle: boolean }> {
+  const started = performance.now();
+  const cpu = async (): Promise<number> => {
+    let seconds = 0;
+    for (const pid of await participant.pids()) seconds += processCpuSeconds(pid, participant.command) ?? 0;
+    return seconds;
+  };
+  for (;;) {
+    const before = await cpu();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const waited = (performance.now() - started) / 1000;
+    if ((await cpu()) - before < (busyShare * windowMs) / 1000) return { seconds: waited, idle: true };
+    if (waited * 1000 >= timeoutMs) return { seconds: waited, idle: false };
+  }
+}
+
 /** Runs `work` while accounting the participants' CPU time. */
 export async function withCpu<T>(
   participants: readonly CpuParticipant[],
