@@ -308,16 +308,14 @@ export async function untilIdle(
   { windowMs = 500, busyShare = 0.05, timeoutMs = 30_000 } = {},
 ): Promise<{ seconds: number; idle: boolean }> {
   const started = performance.now();
-  const cpu = async (): Promise<number> => {
-    let seconds = 0;
-    for (const pid of await participant.pids()) seconds += processCpuSeconds(pid, participant.command) ?? 0;
-    return seconds;
-  };
   for (;;) {
-    const before = await cpu();
-    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const { cpu } = await withCpu(
+      [participant],
+      () => new Promise((resolve) => setTimeout(resolve, windowMs)),
+    );
     const waited = (performance.now() - started) / 1000;
-    if ((await cpu()) - before < (busyShare * windowMs) / 1000) return { seconds: waited, idle: true };
+    if ((cpu.get(participant.name) ?? 0) < (busyShare * windowMs) / 1000)
+      return { seconds: waited, idle: true };
     if (waited * 1000 >= timeoutMs) return { seconds: waited, idle: false };
   }
 }
