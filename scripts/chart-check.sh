@@ -20,7 +20,8 @@
 # Tools come from the registries only and are cached in .cache/ (git-ignored): helm is built with
 # `go install` (about 3 minutes on 2 cores the first time), kubernetes-validate from PyPI into a venv,
 # the Bitnami readme generator from npm, promtool with `go install` (about 4 minutes the first time).
-# Set HELM=/path/to/helm to use another helm 3 binary.
+# Set HELM=/path/to/helm to use another helm 3 binary. With --tools-only it fetches the tools and stops
+# (.ci/run does so in the background while it installs, typechecks and lints).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,7 +131,9 @@ step "tools"
 ok "helm $("$HELM" version --template '{{.Version}} ({{.GoVersion}})') at $HELM"
 ok "kubernetes-validate $("$KUBERNETES_VALIDATE" --version)"
 ok "readme-generator-for-helm $README_GENERATOR_VERSION"
-ok "promtool $("$PROMTOOL" --version 2>&1 | sed -n '1s/^promtool, version \([^ ]*\).*/\1/p')"
+# `go install` leaves promtool's own version empty: the module's is the one built.
+ok "promtool from github.com/prometheus/prometheus $PROMTOOL_MODULE_VERSION at $PROMTOOL"
+[[ "${1:-}" != --tools-only ]] || exit 0
 
 shopt -s nullglob
 CASES=("$CHART"/ci/*-values.yaml)
