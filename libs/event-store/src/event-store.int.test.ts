@@ -79,9 +79,8 @@ describe('EventStore', () => {
     expect(m1[0]!.position.transactionId).toBe(m2[1]!.position.transactionId);
   });
 
-  it('lets exactly one of many concurrent appends at the same version win', async () => {
-    await store.append({ streamId: 'c-1', streamType: 'c', expectedVersion: 0, orgId: 1, events: [event()] });
-    for (let round = 1; round <= 5; round++) {
+  it('lets exactly one of many concurrent appends at the same version win, the creates of a new stream too', async () => {
+    for (let round = 0; round <= 5; round++) {
       const attempts = await Promise.allSettled(
         Array.from({ length: 12 }, () =>
           store.append({
@@ -99,6 +98,27 @@ describe('EventStore', () => {
       for (const failure of lost) expect(failure.reason).toBeInstanceOf(WrongExpectedVersion);
     }
     expect((await store.readStream('c-1')).map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("refuses a new stream inside the caller's transaction when the stream exists", async () => {
+    await store.append({ streamId: 'n-1', streamType: 'n', expectedVersion: 0, orgId: 1, events: [event()] });
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await expect(
+        store.appendNewStreamIn(client, {
+          streamId: 'n-1',
+          streamType: 'n',
+          expectedVersion: 0,
+          orgId: 1,
+          events: [event()],
+        }),
+      ).rejects.toBeInstanceOf(WrongExpectedVersion);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    expect((await store.readStream('n-1')).map((e) => e.version)).toEqual([1]);
   });
 
   it('appends one stream without writes beside it as one statement of the pool, with no BEGIN or COMMIT', async () => {
