@@ -3,15 +3,17 @@
 // (the api's, the projector's, the bus readers' and every other consumer's in the platform): statements
 // and transactions per write, shared buffers per write (hit, read or dirtied, by the statements), WAL per
 // write (pg_stat_wal: the whole cluster's, commits and autovacuum included; records, full-page images and
-// bytes, which the images make move with the checkpoints' timing), and each statement's executions,
-// execution time and buffers per write. A count does not depend on the machine's load, as CPU time does.
+// bytes, which the images make move with the checkpoints' timing), each statement's executions,
+// execution time and buffers per write, and the Postgres CPU per write of each of the platform's
+// connections by application name (its pool: the api's appends and the projector's batches; the bus's
+// readers; its session, which LISTENs). A count does not depend on the machine's load, as CPU time does.
 // The test Postgres is started with pg_stat_statements loaded for the run (and set back after it); a
 // DATABASE_URL must have it loaded.
 
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { createIntegrator, startPlatform, testLogger, UNLIMITED_RATE } from '@ofp/testing';
-import { warmUp, measure } from './measure.js';
+import { measure, processes, warmUp, withCpu, type CpuParticipant } from './measure.js';
 import { databaseWithStatements } from './statements.js';
 
 const WRITES = Number(process.env.BENCH_WRITES ?? 2_000);
@@ -49,6 +51,15 @@ try {
     );
     return { records: Number(rows[0]!.records), fpi: Number(rows[0]!.fpi), bytes: Number(rows[0]!.bytes) };
   };
+  // The platform's backends by application name, listed once before a run (its pools are connected by
+  // the warm-up), so that the meter adds no statement or transaction to what is counted.
+  const platformConnections = async (): Promise<CpuParticipant[]> => {
+    const { rows } = await admin.query<{ name: string; pids: number[] }>(
+      `SELECT application_name AS name, array_agg(pid) AS pids FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name LIKE 'ofp-%' GROUP BY 1 ORDER BY 1`,
+    );
+    return rows.map(({ name, pids }) => processes(name, pids));
+  };
   for (const concurrency of CONCURRENCIES) {
     const http = new HttpPool(platform.apiUrl, { connections: concurrency });
     const person = async (i: number): Promise<void> => {
@@ -62,10 +73,11 @@ try {
       if (response.statusCode !== 201) throw new Error(`/v2/people: ${response.statusCode} ${text}`);
     };
     await warmUp(2, concurrency, person);
+    const connections = await platformConnections();
     await admin.query('SELECT pg_stat_statements_reset()');
     const before = await committed();
     const walBefore = await wal();
-    const run = await measure(WRITES, concurrency, person);
+    const { result: run, cpu } = await withCpu(connections, () => measure(WRITES, concurrency, person));
     const transactions = (await committed()) - before;
     const walAfter = await wal();
     const { rows } = await admin.query<StatementRow>(
@@ -86,6 +98,14 @@ try {
         `${((executing * 1000) / WRITES).toFixed(0)} µs of execution, ${perWrite(buffers)} shared buffers; ` +
         `WAL: ${perWrite(walAfter.records - walBefore.records)} records, ${perWrite(walAfter.fpi - walBefore.fpi)} full-page images, ` +
         `${((walAfter.bytes - walBefore.bytes) / WRITES).toFixed(0)} bytes`,
+    );
+    console.log(
+      `Postgres CPU per write by connection: ${[...cpu]
+        .map(
+          ([name, seconds]) =>
+            `${name} ${seconds === undefined ? 'n/a' : ((seconds * 1e6) / WRITES).toFixed(0)} µs`,
+        )
+        .join(', ')}`,
     );
     console.log('per write | µs | buffers | statement');
     for (const row of rows.filter((each) => Number(each.calls) >= WRITES / 100))
