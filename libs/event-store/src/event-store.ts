@@ -226,7 +226,7 @@ export class EventStore {
     // needs neither check: its first event is version 1, which the unique (stream_id, version) refuses
     // when the stream exists (a concurrent create, or a decision on a stream it took for new: then the
     // caller decides again and meets the checks), and a stream without events has none parked. The two
-    // probes were 60-120 µs of Postgres CPU in an append's 430-600 (docs/benchmarks.md).
+    // probes were 50-110 µs of Postgres CPU per append (docs/benchmarks.md).
     const checked = input.expectedVersion > 0;
     const checks = checked
       ? `
