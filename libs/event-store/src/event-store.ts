@@ -171,32 +171,23 @@ export class EventStore {
     const [only] = inputs;
     if (only && inputs.length === 1 && !alsoInTransaction) {
       // One statement is a transaction of its own: no BEGIN and COMMIT round trips.
-      try {
-        return [await this.insert(this.pool, only)];
-      } catch (error) {
-        throw versionRaceOf(error, only);
-      }
+      return [await this.insert(this.pool, only)];
     }
     const ordered = [...inputs].sort((a, b) =>
       a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0,
     );
     const client = await this.pool.connect();
-    let current: AppendInput | undefined;
     try {
       await client.query('BEGIN');
       const byStream = new Map<string, AppendResult>();
-      for (const input of ordered) {
-        current = input;
-        byStream.set(input.streamId, await this.insert(client, input));
-      }
-      current = undefined;
+      for (const input of ordered) byStream.set(input.streamId, await this.insert(client, input));
       const results = inputs.map((input) => byStream.get(input.streamId)!);
       if (alsoInTransaction) await alsoInTransaction(client, results);
       await client.query('COMMIT');
       return results;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
-      throw current ? versionRaceOf(error, current) : error;
+      throw error;
     } finally {
       client.release();
     }
@@ -211,11 +202,7 @@ export class EventStore {
   async appendNewStreamIn(client: PoolClient, input: AppendInput): Promise<AppendResult> {
     if (input.expectedVersion !== 0) throw new Error('appendNewStreamIn only starts new streams');
     // A stream that exists fails the insert, and with it the caller's transaction.
-    try {
-      return await this.insert(client, input);
-    } catch (error) {
-      throw versionRaceOf(error, input);
-    }
+    return this.insert(client, input);
   }
 
   private async insert(client: Pool | PoolClient, input: AppendInput): Promise<AppendResult> {
@@ -236,9 +223,12 @@ export class EventStore {
     const outbox = this.options.outbox
       ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
       : '';
-    const { rows } = await client.query<{ position: number; transaction_id: string }>(
-      prepared(
-        `WITH inserted AS (
+    // A concurrent append's event at one of these versions fails the statement on the unique
+    // (stream_id, version): the race it is, as when the version check finds no row to insert.
+    const { rows } = await client
+      .query<{ position: number; transaction_id: string }>(
+        prepared(
+          `WITH inserted AS (
          INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data, metadata)
          SELECT e.event_id, $1, $2, e.version, e.type, $3, e.data, e.metadata
            FROM unnest($4::uuid[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[])
@@ -247,19 +237,22 @@ export class EventStore {
        )${outbox}
        SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', $2) FROM inserted
        ORDER BY position`,
-        [
-          input.streamId,
-          input.streamType,
-          input.orgId,
-          input.events.map((e) => e.eventId),
-          versions,
-          input.events.map((e) => e.type),
-          input.events.map((e) => JSON.stringify(e.data)),
-          input.events.map((e) => JSON.stringify(e.metadata ?? {})),
-          ...(checked ? [input.expectedVersion] : []),
-        ],
-      ),
-    );
+          [
+            input.streamId,
+            input.streamType,
+            input.orgId,
+            input.events.map((e) => e.eventId),
+            versions,
+            input.events.map((e) => e.type),
+            input.events.map((e) => JSON.stringify(e.data)),
+            input.events.map((e) => JSON.stringify(e.metadata ?? {})),
+            ...(checked ? [input.expectedVersion] : []),
+          ],
+        ),
+      )
+      .catch((error: unknown) => {
+        throw versionRaceOf(error, input);
+      });
     const last = rows[n - 1];
     if (rows.length !== n || !last) {
       const { rows: parked } = await client.query<{ event_id: string; consumer_group: string }>(
