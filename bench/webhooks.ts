@@ -56,7 +56,15 @@ const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 4);
 /** Committed -> delivered latency: events committed at a steady rate (issue 17: 1,000/s), p50 and p99. */
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 5_000);
 const LATENCY_RATE_PER_SECOND = Number(process.env.BENCH_LATENCY_RATE ?? 1_000);
+/**
+ * With BENCH_LATENCY_APPENDS=process the latency phase's events are appended by a process of their own
+ * (as the api appends them in production), not by this one, where the dispatcher runs and shares its
+ * event loop with the appends.
+ */
+const APPENDS_APART = process.env.BENCH_LATENCY_APPENDS === 'process';
 const SEED_CONCURRENCY = 32;
+/** The organization of the benchmark's events and webhook. */
+const BENCH_ORG = 1;
 /**
  * With BENCH_STATEMENTS=1: the statements, rows, buffers, WAL bytes and row writes (HOT updates among
  * them) per measured delivery, counted by pg_stat_statements (see `bench/statements.ts`).
@@ -88,6 +96,7 @@ const LEAN_QUEUE_DDL = `CREATE TABLE lean_jobs (
 CREATE INDEX lean_jobs_available ON lean_jobs (scheduled_at, id) WHERE state = 'available'`;
 
 if (process.argv[2] === 'receiver') await runReceiver();
+else if (process.argv[2] === 'appender') await runAppender(process.argv[3]!, Number(process.argv[4]));
 else await runBenchmark();
 
 /**
@@ -117,6 +126,59 @@ async function runReceiver(): Promise<void> {
     process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
   });
   await new Promise(() => {});
+}
+
+/**
+ * The latency phase's appends from a process of their own (BENCH_LATENCY_APPENDS=process): the events of
+ * records `firstRecord` on, paced as {@link paceAppends} paces them, each event's id and the time its
+ * append was acknowledged written to stdout as JSON once all are.
+ */
+async function runAppender(databaseUrl: string, firstRecord: number): Promise<void> {
+  const pool = createPool({ connectionString: databaseUrl, applicationName: 'bench-appender', max: 16 });
+  const committed = await paceAppends(new EventStore(pool, { outbox: false }), firstRecord);
+  process.stdout.write(JSON.stringify([...committed]));
+  await pool.end();
+}
+
+/**
+ * Appends {@link LATENCY_EVENTS} events at {@link LATENCY_RATE_PER_SECOND}, one new record each from
+ * `firstRecord` on: each event's id and when its append was acknowledged.
+ */
+async function paceAppends(
+  store: EventStore,
+  firstRecord: number,
+  progress?: (appended: number) => void,
+): Promise<Map<string, number>> {
+  const committed = new Map<string, number>();
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  for (let i = 0; i < LATENCY_EVENTS; i++) {
+    const due = start + (i * 1000) / LATENCY_RATE_PER_SECOND;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    inFlight.push(
+      appendPerson(store, BENCH_ORG, firstRecord + i, 1).then((eventId) => {
+        committed.set(eventId, Date.now());
+      }),
+    );
+    if (i % 100 === 0) progress?.(i);
+  }
+  await Promise.all(inFlight);
+  return committed;
+}
+
+/** An appender process's events, each with the time its append was acknowledged. */
+async function appendApart(databaseUrl: string, firstRecord: number): Promise<Map<string, number>> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), 'appender', databaseUrl, String(firstRecord)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`the appender process exited with ${code}`);
+  return new Map(JSON.parse(output) as [string, number][]);
 }
 
 async function runBenchmark(): Promise<void> {
@@ -199,7 +261,7 @@ async function runBenchmark(): Promise<void> {
     await migrateEventStore(pool, logger);
     await migrateWebhookDispatcher(pool, logger);
     const store = new EventStore(pool, { outbox: false });
-    const orgId = 1;
+    const orgId = BENCH_ORG;
     // Any bearer token is the benchmark's organization: only the webhook's creation goes through HTTP.
     const gate = new BearerGate(
       {
@@ -289,28 +351,16 @@ async function runBenchmark(): Promise<void> {
     );
     // Latency: events committed at a steady rate while the dispatcher idles, each timed from its commit
     // (the append's acknowledgement) to its first arrival at the receiver (both clocks: this machine's).
-    const committed = new Map<string, number>();
     const paced = progressBar(
-      'latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s | {duration}s',
+      `latency  [{bar}] {percentage}% | {value}/{total} events at {rate}/s${APPENDS_APART ? ', appended by a process of their own' : ''} | {duration}s`,
     );
     paced.start(LATENCY_EVENTS, 0, { rate: LATENCY_RATE_PER_SECOND });
     const pacedCounting = COUNT_STATEMENTS
       ? await StatementCensus.start(databaseUrl, ['webhooks'])
       : undefined;
-    const pacedStart = performance.now();
-    const inFlight: Promise<void>[] = [];
-    for (let i = 0; i < LATENCY_EVENTS; i++) {
-      const due = pacedStart + (i * 1000) / LATENCY_RATE_PER_SECOND;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      inFlight.push(
-        appendPerson(store, orgId, records + 1 + i, 1).then((eventId) => {
-          committed.set(eventId, Date.now());
-        }),
-      );
-      if (i % 100 === 0) paced.update(i);
-    }
-    await Promise.all(inFlight);
+    const committed = APPENDS_APART
+      ? await appendApart(databaseUrl, records + 1)
+      : await paceAppends(store, records + 1, (appended) => paced.update(appended));
     paced.update(LATENCY_EVENTS);
     paced.stop();
     let arrivals = new Map<string, number>();
@@ -361,7 +411,7 @@ async function runBenchmark(): Promise<void> {
       `  this process's CPU per request: raw loop ${us(rawCpu, 'bench', LOOP_REQUESTS)} us, send path ${us(sendCpu, 'bench', LOOP_REQUESTS)} us (signing, SSRF guard, deadline)`,
       `  lean queue worker (claim, signed POST, complete; jobs queued beforehand): ${(leanRun.measured / leanRun.seconds).toFixed(0)} deliveries/s; the dispatcher reached ${((100 * perSecond * leanRun.seconds) / leanRun.measured).toFixed(0)}% of its rate`,
       `  CPU µs per delivery: dispatcher ${us(dispatcherRun.cpu, 'dispatcher', dispatcherRun.measured)}, its Postgres ${us(dispatcherRun.cpu, postgres.name, dispatcherRun.measured)} | lean worker ${us(leanRun.cpu, 'lean', leanRun.measured)}, its Postgres ${us(leanRun.cpu, postgres.name, leanRun.measured)} (this database's backends)`,
-      `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
+      `Event committed -> delivered, ${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_SECOND}/s${APPENDS_APART ? ' (appended by a process of their own)' : ''}: p50 ${quantile(0.5).toFixed(1)} ms, p99 ${quantile(0.99).toFixed(1)} ms` +
         (latencies.some(Number.isNaN) ? ' (some never arrived!)' : ''),
       ...formatStages(stages),
       ...(census
