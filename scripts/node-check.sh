@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Runs the project on a second Node.js version of package.json's engines (.ci/run runs everything else
 # on the first): native addons built for it (npm rebuild, and the Kafka client's addon by
-# scripts/build-kafka-client.sh with that version's headers: its binding only, librdkafka's objects are
-# kept), a forced build (tsc -b), the unit tier, and the distributed scenario over SASL_SSL
-# (platform/src/kafka-security.e2e.test.ts, which also starts the test run's Postgres and Kafka), every
-# process on that version; then the addons are put back for the Node.js that was on PATH before (the
-# Kafka client's from the build kept in .cache/, a copy). With a folder as second argument, jest also
+# scripts/build-kafka-client.sh with that version's headers), the unit tier, and the distributed
+# scenario over SASL_SSL (platform/src/kafka-security.e2e.test.ts, which also starts the test run's
+# Postgres and Kafka), every process on that version; then the addons are put back for the Node.js that
+# was on PATH before (the Kafka client's from the build kept in .cache/, a copy). No build of its own:
+# tsc's output does not depend on the Node.js that runs it, and the unit tier compiles every source it
+# tests with TypeScript on this version (ts-jest). With a folder as second argument, jest also
 # writes each run's results there as JSON (.ci/run adds them up).
+#
+# `node-check.sh --prepare <version>` only fetches that Node.js and builds its Kafka client addon into
+# .cache/kafka-client/, leaving node_modules as it is: .ci/run runs it in the background, niced, while
+# other steps use node_modules, so that the check itself finds the build kept.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ "${1:-}" == --prepare ]]; then
+  NODE_HOME="$(bash "$ROOT/scripts/node-runtime.sh" "${2:?usage: node-check.sh --prepare <version>}")"
+  exec bash "$ROOT/scripts/build-kafka-client.sh" "$NODE_HOME" --keep-only
+fi
 VERSION="${1:?usage: node-check.sh <version> [results folder]}"
 RESULTS="${2:-}"
 NODE_HOME="$(bash "$ROOT/scripts/node-runtime.sh" "$VERSION")"
@@ -24,7 +33,6 @@ trap 'rebuild; cp "$ROOT/.cache/kafka-client-addon.node" "$addon"' EXIT
   echo "node $(node --version)"
   rebuild
   bash "$ROOT/scripts/build-kafka-client.sh" "$NODE_HOME"
-  node node_modules/typescript/bin/tsc -b --force
   major="${VERSION%%.*}"
   unit=(--selectProjects unit)
   e2e=(platform/src/kafka-security.e2e.test.ts --selectProjects e2e)
