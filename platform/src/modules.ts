@@ -34,7 +34,7 @@ import {
   type KafkaClient,
   type TopicSettings,
 } from '@ofp/bus';
-import { EventStore, ParkedEvents, migrateEventStore } from '@ofp/event-store';
+import { EventStore, LOG_READER_SETTINGS, ParkedEvents, migrateEventStore } from '@ofp/event-store';
 import { createProjectorModule } from '@ofp/projector';
 import {
   createDependencyHealth,
@@ -324,12 +324,13 @@ const modules = {
       }
       // The standalone bus's consumers read the log with one statement for which Postgres kept choosing
       // a custom plan: about 100 µs of planning per read, two reads per write (pg_stat_statements).
-      // Their own small pool plans it once.
+      // Their own small pool plans it once, walking the log's index (LOG_READER_SETTINGS).
       const readers = createPool({
         connectionString: database.url,
         applicationName: `ofp-${config.TARGET}-bus`,
         max: 4,
         genericPlans: true,
+        settings: LOG_READER_SETTINGS,
         timeouts: databaseTimeouts(config),
         metrics,
       });

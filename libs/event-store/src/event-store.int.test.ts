@@ -1,9 +1,10 @@
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { createPool } from '@ofp/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';
 import { baseError } from '@ofp/contracts';
 import { handleCommand, type Command } from './command-handler.js';
-import { EventStore, migrateEventStore } from './event-store.js';
+import { EventStore, LOG_READER_SETTINGS, migrateEventStore } from './event-store.js';
 import { WrongExpectedVersion } from './errors.js';
 import { START, comparePositions, type GlobalPosition } from './types.js';
 
@@ -389,6 +390,64 @@ describe('es.parked_events lookups', () => {
     expect(scans).toEqual([
       expect.objectContaining({ 'Index Name': 'parked_events_by_stream', 'Index Searches': 1 }),
     ]);
+  });
+});
+
+describe('readAll on generic plans, as the standalone bus reads', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateEventStore(db.pool, testLogger());
+    // The statistics stay those of a small log, as between two analyzes while a log grows.
+    await db.pool.query('ALTER TABLE es.events SET (autovacuum_enabled = false)');
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const add = (events: number) =>
+    db.pool.query(
+      `INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data)
+       SELECT gen_random_uuid(), 'r-' || gen_random_uuid(), 'r', 1, 'r.created', 1, '{}' FROM generate_series(1, $1)`,
+      [events],
+    );
+  const tableScans = async () =>
+    (
+      await db.pool.query<{ seq: string; idx: string }>(
+        "SELECT seq_scan AS seq, idx_scan AS idx FROM pg_stat_user_tables WHERE relid = 'es.events'::regclass",
+      )
+    ).rows.map(({ seq, idx }) => ({ seq: Number(seq), idx: Number(idx) }))[0]!;
+
+  it('walks the index from the position, with a plan made while the log was small', async () => {
+    await add(100);
+    await db.pool.query('ANALYZE es.events');
+    const readers = createPool({
+      connectionString: db.url,
+      applicationName: 'log-readers-test',
+      max: 1,
+      genericPlans: true,
+      settings: LOG_READER_SETTINGS,
+    });
+    try {
+      const store = new EventStore(readers, { outbox: false });
+      const before = await tableScans();
+      const first = await store.readAll(START, { limit: 500, streamTypes: ['r'] });
+      expect(first.events).toHaveLength(100);
+      await add(3_000);
+      let position = first.through!;
+      for (let page = 0; page < 7; page++) {
+        const next = await store.readAll(position, { limit: 500, streamTypes: ['r'] });
+        position = next.through ?? position;
+      }
+      expect(position.position).toBe(3_100);
+      // The readers' backend reports its table statistics when it next goes idle.
+      await readers.query('SELECT pg_stat_force_next_flush()');
+      const after = await tableScans();
+      expect({ seq: after.seq - before.seq, idx: after.idx > before.idx }).toEqual({ seq: 0, idx: true });
+    } finally {
+      await readers.end();
+    }
   });
 });
 

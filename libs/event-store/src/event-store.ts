@@ -65,6 +65,22 @@ interface EventRow {
 
 const EVENT_COLUMNS = eventColumns('es.events');
 
+/**
+ * Session settings for a pool that runs `readAll` on generic plans (`plan_cache_mode =
+ * force_generic_plan`, as the standalone bus's readers do): its page is a walk of
+ * `events_global_order` from the reader's position, and a generic plan knows neither that position nor
+ * how far it is from the snapshot's horizon. One made while the log was small (a few hundred events)
+ * chose a sequential scan and a sort, and the connection kept it until the next analyze of `es.events`
+ * (a minute or more) while the log grew: every read then went through the whole table (up to 115
+ * buffers per read at 2,000 events, and more with every event; 3 to 5 through the index). A bitmap scan
+ * would read every event up to the horizon before its sort kept the first page. With both off, the page
+ * is read in index order and stops at its limit, whatever the statistics were when the plan was made.
+ */
+export const LOG_READER_SETTINGS: Readonly<Record<string, string>> = {
+  enable_seqscan: 'off',
+  enable_bitmapscan: 'off',
+};
+
 /** Whether an event is of the stream types readAll asks for (`$3`; all when null). */
 const WANTED = '($3::text[] IS NULL OR es.events.stream_type = ANY($3::text[]))';
 /** readAll's columns: an event of another type comes without its payload, and says it is not wanted. */

@@ -21,17 +21,19 @@ describe('createPool', () => {
   // pg warns once per process of a client given a query while it runs one: every start printed it, from
   // the SET of generic plans queued on each new connection. Run in a process of its own, whose stderr
   // shows the warning (jest's sandbox does not pass the process's warning events to a test).
-  it('plans generically when asked, from the connection start-up, with no statement queued beside the first', async () => {
+  it('plans generically and takes the settings given when asked, from the connection start-up, with no statement queued beside the first', async () => {
     const script = `
       import { createPool } from ${JSON.stringify(new URL('../dist/postgres.js', import.meta.url).href)};
-      const pool = createPool({ connectionString: process.env.DATABASE_URL, applicationName: 'generic-plans-test', max: 3, genericPlans: true });
-      const modes = await Promise.all(Array.from({ length: 6 }, () => pool.query('SHOW plan_cache_mode')));
-      console.log(JSON.stringify(modes.map(({ rows }) => rows[0].plan_cache_mode)));
+      const pool = createPool({ connectionString: process.env.DATABASE_URL, applicationName: 'generic-plans-test', max: 3, genericPlans: true, settings: { enable_seqscan: 'off' } });
+      const modes = await Promise.all(Array.from({ length: 6 }, () => pool.query("SELECT current_setting('plan_cache_mode') AS plans, current_setting('enable_seqscan') AS seqscan")));
+      console.log(JSON.stringify(modes.map(({ rows }) => rows[0])));
       await pool.end();
     `;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     expect({ status: child.status, stderr: child.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(child.stdout)).toEqual(Array.from({ length: 6 }, () => 'force_generic_plan'));
+    expect(JSON.parse(child.stdout)).toEqual(
+      Array.from({ length: 6 }, () => ({ plans: 'force_generic_plan', seqscan: 'off' })),
+    );
   });
 
   it('survives a checked-out client losing its connection between statements, and goes on serving', async () => {

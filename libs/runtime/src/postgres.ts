@@ -30,6 +30,11 @@ export interface PoolOptions {
    * statements Postgres would otherwise plan at every call for no better plan (see `prepared`).
    */
   genericPlans?: boolean;
+  /**
+   * More session settings (`enable_seqscan: 'off'`), sent with the connection's start-up packet as
+   * `genericPlans`' is; their values hold no spaces, which the packet's `options` would split on.
+   */
+  settings?: Readonly<Record<string, string>>;
   /** How long the database may take; without them, only a request's deadline bounds a statement. */
   timeouts?: DatabaseTimeouts;
   /** Where the pool's metrics go, labelled with `applicationName` ({@link observePool}). */
@@ -310,7 +315,7 @@ export function createPool(options: PoolOptions): Pool {
     }),
     // Session settings go with the connection's start-up packet: a statement queued on a new client
     // before the pool's users' made pg warn of concurrent queries on one client at every start.
-    ...(options.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
+    ...startupOptions(options),
   });
   if (options.metrics) observePool(options.metrics, options.applicationName, pool);
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
@@ -322,6 +327,16 @@ export function createPool(options: PoolOptions): Pool {
     client.on('error', () => {});
   });
   return pool;
+}
+
+/** The `options` of a pool's start-up packet: its session settings (`genericPlans`, `settings`). */
+function startupOptions(options: PoolOptions): { options?: string } {
+  const settings = {
+    ...(options.genericPlans ? { plan_cache_mode: 'force_generic_plan' } : {}),
+    ...options.settings,
+  };
+  const flags = Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`);
+  return flags.length > 0 ? { options: flags.join(' ') } : {};
 }
 
 /** The pools whose metrics each registry has, by name: its gauges read them at every scrape. */
