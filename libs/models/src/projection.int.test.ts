@@ -282,6 +282,28 @@ describe('writeRecord and deleteRecord', () => {
     expect(await read(61)).toEqual(person(61, 1, 'Single statement', []));
   });
 
+  it('renders a new record without child rows in its upsert with its lists empty and its embedded objects null, as the table renders it', async () => {
+    await db.pool.query(readModelDdl([orders]));
+    await writeRecord(db.pool, orders, ORG, {
+      id: 63,
+      status: 'pending',
+      created_at: AT,
+      updated_at: AT,
+      version: 1,
+    });
+    const document = async () =>
+      (
+        await db.pool.query<{ document: Record<string, unknown> }>(
+          'SELECT document FROM read.orders WHERE id = 63',
+        )
+      ).rows[0]!.document;
+    const stored = await document();
+    await db.pool.query('UPDATE read.orders SET document = NULL WHERE id = 63');
+    await renderDocuments(db.pool, orders, ORG, [63]);
+    expect(stored).toEqual(await document());
+    expect(stored).toMatchObject({ id: 63, ship_to: null, lines: [] });
+  });
+
   it('replaces lists inside lists', async () => {
     const shipment = (
       version: number,

@@ -67,10 +67,10 @@ export async function writeRecord(
  * record in one statement would be refused by Postgres), and all with a checkpoint or none: their rows
  * are upserted by one statement, so that a batch of new records with no child rows (a projector's batch
  * of creates) takes one statement, not one per record. A record's document is rendered from the values
- * the upsert writes: right when it has no child rows and had none. Otherwise its child rows are replaced
- * after the upsert and its document rendered again from them. Then every written record's referrers are
- * rendered again, in the order given, so that a document showing another record written in the same
- * statement (rendered from its row as it was before) is made again from its new state.
+ * the upsert writes, with no child rows: right for a new record without any. Otherwise its child rows
+ * are replaced after the upsert and its document rendered again from them. Then every written record's
+ * referrers are rendered again, in the order given, so that a document showing another record written
+ * in the same statement (rendered from its row as it was before) is made again from its new state.
  *
  * @returns whether each state was applied, in the order given.
  */
@@ -99,8 +99,7 @@ export async function writeRecords(
     if (inserted === undefined) continue;
     const rows = new Map<TableNode, unknown[][]>();
     collectChildRows(root, [id], record, rows);
-    // The document the upsert rendered read the child rows as they were before it: right when there
-    // were none and there are none.
+    // The upsert rendered the document with no child rows: right for a row it inserted with none.
     if (root.children.length > 0 && !(inserted && rows.size === 0)) {
       // A row just inserted has no children yet. For an updated one, deleting the direct children
       // cascades to theirs (packages → packages' lines).
@@ -253,8 +252,8 @@ const upserts = new WeakMap<ModelDefinition, Map<string, UpsertStatement>>();
  * `INSERT ... ON CONFLICT DO UPDATE ... WHERE stored.version < new.version` of rows given as one array
  * per column, a row skipped when its record was deleted at its version or later (or, with `checkpoint`,
  * when its stream's checkpoint was there already), counting the records that are new. A row's document
- * is rendered from the values written (`t0`, a row of the table's columns). Returns the id of each row
- * written, and whether it was inserted.
+ * is rendered from the values written (`t0`, a row of the table's columns), with no child rows. Returns
+ * the id of each row written, and whether it was inserted.
  *
  * The text depends only on the model, the schema and whether checkpoints move, so it is made once
  * for each and kept (rendering it took 20-50 µs of a projected record's CPU, and its statement name
@@ -298,7 +297,11 @@ function renderUpsert(
   const values = columns.map((column) => `${row}.${column}`);
   if (root.storesDocument) {
     columns.push(quoteIdentifier(DOCUMENT_COLUMN));
-    values.push(renderRow(root, row, { options, org: `${row}.org_id`, aliases }));
+    // As the row has no child rows yet: right for a row inserted without any, and every other row with
+    // children has its document rendered again once they are written (`writeRecords`). Their subqueries
+    // on the empty child tables were an eighth to a quarter of the Postgres CPU of a batch of new people,
+    // and at a batch of one, which Postgres plans at every call, three fifths (docs/benchmarks.md).
+    values.push(renderRow(root, row, { options, org: `${row}.org_id`, aliases, childless: true }));
   }
   const updates = columns
     .filter((column) => column !== '"id"')

@@ -16,6 +16,11 @@ export interface RenderContext {
   /** The placeholder of the organization id: every table access is filtered by it. */
   readonly org: string;
   readonly aliases: TableAliases;
+  /**
+   * The row has no child rows (one being inserted): its lists render as `[]` and its objects as null,
+   * with no subquery reading their tables.
+   */
+  readonly childless?: boolean;
 }
 
 /** A context for one statement, whose first parameter is the organization id. */
@@ -67,6 +72,7 @@ export function renderRow(node: TableNode, alias: string, context: RenderContext
         return [[name, renderReference(columnOf(alias, `${name}_id`), field, context)]];
       case 'list':
       case 'object': {
+        if (context.childless) return [[name, field.kind === 'list' ? `'[]'::json` : 'NULL::json']];
         const child = node.children.find((candidate) => candidate.name === name)!.node;
         return [[name, renderChild(node, alias, child, field.kind, context)]];
       }
