@@ -75,7 +75,8 @@ describe('writeRecord and deleteRecord', () => {
     });
     const shown = (name: string | null) => ({
       ...person(32, 1, 'Paged', []),
-      phone_numbers: [{ number: '5551', phone_number_type: { id: 31, name } }],
+      // None shown once the type is deleted, as for none: the document schema's `{id, name}` or null.
+      phone_numbers: [{ number: '5551', phone_number_type: name === null ? null : { id: 31, name } }],
     });
     await writeRecord(db.pool, phoneNumberTypes, ORG, pager(1, 'Pager'));
     await writeRecord(db.pool, people, ORG, {

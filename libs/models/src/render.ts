@@ -61,7 +61,8 @@ WHERE ${condition(alias)}`;
 /**
  * A SQL expression building the JSON of the row `alias` of `node` exactly as the API returns it:
  * keys in registry order, nested lists as arrays in their order, embedded objects, references as
- * `{id, ...display}` read from the target's current row. Joined relations are not rendered.
+ * `{id, ...display}` read from the target's current row (null where there is none, or it was deleted).
+ * Joined relations are not rendered.
  */
 export function renderRow(node: TableNode, alias: string, context: RenderContext): string {
   const pairs = Object.entries(node.fields).flatMap(([name, field]): [string, string][] => {
@@ -136,18 +137,18 @@ function decimalText(expression: string, minScale: number): string {
 
 function renderReference(idColumn: string, reference: ReferenceDefinition, context: RenderContext): string {
   const target = tableTree(reference.target());
-  const pairs: [string, string][] = [['id', idColumn]];
+  const alias = context.aliases.next();
+  const pairs: [string, string][] = [['id', columnOf(alias, 'id')]];
   for (const name of reference.display) {
     const field = target.fields[name];
     if (field?.kind !== 'column') throw new Error(`${target.table}.${name} is not a column to display`);
-    const alias = context.aliases.next();
-    pairs.push([
-      name,
-      `(SELECT ${renderColumn(columnOf(alias, name), field)} FROM ${qualifiedTable(context.options, target.table)} ${alias}` +
-        ` WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${idColumn})`,
-    ]);
+    pairs.push([name, renderColumn(columnOf(alias, name), field)]);
   }
-  return `CASE WHEN ${idColumn} IS NULL THEN NULL ELSE ${jsonObject(pairs, context)} END`;
+  // Null when the record referenced no longer exists (deleted since), as for none.
+  return (
+    `(SELECT ${jsonObject(pairs, context)} FROM ${qualifiedTable(context.options, target.table)} ${alias}` +
+    ` WHERE ${alias}.org_id = ${context.org} AND ${alias}.id = ${idColumn})`
+  );
 }
 
 function renderChild(

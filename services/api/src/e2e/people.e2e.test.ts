@@ -431,4 +431,26 @@ describe.each(RUN_MODES)('people over HTTP ($mode)', ({ mode }) => {
     expect(badQ.body.errors).toHaveProperty(['q.filters[0].operator']);
     expect((await acme.request('GET', '/api/v2/people/' + people[0]!.id)).status).toBe(200);
   });
+
+  it('shows no type for a phone number whose type was deleted, as for none (the document schema)', async () => {
+    const type = await acme.request<{ id: number }>('POST', '/v2/phone_number_types', {
+      body: { name: 'Pager' },
+    });
+    expect(type.status).toBe(201);
+    const created = await acme.request<Person>('POST', '/v2/people', {
+      body: {
+        last_name: 'Shannon',
+        phone_numbers: [{ number: '5550777', phone_number_type: { name: 'Pager' } }],
+      },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.results.phone_numbers).toEqual([
+      { number: '5550777', phone_number_type: { id: type.body.results.id, name: 'Pager' } },
+    ]);
+    expect((await acme.request('DELETE', `/v2/phone_number_types/${type.body.results.id}`)).status).toBe(200);
+    const fetched = await acme.request<Person>('GET', `/v2/people/${created.body.results.id}`);
+    expect(fetched.body.results.phone_numbers).toEqual([{ number: '5550777', phone_number_type: null }]);
+    const found = await search({ filters: [{ operand: 'last_name', operator: '=', value: 'Shannon' }] });
+    expect(found.ids).toEqual([created.body.results.id]);
+  });
 });
