@@ -52,6 +52,29 @@ describe('EventStore', () => {
     expect(events[1]!.position).toEqual(first.position);
   });
 
+  it('keeps data and metadata as given, one event or several (quotes, backslashes, non-ASCII)', async () => {
+    const data = { note: 'a "quoted" \\ back\\slash, {braces}, ünïcode', list: [1, null, 'x'] };
+    const metadata = { correlationId: 'c-"1"', causedBy: null };
+    const one = { eventId: randomUUID(), type: 'q.created', data, metadata };
+    await store.append({ streamId: 'q-1', streamType: 'q', expectedVersion: 0, orgId: 3, events: [one] });
+    await store.append({
+      streamId: 'q-1',
+      streamType: 'q',
+      expectedVersion: 1,
+      orgId: 3,
+      events: [
+        { ...one, eventId: randomUUID(), type: 'q.updated' },
+        { eventId: randomUUID(), type: 'q.updated', data },
+      ],
+    });
+    const events = await store.readStream('q-1');
+    expect(events.map((e) => [e.eventId === one.eventId, e.version, e.type, e.data, e.metadata])).toEqual([
+      [true, 1, 'q.created', data, metadata],
+      [false, 2, 'q.updated', data, metadata],
+      [false, 3, 'q.updated', data, {}],
+    ]);
+  });
+
   it('refuses an append on a stale or future expected version', async () => {
     await store.append({ streamId: 'b-1', streamType: 'b', expectedVersion: 0, orgId: 1, events: [event()] });
     await expect(

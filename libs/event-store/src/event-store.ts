@@ -136,6 +136,73 @@ function versionRaceOf(error: unknown, input: AppendInput): unknown {
     : error;
 }
 
+/** The append statements' texts, made once each: a text made at every call was hashed again by `prepared`. */
+const appendTexts = new Map<string, string>();
+
+/**
+ * The append's one statement: the version check, the check that no event of the stream is parked
+ * (API.md §12), the events, the outbox rows and the wake-up notification (naming the stream type). A
+ * new stream needs neither check: its first event is version 1, which the unique (stream_id, version)
+ * refuses when the stream exists (a concurrent create, or a decision on a stream it took for new: then
+ * the caller decides again and meets the checks), and a stream without events has none parked. The
+ * two probes were 50-110 µs of Postgres CPU per append (docs/benchmarks.md). One event (every record
+ * command's append) goes as scalar parameters: the arrays cost Postgres their parsing and the unnest
+ * (about a fifth of the append's Postgres CPU, docs/benchmarks.md), and this process their literals;
+ * several go as one array per column.
+ */
+function appendText(single: boolean, checked: boolean, outbox: boolean): string {
+  const key = `${single} ${checked} ${outbox}`;
+  let text = appendTexts.get(key);
+  if (text !== undefined) return text;
+  const checks = checked
+    ? `
+          WHERE (SELECT coalesce(max(version), 0) FROM es.events WHERE stream_id = $1) = $9
+            AND NOT EXISTS (SELECT FROM es.parked_events WHERE stream_id = $1)`
+    : '';
+  const rowsOf = single
+    ? `SELECT $4::uuid, $1, $2, $5::int, $6, $3, $7::jsonb, $8::jsonb${checks}`
+    : `SELECT e.event_id, $1, $2, e.version, e.type, $3, e.data, e.metadata
+           FROM unnest($4::uuid[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[])
+                AS e(event_id, version, type, data, metadata)${checks}`;
+  const queued = outbox
+    ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
+    : '';
+  text = `WITH inserted AS (
+         INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data, metadata)
+         ${rowsOf}
+         RETURNING position, transaction_id
+       )${queued}
+       SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', $2) FROM inserted${single ? '' : '\n       ORDER BY position'}`;
+  appendTexts.set(key, text);
+  return text;
+}
+
+/** readAll's texts by page size, made once each (see `appendTexts`). */
+const readAllTexts = new Map<number, string>();
+
+/** readAll's statement for pages of `limit` events (see `EventStore.readAll`). */
+function readAllText(limit: number): string {
+  let text = readAllTexts.get(limit);
+  if (text === undefined) {
+    text = `SELECT page.*, held.back AS held_back
+           FROM (SELECT (SELECT es.events.transaction_id
+                           FROM es.events
+                          WHERE es.events.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+                            AND ${WANTED}
+                          ORDER BY es.events.transaction_id
+                          LIMIT 1) IS NOT NULL AS back) AS held
+           LEFT JOIN LATERAL (
+                 SELECT ${READ_ALL_COLUMNS}
+                   FROM es.events
+                  WHERE (es.events.transaction_id, es.events.position) > ($1::xid8, $2::bigint)
+                    AND es.events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                  ORDER BY es.events.transaction_id, es.events.position
+                  LIMIT ${limit}) AS page ON true`;
+    readAllTexts.set(limit, text);
+  }
+  return text;
+}
+
 /**
  * Appends and reads events. Appends run in their own transaction (one stream's events without
  * writes beside them are a single statement, its own transaction): the events' INSERT is that
@@ -224,47 +291,36 @@ export class EventStore {
   private async insert(client: Pool | PoolClient, input: AppendInput): Promise<AppendResult> {
     const n = input.events.length;
     const versions = input.events.map((_, i) => input.expectedVersion + i + 1);
-    // One statement: the version check, the check that no event of the stream is parked (API.md §12),
-    // the events, the outbox rows and the wake-up notification (naming the stream type). A new stream
-    // needs neither check: its first event is version 1, which the unique (stream_id, version) refuses
-    // when the stream exists (a concurrent create, or a decision on a stream it took for new: then the
-    // caller decides again and meets the checks), and a stream without events has none parked. The two
-    // probes were 50-110 µs of Postgres CPU per append (docs/benchmarks.md).
+    // One statement (`appendText`): the checks, the events, the outbox rows and the notification.
     const checked = input.expectedVersion > 0;
-    const checks = checked
-      ? `
-          WHERE (SELECT coalesce(max(version), 0) FROM es.events WHERE stream_id = $1) = $9
-            AND NOT EXISTS (SELECT FROM es.parked_events WHERE stream_id = $1)`
-      : '';
-    const outbox = this.options.outbox
-      ? ', queued AS (INSERT INTO es.outbox (position, transaction_id) SELECT position, transaction_id FROM inserted)'
-      : '';
+    const single = n === 1;
+    const [only] = input.events;
+    const values = single
+      ? [
+          only!.eventId,
+          versions[0],
+          only!.type,
+          JSON.stringify(only!.data),
+          JSON.stringify(only!.metadata ?? {}),
+        ]
+      : [
+          input.events.map((e) => e.eventId),
+          versions,
+          input.events.map((e) => e.type),
+          input.events.map((e) => JSON.stringify(e.data)),
+          input.events.map((e) => JSON.stringify(e.metadata ?? {})),
+        ];
     // A concurrent append's event at one of these versions fails the statement on the unique
     // (stream_id, version): the race it is, as when the version check finds no row to insert.
     const { rows } = await client
       .query<{ position: number; transaction_id: string }>(
-        prepared(
-          `WITH inserted AS (
-         INSERT INTO es.events (event_id, stream_id, stream_type, version, type, org_id, data, metadata)
-         SELECT e.event_id, $1, $2, e.version, e.type, $3, e.data, e.metadata
-           FROM unnest($4::uuid[], $5::int[], $6::text[], $7::jsonb[], $8::jsonb[])
-                AS e(event_id, version, type, data, metadata)${checks}
-         RETURNING position, transaction_id
-       )${outbox}
-       SELECT position, transaction_id::text AS transaction_id, pg_notify('${EVENTS_CHANNEL}', $2) FROM inserted
-       ORDER BY position`,
-          [
-            input.streamId,
-            input.streamType,
-            input.orgId,
-            input.events.map((e) => e.eventId),
-            versions,
-            input.events.map((e) => e.type),
-            input.events.map((e) => JSON.stringify(e.data)),
-            input.events.map((e) => JSON.stringify(e.metadata ?? {})),
-            ...(checked ? [input.expectedVersion] : []),
-          ],
-        ),
+        prepared(appendText(single, checked, this.options.outbox), [
+          input.streamId,
+          input.streamType,
+          input.orgId,
+          ...values,
+          ...(checked ? [input.expectedVersion] : []),
+        ]),
       )
       .catch((error: unknown) => {
         throw versionRaceOf(error, input);
@@ -367,25 +423,7 @@ export class EventStore {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`readAll: bad limit ${limit}`);
     const { rows } = await this.pool.query<
       (EventRow & { wanted: boolean; held_back: boolean }) | { event_id: null; held_back: boolean }
-    >(
-      prepared(
-        `SELECT page.*, held.back AS held_back
-           FROM (SELECT (SELECT es.events.transaction_id
-                           FROM es.events
-                          WHERE es.events.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
-                            AND ${WANTED}
-                          ORDER BY es.events.transaction_id
-                          LIMIT 1) IS NOT NULL AS back) AS held
-           LEFT JOIN LATERAL (
-                 SELECT ${READ_ALL_COLUMNS}
-                   FROM es.events
-                  WHERE (es.events.transaction_id, es.events.position) > ($1::xid8, $2::bigint)
-                    AND es.events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-                  ORDER BY es.events.transaction_id, es.events.position
-                  LIMIT ${limit}) AS page ON true`,
-        [after.transactionId, after.position, options.streamTypes ?? null],
-      ),
-    );
+    >(prepared(readAllText(limit), [after.transactionId, after.position, options.streamTypes ?? null]));
     const heldBack = rows[0]?.held_back === true;
     const read = rows.filter(
       (row): row is EventRow & { wanted: boolean; held_back: boolean } => row.event_id !== null,
