@@ -139,6 +139,31 @@ export async function warmUp(
 }
 
 /** One table row: the measured system next to its raw baseline, and the throughput ratio. */
+/**
+ * Runs `operation` at `concurrency` until it has run `operations` times, or for `maxSeconds` on a
+ * machine too slow for them. V8 optimizes a function once it has run often enough, not after a time:
+ * the platform's person write still had about a hundred functions compiled during the row measured
+ * after 3 s of warm-up, and its first writes cost up to twice the CPU they did once compiled
+ * (docs/benchmarks.md).
+ * @returns the operations run and the seconds they took.
+ */
+export async function warmUpFor(
+  operations: number,
+  maxSeconds: number,
+  concurrency: number,
+  operation: (i: number) => Promise<void>,
+): Promise<{ operations: number; seconds: number }> {
+  const started = performance.now();
+  const until = started + maxSeconds * 1000;
+  let done = 0;
+  while (done < operations && performance.now() < until) {
+    const count = Math.min(10 * concurrency, operations - done);
+    await measure(count, concurrency, (i) => operation(done + i));
+    done += count;
+  }
+  return { operations: done, seconds: (performance.now() - started) / 1000 };
+}
+
 export function formatRow(name: string, system: Measurement, raw: Measurement, rawLabel = 'raw'): string {
   const ratio = (100 * system.perSecond) / raw.perSecond;
   const cell = (m: Measurement): string =>

@@ -7,7 +7,9 @@
 // Then the same person write and raw append with BENCH_STORE_EVENTS (100,000; `--large` adds
 // 5,000,000) events of a type no consumer reads already in the store (issue 17: does a write's cost
 // grow with the store?). Each row starts once the platform is idle, so that none pays for the backlog
-// of the row before it (the lean server's appends, which its consumers handle after it).
+// of the row before it (the lean server's appends, which its consumers handle after it), and every
+// write is warmed up first, the person write last and by a number of writes (`BENCH_WARMUP_WRITES`),
+// so that no row pays for V8 still optimizing its path.
 
 import { randomUUID } from 'node:crypto';
 import { Pool as HttpPool } from 'undici';
@@ -28,6 +30,7 @@ import {
   processes,
   profileTable,
   warmUp,
+  warmUpFor,
   type RateProfile,
   progressBar,
   untilIdle,
@@ -36,6 +39,11 @@ import { startLean } from './lean.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/**
+ * Person writes before the first row (at most 60 s of them): the platform's write path reaches its
+ * steady state after about this many, not after a time (see `warmUpFor`).
+ */
+const WARMUP_WRITES = Number(process.env.BENCH_WARMUP_WRITES ?? 6_000);
 /** Writers at once: an ERP's import threads. */
 const CONCURRENCY = 16;
 const SKUS = 50;
@@ -114,9 +122,13 @@ try {
   // raw appends, and the lean server idles while the platform works.
   const platformCpu = processes('platform', Object.values(platform.pids));
   const participants = [platformCpu, lean.cpu, postgres, loadGenerator('loadgen')];
-  await warmUp(WARMUP_SECONDS, CONCURRENCY, person);
   await warmUp(WARMUP_SECONDS, CONCURRENCY, fulfillment());
   await warmUp(WARMUP_SECONDS, CONCURRENCY, leanPerson);
+  // The raw append too: its row was the only one measured cold (this process's append path).
+  await warmUp(WARMUP_SECONDS, CONCURRENCY, append);
+  // Last, right before its row: the other writes share functions with it (the decider, the append, the
+  // projector's upsert), whose optimized code their shapes made V8 throw away and compile again.
+  const personWarmUp = await warmUpFor(WARMUP_WRITES, 60, CONCURRENCY, person);
   // Each row starts with the platform idle: the lean server's appends (its warm-up's and its row's) leave
   // the projector and the webhook intake a backlog, which the next row would otherwise pay for (the raw
   // append's row, measured after the lean server's, was charged 200-300 µs of platform CPU per append
@@ -137,7 +149,9 @@ try {
     participants.map(({ name }) => name),
     'write',
   );
-  console.log(`\nWrites with read-your-writes, concurrency ${CONCURRENCY} (standalone)`);
+  console.log(
+    `\nWrites with read-your-writes, concurrency ${CONCURRENCY} (standalone), after ${personWarmUp.operations.toLocaleString('en')} person writes of warm-up (${personWarmUp.seconds.toFixed(1)} s)`,
+  );
   console.log(table.header);
   for (const [name, profile] of rows) console.log(table.row(name, profile));
   const [, people] = rows[0]!;
