@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { cpuProfileOptions, processes, type CpuParticipant } from './measure.js';
+import { AllocationTrace, cpuProfileOptions, processes, type CpuParticipant } from './measure.js';
 
 /** How long a lean process may take to say it is ready. */
 const START_TIMEOUT_MS = 30_000;
@@ -34,14 +34,17 @@ export interface LeanProcess {
 
 /**
  * Runs `bench/lean/<name>.ts` in a process of its own with `settings` in its environment (and
- * `--cpu-prof` with `BENCH_CPU_PROF_DIR`, as the platform), and resolves once it is ready.
+ * `--cpu-prof` with `BENCH_CPU_PROF_DIR`, as the platform), and resolves once it is ready. With
+ * `allocations`, its collections are traced and counted there, as the platform's.
  */
 export async function startLean(
   name: string,
   settings: Readonly<Record<string, string>>,
+  allocations?: AllocationTrace,
 ): Promise<LeanProcess> {
   const entry = fileURLToPath(new URL(`./lean/${name}.ts`, import.meta.url));
-  const child = spawn(process.execPath, [...cpuProfileOptions(), '--import', 'tsx', entry], {
+  const traced = allocations === undefined ? [] : AllocationTrace.options;
+  const child = spawn(process.execPath, [...cpuProfileOptions(), ...traced, '--import', 'tsx', entry], {
     env: { ...process.env, ...settings },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -52,17 +55,23 @@ export async function startLean(
       () => reject(new Error(`lean ${name}: not ready within 30 s`)),
       START_TIMEOUT_MS,
     );
-    lines.once('line', (line) => {
+    const onLine = (line: string): void => {
+      // A collection's line may come before the process says it is ready.
+      if (allocations?.read(line) === true) return;
+      lines.off('line', onLine);
       clearTimeout(timer);
       resolve(line);
-    });
+    };
+    lines.on('line', onLine);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`lean ${name} exited (${code}) before it was ready`));
     });
   });
   // Later lines (a worker's notes) pass through.
-  lines.on('line', (line) => console.log(`lean ${name}: ${line}`));
+  lines.on('line', (line) => {
+    if (allocations?.read(line) !== true) console.log(`lean ${name}: ${line}`);
+  });
   return {
     url: first === 'ready' ? undefined : first,
     pid: child.pid!,

@@ -7,15 +7,19 @@
 // up to twofold with the machine's other work, so one run cannot tell 1.15x from 2x): each side at its
 // maximum rate at concurrency 32, and each at the same fixed rate (half the api's maximum); the median
 // and spread over the rounds of each process's CPU time per request and of the platform's against the
-// lean server's, the platform's idle CPU taken off; the api's latency at half its maximum rate; then how
-// each search's Postgres CPU and latency grow with the data.
+// lean server's, the platform's idle CPU taken off; each server's heap allocated and promoted per request
+// and its collector's pauses (`AllocationTrace`); the api's latency at half its maximum rate; then how
+// each search's Postgres CPU and latency grow with the data. `BENCH_TARGET=api` measures the api process
+// as it ships (with a Kafka broker and the other services' processes) instead of the standalone one.
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { preparedQuery } from '@ofp/api';
 import { compileSearch, parseQuery, people, renderDocuments } from '@ofp/models';
 import {
+  CACHE_DIR,
   createIntegrator,
+  startKafkaBroker,
   startPlatform,
   startScratchDatabase,
   testLogger,
@@ -23,7 +27,9 @@ import {
 } from '@ofp/testing';
 import { startLean } from './lean.js';
 import {
+  AllocationTrace,
   cpuPerUnit,
+  type Collections,
   cpuProfileOptions,
   loadGenerator,
   measureAtRate,
@@ -55,6 +61,12 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 3);
 /** Seconds of each search on each side before measuring it (see `warmUp`). */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/**
+ * The platform's shape: `all`, the standalone process (no Kafka), which also hosts the projector, the
+ * dispatcher and the pollers; or `api`, the api process as it ships (`TARGET=api`), beside the other
+ * services' processes against a Kafka broker started for the run, the api's CPU alone measured.
+ */
+const TARGET = process.env.BENCH_TARGET ?? 'all';
 /** Only the searches whose names contain this (`BENCH_SEARCH=dotted`), for a profile of one. */
 const ONLY = process.env.BENCH_SEARCH;
 const CONCURRENCY = 32;
@@ -88,25 +100,41 @@ function lastNameIndex(g: string): string {
 if (SIZES.some((size) => !Number.isInteger(size) || size < 20_000))
   throw new Error('BENCH_PEOPLE: comma-separated sizes of at least 20000 (the offset search skips 10,000)');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error('BENCH_ROUNDS: a whole number of at least 1');
+if (TARGET !== 'all' && TARGET !== 'api') throw new Error('BENCH_TARGET: all (the default) or api');
 
 const logger = testLogger('bench');
 const database = await startScratchDatabase(logger, 'bench_query');
 const databaseUrl = database.url;
+const kafka = TARGET === 'api' ? await startKafkaBroker({ cacheDir: CACHE_DIR, logger }) : undefined;
+/** Each process's heap allocations, from its collections' lines (the platform's output, the lean server's). */
+const allocations = new AllocationTrace();
 
 const platform = await startPlatform({
   databaseUrl,
+  ...(kafka === undefined ? {} : { kafkaBrokers: kafka.brokers }),
   env: { ...UNLIMITED_RATE, DATABASE_POOL_SIZE: String(POOL_SIZE) },
-  nodeOptions: cpuProfileOptions(),
+  nodeOptions: [...cpuProfileOptions(), ...AllocationTrace.options],
+  output: allocations.sink(),
 });
 const raw = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });
 const postgres = await postgresBackends(databaseUrl);
-const platformProcesses = processes('platform', Object.values(platform.pids));
+/** The process that serves the searches: the standalone one, or the api's. */
+const platformPids = TARGET === 'api' ? [platform.pids.api!] : Object.values(platform.pids);
+const platformProcesses = processes('platform', platformPids);
+/** With `BENCH_TARGET=api`, the auth service's, the projector's and the dispatcher's processes. */
+const otherProcesses = processes(
+  'other processes',
+  Object.entries(platform.pids)
+    .filter(([name]) => name !== 'api')
+    .map(([, pid]) => pid),
+);
 const generator = loadGenerator();
 
-/** One side's run: the rate, and the CPU time of each process involved. */
+/** One side's run: the rate, the CPU time of each process involved, and its server's garbage collections. */
 interface Side {
   readonly run: Measurement;
   readonly cpu: CpuUsed;
+  readonly collections: Collections;
 }
 
 /** One round: each side at its maximum rate, and each at half the api's maximum of the first round. */
@@ -191,12 +219,13 @@ try {
   const types = await integrator.request<{ id: number; name: string }[]>('GET', '/v2/phone_number_types');
   const work = types.body.results.find((t) => t.name === 'Work')!.id;
   const home = types.body.results.find((t) => t.name === 'Home')!.id;
-  lean = await startLean('search', {
-    DATABASE_URL: databaseUrl,
-    POOL_SIZE: String(POOL_SIZE),
-    ORG_ID: String(orgId),
-  });
+  lean = await startLean(
+    'search',
+    { DATABASE_URL: databaseUrl, POOL_SIZE: String(POOL_SIZE), ORG_ID: String(orgId) },
+    allocations,
+  );
   const leanCpu = lean.cpu;
+  const leanPids = [lean.pid];
 
   const apiHttp = new HttpPool(platform.apiUrl, { connections: CONCURRENCY, pipelining: 1 });
   const leanHttp = new HttpPool(lean.url!, { connections: CONCURRENCY, pipelining: 1 });
@@ -241,20 +270,38 @@ try {
       await warmUp(WARMUP_SECONDS, CONCURRENCY, api);
       await warmUp(WARMUP_SECONDS, CONCURRENCY, leanSearch);
       await warmUp(WARMUP_SECONDS, CONCURRENCY, sql);
+      /** A side's run, with the collections of `server` (the platform's processes or the lean server). */
       const side = async (
         participants: readonly CpuParticipant[],
+        server: readonly number[],
         work: () => Promise<Measurement>,
       ): Promise<Side> => {
+        const before = allocations.of(server);
         const { result, cpu } = await withCpu(participants, work);
-        return { run: result, cpu };
+        const after = allocations.of(server);
+        return {
+          run: result,
+          cpu,
+          collections: {
+            allocated: after.allocated - before.allocated,
+            promoted: after.promoted - before.promoted,
+            pauseMs: after.pauseMs - before.pauseMs,
+          },
+        };
       };
+      const apiParticipants = [
+        platformProcesses,
+        postgres,
+        generator,
+        ...(TARGET === 'api' ? [otherProcesses] : []),
+      ];
       const idle = await withCpu([platformProcesses, leanCpu], () => sleep(IDLE_SECONDS * 1000));
       const idlePerSecond = (participant: CpuParticipant): number =>
         (idle.cpu.get(participant.name) ?? 0) / IDLE_SECONDS;
       const apiMax = (): Promise<Side> =>
-        side([platformProcesses, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, api));
+        side(apiParticipants, platformPids, () => measureFor(SECONDS, CONCURRENCY, api));
       const leanMax = (): Promise<Side> =>
-        side([leanCpu, postgres, generator], () => measureFor(SECONDS, CONCURRENCY, leanSearch));
+        side([leanCpu, postgres, generator], leanPids, () => measureFor(SECONDS, CONCURRENCY, leanSearch));
       const rounds: Round[] = [];
       let halfRate: number | undefined;
       for (let round = 0; round < ROUNDS; round++) {
@@ -267,9 +314,9 @@ try {
         halfRate ??= apiSide.run.perSecond / 2;
         const rate = halfRate;
         const apiHalf = (): Promise<Side> =>
-          side([platformProcesses, postgres, generator], () => measureAtRate(rate, SECONDS, api));
+          side(apiParticipants, platformPids, () => measureAtRate(rate, SECONDS, api));
         const leanHalf = (): Promise<Side> =>
-          side([leanCpu, postgres, generator], () => measureAtRate(rate, SECONDS, leanSearch));
+          side([leanCpu, postgres, generator], leanPids, () => measureAtRate(rate, SECONDS, leanSearch));
         const third = await (apiFirst ? apiHalf() : leanHalf());
         const fourth = await (apiFirst ? leanHalf() : apiHalf());
         rounds.push({
@@ -281,7 +328,7 @@ try {
       }
       const result: SearchResult = {
         rounds,
-        raw: await side([postgres, generator], () => measureFor(SECONDS, CONCURRENCY, sql)),
+        raw: await side([postgres, generator], [], () => measureFor(SECONDS, CONCURRENCY, sql)),
         idle: { platform: idlePerSecond(platformProcesses), lean: idlePerSecond(leanCpu) },
       };
       bySearch.set(name, result);
@@ -301,6 +348,7 @@ try {
   await postgres.close?.();
   await raw.end();
   await platform.stop();
+  await kafka?.stop();
   await database.stop();
 }
 
@@ -417,10 +465,25 @@ function formatSearch(name: string, r: SearchResult): string {
         ? `max rate: api ${spread(r.rounds.map((round) => round.apiMax.run.perSecond))}/s, lean ${spread(r.rounds.map((round) => round.leanMax.run.perSecond))}/s`
         : `same rate: ${spread(r.rounds.map((round) => round.apiHalf.run.perSecond))}/s on each side`;
     const byRound = ratios(r, which);
+    /** A figure of a side's collections per request, in KB (bytes) or µs (pause). */
+    const perRequest = (pick: (round: Round) => Side, figure: keyof Collections): number[] =>
+      r.rounds.map((round) => {
+        const { collections, run } = pick(round);
+        return (
+          (figure === 'pauseMs' ? collections.pauseMs * 1e3 : collections[figure] / 1024) / run.operations
+        );
+      });
+    const allocatedRatio = r.rounds.map((round) => {
+      const leanBytes = leanSide(round).collections.allocated / leanSide(round).run.operations;
+      return leanBytes === 0
+        ? undefined
+        : api(round).collections.allocated / api(round).run.operations / leanBytes;
+    });
     lines.push(
       `  ${rates}`,
       `    CPU µs per request: platform ${spread(of(api, platformProcesses, r.idle.platform))}, lean ${spread(of(leanSide, leanCpu, r.idle.lean))}, ratio ${spread(byRound, 2, 'x')} (by round: ${byRound.map((ratio) => ratio?.toFixed(2) ?? 'n/a').join(' ')})`,
-      `    postgres ${spread(of(api, postgres))} (api) ${spread(of(leanSide, postgres))} (lean), load generator ${spread(of(api, generator))} (api) ${spread(of(leanSide, generator))} (lean)`,
+      `    heap KB allocated per request: platform ${spread(perRequest(api, 'allocated'), 1)}, lean ${spread(perRequest(leanSide, 'allocated'), 1)}, ratio ${spread(allocatedRatio, 2, 'x')}; promoted KB: platform ${spread(perRequest(api, 'promoted'), 1)}, lean ${spread(perRequest(leanSide, 'promoted'), 1)}; collector pause µs: platform ${spread(perRequest(api, 'pauseMs'))}, lean ${spread(perRequest(leanSide, 'pauseMs'))}`,
+      `    postgres ${spread(of(api, postgres))} (api) ${spread(of(leanSide, postgres))} (lean), load generator ${spread(of(api, generator))} (api) ${spread(of(leanSide, generator))} (lean)${TARGET === 'api' ? `, other platform processes ${spread(of(api, otherProcesses))}` : ''}`,
     );
   }
   const half = r.rounds.map((round) => round.apiHalf.run);
