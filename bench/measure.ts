@@ -139,7 +139,6 @@ export async function warmUp(
   while (performance.now() < until) await measure(10 * concurrency, concurrency, operation);
 }
 
-/** One table row: the measured system next to its raw baseline, and the throughput ratio. */
 /**
  * Runs `operation` at `concurrency` until it has run `operations` times, or for `maxSeconds` on a
  * machine too slow for them. V8 optimizes a function once it has run often enough, not after a time:
@@ -165,6 +164,7 @@ export async function warmUpFor(
   return { operations: done, seconds: (performance.now() - started) / 1000 };
 }
 
+/** One table row: the measured system next to its raw baseline, and the throughput ratio. */
 export function formatRow(name: string, system: Measurement, raw: Measurement, rawLabel = 'raw'): string {
   const ratio = (100 * system.perSecond) / raw.perSecond;
   const cell = (m: Measurement): string =>
@@ -466,6 +466,15 @@ export interface Collections {
 
 const NO_COLLECTIONS: Collections = { allocated: 0, promoted: 0, pauseMs: 0 };
 
+/** `a` and `b` added, each figure times `sign` for `b` (-1: what came between `b` and `a`). */
+export function addCollections(a: Collections, b: Collections, sign: 1 | -1 = 1): Collections {
+  return {
+    allocated: a.allocated + sign * b.allocated,
+    promoted: a.promoted + sign * b.promoted,
+    pauseMs: a.pauseMs + sign * b.pauseMs,
+  };
+}
+
 /**
  * What a process's V8 heap allocated, read from the line V8 writes to its stdout at every garbage
  * collection with `--trace-gc-nvp` (`[<pid>:<isolate>] <ms> ms: pause=<ms> ... allocated=<bytes>
@@ -485,12 +494,8 @@ export class AllocationTrace {
       /^\[(\d+):0x[0-9a-f]+\]\s+[\d.]+ ms: pause=([\d.]+) .* allocated=(\d+) promoted=(\d+) /.exec(line);
     if (match === null) return false;
     const pid = Number(match[1]);
-    const total = this.totals.get(pid) ?? NO_COLLECTIONS;
-    this.totals.set(pid, {
-      allocated: total.allocated + Number(match[3]),
-      promoted: total.promoted + Number(match[4]),
-      pauseMs: total.pauseMs + Number(match[2]),
-    });
+    const collection = { allocated: Number(match[3]), promoted: Number(match[4]), pauseMs: Number(match[2]) };
+    this.totals.set(pid, addCollections(this.totals.get(pid) ?? NO_COLLECTIONS, collection));
     return true;
   }
 
@@ -509,13 +514,9 @@ export class AllocationTrace {
 
   /** What the collections of the processes `pids` told since each started. */
   of(pids: readonly number[]): Collections {
-    return pids.reduce<Collections>((sum, pid) => {
-      const total = this.totals.get(pid) ?? NO_COLLECTIONS;
-      return {
-        allocated: sum.allocated + total.allocated,
-        promoted: sum.promoted + total.promoted,
-        pauseMs: sum.pauseMs + total.pauseMs,
-      };
-    }, NO_COLLECTIONS);
+    return pids.reduce<Collections>(
+      (sum, pid) => addCollections(sum, this.totals.get(pid) ?? NO_COLLECTIONS),
+      NO_COLLECTIONS,
+    );
   }
 }

@@ -28,6 +28,7 @@ import {
 import { startLean } from './lean.js';
 import {
   AllocationTrace,
+  addCollections,
   cpuPerUnit,
   type Collections,
   cpuProfileOptions,
@@ -282,11 +283,7 @@ try {
         return {
           run: result,
           cpu,
-          collections: {
-            allocated: after.allocated - before.allocated,
-            promoted: after.promoted - before.promoted,
-            pauseMs: after.pauseMs - before.pauseMs,
-          },
+          collections: addCollections(after, before, -1),
         };
       };
       const apiParticipants = [
