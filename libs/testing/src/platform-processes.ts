@@ -182,23 +182,22 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       PUBLIC_URL: authUrl,
       AUTH_URL: authUrl,
     };
-    // Auth first: the other services fetch its keys at start.
-    await launch(
-      replicas.map((replica) => ({
-        name: name('auth', replica),
-        target: 'auth',
-        port: authPorts[replica]!,
-        env: { ...distributed, ADMIN_PORT: String(adminPorts[replica]) },
-      })),
-    );
     const services = await Promise.all(
       (['api', 'projector', 'webhook-dispatcher'] as const).map(async (target) => {
         const servicePorts = await ports();
         return { target, ports: servicePorts, url: await serve(servicePorts) };
       }),
     );
-    await launch(
-      services.flatMap(({ target, ports: servicePorts }) =>
+    // All at once, as a Kubernetes rollout starts them: the services that verify tokens are ready once
+    // they have auth's keys, which their warm-up fetches again until auth answers (platform/src/warm-up.ts).
+    await launch([
+      ...replicas.map((replica) => ({
+        name: name('auth', replica),
+        target: 'auth',
+        port: authPorts[replica]!,
+        env: { ...distributed, ADMIN_PORT: String(adminPorts[replica]) },
+      })),
+      ...services.flatMap(({ target, ports: servicePorts }) =>
         replicas.map((replica) => ({
           name: name(target, replica),
           target,
@@ -206,7 +205,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           env: distributed,
         })),
       ),
-    );
+    ]);
     const [api, , webhooks] = services;
     return running({
       authUrl,
