@@ -89,6 +89,13 @@ export class DeliveryWorkers {
   /** Claimed deliveries waiting for room in the pool. */
   private readonly ready: ClaimedDelivery[] = [];
   private readonly finished: FinishedAttempt[] = [];
+  /**
+   * Whether the loop last found no room to claim (the pool and the deliveries claimed ahead full): only
+   * then does a delivery that finishes wake it. Otherwise a finished delivery makes nothing due (its
+   * recording does, and wakes it), and waking the loop at each one ran a claim per delivery finished,
+   * which the claims of newly queued deliveries then waited behind.
+   */
+  private waitingForRoom = false;
   private recording: Promise<void> | undefined;
   private liveness: { readonly lock: SessionLock; readonly key: number } | undefined;
   private unlisten: (() => Promise<void>) | undefined;
@@ -154,7 +161,8 @@ export class DeliveryWorkers {
         }
         const room = concurrency + claimAhead - this.inFlight.size - this.ready.length;
         // Claims come in batches, when the deliveries ready to go run low, not one per freed slot.
-        if (room > 0 && this.ready.length <= claimAhead / 2) {
+        this.waitingForRoom = room <= 0 || this.ready.length > claimAhead / 2;
+        if (!this.waitingForRoom) {
           const now = this.deps.clock();
           const { deliveries, heldBack, nextTokenAt } = await this.deps.queue.claim(
             {
@@ -204,7 +212,8 @@ export class DeliveryWorkers {
         .finally(() => {
           this.inFlight.delete(sending);
           if (this.running) this.sendReady();
-          if (this.ready.length <= this.deps.limits.claimAhead / 2) this.wakeup.notify();
+          if (this.waitingForRoom && this.ready.length <= this.deps.limits.claimAhead / 2)
+            this.wakeup.notify();
         });
       this.inFlight.add(sending);
     }
