@@ -282,8 +282,10 @@ export class DeliveryWorkers {
         }
       }
     })().finally(() => {
+      // What a recording makes due (turns passed, endpoint slots freed) wakes the loop through the
+      // notification its statement sends, which every process's workers hear, this one's included: a
+      // second wake-up from here ran a second claim after each recording, most of them finding nothing.
       this.recording = undefined;
-      this.wakeup.notify();
     });
   }
 
