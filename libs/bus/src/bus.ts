@@ -19,29 +19,6 @@ export interface SubscribeOptions {
    * only in logs and metrics.
    */
   readonly transient?: boolean;
-  /**
-   * The Postgres-log bus reads only these of `streamTypes` (those some state of the group's wants: the
-   * webhook intake's, what some endpoint subscribes to) and passes over the others' events, which are
-   * never read again; an append of another type does not wake the group. Other buses read all of
-   * `streamTypes`, and the handler decides what each event is for.
-   */
-  readonly reading?: StreamTypeSelection;
-}
-
-/**
- * The stream types a consumer group reads now (see {@link SubscribeOptions.reading}). Asked before each
- * read. A batch ends with each event of a `changedBy` type (always read), so that an event that makes
- * the group want another type has that type read from the event on: not before it, and not from a page
- * read past it on the old answer.
- */
-export interface StreamTypeSelection {
-  /** Stream types whose events may change what the group wants. */
-  readonly changedBy: readonly string[];
-  /**
-   * The stream types to read from here on. `changed`: an event of a `changedBy` type was handled since
-   * the last call, and the answer must include what it changed.
-   */
-  current(changed: boolean): Promise<readonly string[]>;
 }
 
 export interface Subscription {

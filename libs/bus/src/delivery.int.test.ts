@@ -411,58 +411,6 @@ describe('Postgres-log bus, a consumer of rare stream types', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(handled).toEqual([1, 2, 3, 4, 5, 6]);
   });
-
-  it('reads the types its selection wants, and a type an event adds from that event on', async () => {
-    const [config, added, other] = ['config', 'added', 'other'].map((type) => `${type}-${randomUUID()}`);
-    const append = (streamType: string, data: Record<string, unknown> = {}) =>
-      store.append({
-        streamId: `${streamType}-${randomUUID()}`,
-        streamType,
-        expectedVersion: 0,
-        orgId: 1,
-        events: [{ eventId: randomUUID(), type: `${streamType}.created`, data }],
-      });
-    // All in the log before the group's first read, so that one page read on the first answer holds
-    // them all: the events after the change come again, read on the new one.
-    await append(added!, { n: 1 });
-    await append(config!, { adds: added });
-    await append(added!, { n: 2 });
-    await append(other!);
-    await append(added!, { n: 3 });
-    const wanted = new Set<string>();
-    const asked: boolean[] = [];
-    const handled: StoredEvent[] = [];
-    const bus = new PgLogBus(db.pool, db.session, store, testLogger(), {
-      batchSize: 100,
-      pollIntervalMs: 200,
-    });
-    const selecting = await bus.subscribe({
-      group: `g-${randomUUID()}`,
-      streamTypes: [config!, added!, other!],
-      reading: {
-        changedBy: [config!],
-        current: async (changed) => (asked.push(changed), [...wanted]),
-      },
-      handle: async (events) => {
-        handled.push(...events);
-        for (const event of events) if (event.streamType === config) wanted.add(added!);
-      },
-    });
-    try {
-      const deadline = Date.now() + 10_000;
-      while (handled.length < 3 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    } finally {
-      await selecting.stop();
-    }
-    expect(handled.map((event) => [event.streamType, (event.data as { n?: number }).n])).toEqual([
-      [config, undefined],
-      [added, 2],
-      [added, 3],
-    ]);
-    expect(asked.slice(0, 2)).toEqual([false, true]);
-  });
 });
 
 describe('Postgres-log bus, the next page read while a batch is handled', () => {

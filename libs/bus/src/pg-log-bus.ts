@@ -128,12 +128,6 @@ class PgLogConsumer implements Subscription {
   private readonly wakeup = new Wakeup();
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
-  /** The stream types read (and woken for): all of the subscription's, or what its selection answers. */
-  private reading: readonly string[];
-  private readingSet: ReadonlySet<string>;
-  /** The types whose events end a batch (the selection's `changedBy`); whether one was handled since the selection was last asked. */
-  private readonly changedBy: ReadonlySet<string>;
-  private changed = false;
 
   constructor(
     private readonly pool: Pool,
@@ -143,26 +137,22 @@ class PgLogConsumer implements Subscription {
     private readonly options: PgLogBusOptions,
     private readonly subscription: SubscribeOptions,
     private readonly counts: ThroughputCounter,
-  ) {
-    this.reading = subscription.streamTypes;
-    this.readingSet = new Set(this.reading);
-    this.changedBy = new Set(subscription.reading?.changedBy);
-  }
+  ) {}
 
   async start(): Promise<void> {
     const wake = (): void => this.wakeup.notify();
     // An append's notification names its stream type: one of types this group does not read leaves it
     // asleep (its poll moves it past such events); an empty payload (an older appender) wakes it.
+    const types = new Set(this.subscription.streamTypes);
     const appended = (streamType: string): void => {
-      if (streamType === '' || this.readingSet.has(streamType)) wake();
+      if (streamType === '' || types.has(streamType)) wake();
     };
     this.unlisten = await this.session.listen(EVENTS_CHANNEL, { notify: appended, resumed: wake });
     this.loop = this.run();
   }
 
-  /** The stream types it reads now. */
   get streamTypes(): readonly string[] {
-    return this.reading;
+    return this.subscription.streamTypes;
   }
 
   /** The position after the last batch handled, while this consumer leads its group. */
@@ -227,10 +217,8 @@ class PgLogConsumer implements Subscription {
         if (events.length > 0) {
           this.counts.fetched(this.subscription.group, events.length);
           // When the next page holds events already (this one was full, or an append was announced
-          // since this read began), it is read while this batch is handled, not after; unless the batch
-          // ends with an event that may change what the group reads (the page after it waits for that).
-          const changes = this.changedBy.has(events[events.length - 1]!.streamType);
-          if (through !== undefined && !changes && (full || this.wakeup.take())) {
+          // since this read began), it is read while this batch is handled, not after.
+          if (through !== undefined && (full || this.wakeup.take())) {
             const page = this.read(through);
             // Awaited by the next turn, or dropped (a failed batch reads again from its checkpoint).
             page.catch(() => undefined);
@@ -238,7 +226,6 @@ class PgLogConsumer implements Subscription {
           }
           await this.subscription.handle(events);
           this.counts.handled(this.subscription.group, events.length);
-          if (changes) this.changed = true;
         }
         if (through !== undefined) {
           // Past the events of other types too: they are never read again.
@@ -271,22 +258,11 @@ class PgLogConsumer implements Subscription {
     await leadership?.release();
   }
 
-  private async read(after: GlobalPosition): Promise<EventPage> {
-    const selection = this.subscription.reading;
-    if (selection) {
-      const changed = this.changed;
-      const wanted = new Set(await selection.current(changed));
-      if (changed) this.changed = false;
-      this.reading = this.subscription.streamTypes.filter(
-        (type) => wanted.has(type) || this.changedBy.has(type),
-      );
-      this.readingSet = new Set(this.reading);
-    }
-    const page = await this.store.readAll(after, {
+  private read(after: GlobalPosition): Promise<EventPage> {
+    return this.store.readAll(after, {
       limit: this.options.batchSize,
-      streamTypes: this.reading,
+      streamTypes: this.subscription.streamTypes,
     });
-    return selection ? endAtChange(page, this.changedBy) : page;
   }
 
   private async readCheckpoint(): Promise<GlobalPosition> {
@@ -313,19 +289,4 @@ class PgLogConsumer implements Subscription {
       ),
     );
   }
-}
-
-/**
- * The page up to its first event of a type that may change what the group reads, when others were read
- * after it: they were read on the old answer, and are read again on the new one.
- */
-function endAtChange(page: EventPage, changedBy: ReadonlySet<string>): EventPage {
-  const at = page.events.findIndex((event) => changedBy.has(event.streamType));
-  const change = page.events[at];
-  if (change === undefined || samePosition(change.position, page.through)) return page;
-  return { events: page.events.slice(0, at + 1), through: change.position, full: true, heldBack: false };
-}
-
-function samePosition(a: GlobalPosition, b: GlobalPosition | undefined): boolean {
-  return b !== undefined && a.transactionId === b.transactionId && a.position === b.position;
 }

@@ -22,7 +22,7 @@ import { DeliveryMetrics } from './delivery/delivery-metrics.js';
 import { DeliveryQueue } from './delivery/delivery-queue.js';
 import { DeliveryWorkers } from './delivery/delivery-workers.js';
 import { EndpointDisabler } from './delivery/endpoint-disabler.js';
-import { EventIntake, INTAKE_GROUP, intakeReading, intakeStreamTypes } from './delivery/event-intake.js';
+import { EventIntake, INTAKE_GROUP, intakeStreamTypes } from './delivery/event-intake.js';
 import { FailureAnnouncer } from './delivery/failure-announcer.js';
 import { HttpSender } from './delivery/http-sender.js';
 import { webhookOperations, webhookRouteSpecs } from './http/routes.js';
@@ -248,12 +248,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDependencies): We
     parking: deps.parking,
     prepare: () => subscribers.start(),
     subscriptions: [
-      {
-        group: INTAKE_GROUP,
-        streamTypes: intakeStreamTypes(),
-        reading: intakeReading(subscribers),
-        handle: (events) => intake.handle(events),
-      },
+      { group: INTAKE_GROUP, streamTypes: intakeStreamTypes(), handle: (events) => intake.handle(events) },
     ],
   });
   return {

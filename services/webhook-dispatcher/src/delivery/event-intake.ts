@@ -1,4 +1,3 @@
-import type { StreamTypeSelection } from '@ofp/bus';
 import { recordStreamId } from '@ofp/contracts';
 import type { StoredEvent } from '@ofp/event-store';
 import { MODELS, eventPayload, findModel, publishedEventOf, type ModelDefinition } from '@ofp/models';
@@ -13,38 +12,6 @@ export const INTAKE_GROUP = 'webhook-dispatcher';
 /** Every model's stream type, and the webhooks' own (`webhook.disabled` and the rest, API.md §8). */
 export function intakeStreamTypes(): string[] {
   return [...Object.keys(MODELS), webhooks.name];
-}
-
-/** Each event type's stream type (`person.created`: `people`), made at the first call. */
-let streamOfEventType: ReadonlyMap<string, string> | undefined;
-
-/**
- * What the intake reads of the log (the Postgres-log bus): the stream types of the event types some
- * enabled endpoint subscribes to (all of them for `*`), and always the webhooks' own, whose events
- * change the subscriptions. Without it the intake read the log for every event of every model, about
- * 0.3 times per person write where no endpoint subscribes to people (issue 25 item 5). A batch ends
- * with each webhook event and the types are looked up again after it, so that a type an endpoint
- * starts to subscribe to is read from that event on; events passed over before it went to no endpoint.
- */
-export function intakeReading(subscribers: SubscriberCache): StreamTypeSelection {
-  return {
-    changedBy: [webhooks.name],
-    async current(changed) {
-      streamOfEventType ??= new Map(
-        [...Object.values(MODELS), webhooks].flatMap((model) =>
-          model.eventTypes.map(({ type }): [string, string] => [type, model.name]),
-        ),
-      );
-      const streamTypes = new Set([webhooks.name]);
-      for (const type of await subscribers.subscribedTypes(changed)) {
-        const streamType = streamOfEventType.get(type);
-        // `*`, or a type no model has now (an older release's): everything.
-        if (streamType === undefined) return intakeStreamTypes();
-        streamTypes.add(streamType);
-      }
-      return [...streamTypes];
-    },
-  };
 }
 
 /** The model whose records a stream type's events carry: the api's models, and the webhooks' own. */

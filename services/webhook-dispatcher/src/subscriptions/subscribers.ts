@@ -37,17 +37,6 @@ export async function enabledSubscribers(
   return byOrg;
 }
 
-/** The event types some enabled endpoint of any organization subscribes to (`*` among them, when one takes all). */
-export async function subscribedEventTypes(pool: Pool): Promise<string[]> {
-  const { rows } = await pool.query<{ type: string }>(
-    `SELECT DISTINCT e.type
-       FROM webhooks.webhooks w
-       JOIN webhooks.webhooks__events e ON e.record_id = w.id
-      WHERE w.enabled`,
-  );
-  return rows.map((row) => row.type);
-}
-
 /**
  * The enabled subscribers of each organization, kept in memory (the event intake's lookup was one
  * statement per batch of events, about one per person write: issue 25 item 5). Every change of an
@@ -61,8 +50,6 @@ export async function subscribedEventTypes(pool: Pool): Promise<string[]> {
  */
 export class SubscriberCache {
   private readonly byOrg = new Map<number, { readonly subscribers: Subscriber[]; readonly at: number }>();
-  /** What {@link subscribedTypes} answered, kept by the same rules as an organization's entry. */
-  private types: { readonly types: readonly string[]; readonly at: number } | undefined;
   /** Bumped by each notification and reconnection: a lookup begun before one is not kept. */
   private generation = 0;
   private listening: Promise<unknown> | undefined;
@@ -78,7 +65,6 @@ export class SubscriberCache {
     const forgetAll = (): void => {
       this.generation++;
       this.byOrg.clear();
-      this.types = undefined;
     };
     await (this.listening ??= this.session.listen(SUBSCRIBERS_CHANNEL, {
       notify: forgetAll,
@@ -88,21 +74,6 @@ export class SubscriberCache {
 
   forget(orgId: number): void {
     this.byOrg.delete(orgId);
-  }
-
-  /**
-   * The event types some enabled endpoint of any organization subscribes to. `fresh`: looked up again
-   * (the caller handled a webhook's own event, which commits with its change), not answered from memory.
-   */
-  async subscribedTypes(fresh: boolean): Promise<readonly string[]> {
-    const now = performance.now();
-    const keeping = this.listening !== undefined && this.session.connected();
-    if (!fresh && keeping && this.types && now - this.types.at < this.maxAgeMs) return this.types.types;
-    const generation = this.generation;
-    const types = await subscribedEventTypes(this.pool);
-    const kept = keeping && generation === this.generation && this.session.connected();
-    this.types = kept ? { types, at: now } : undefined;
-    return types;
   }
 
   /** The enabled subscribers of the organizations, by organization (none: an empty list). */
