@@ -1,6 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
@@ -116,9 +119,12 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const members: ManagedProcess[] = [];
   const balancers: LoadBalancer[] = [];
   const nodeOptions = options.nodeOptions ?? [];
+  /** Standalone: a DATA_DIR of its own, removed at the stop ({@link startPlatform}). */
+  let dataDir: string | undefined;
   const stop = async (): Promise<void> => {
     await Promise.all(balancers.map((balancer) => balancer.close()));
     await Promise.all(members.map((member) => member.stop()));
+    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   };
   /** Starts the processes and resolves once all of them are ready. */
   const launch = async (
@@ -166,7 +172,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   try {
     if (!options.kafkaBrokers) {
       const port = await freePort();
-      await launch([{ name: 'all', target: 'all', port, env: common }]);
+      // Its instance lock and files in a folder of its own, not the repository's ./.data: jest runs two
+      // test files at a time, and a second standalone process on one DATA_DIR refuses to start.
+      dataDir = await mkdtemp(join(tmpdir(), 'ofp-standalone-'));
+      await launch([{ name: 'all', target: 'all', port, env: { DATA_DIR: dataDir, ...common } }]);
       const url = `http://localhost:${port}`;
       return running({ authUrl: url, adminUrl: url, apiUrl: url, webhooksUrl: url });
     }
