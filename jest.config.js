@@ -25,18 +25,22 @@ const base = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
 };
 
-// The global setup runs outside jest's module system, so it is the compiled one: `npm test` builds first.
+// The global setup and the runner run outside jest's module system, so they are the compiled ones:
+// `npm test` builds first.
 const withInfrastructure = {
   globalSetup: '<rootDir>/libs/testing/dist/jest-global-setup.js',
   globalTeardown: '<rootDir>/libs/testing/dist/jest-global-teardown.js',
+  runner: '<rootDir>/libs/testing/dist/jest-runner.js',
 };
 
 export default {
-  // One test file at a time, in a worker process rather than in jest's own: the end-to-end files run
-  // whole platforms (up to five processes and a Kafka broker on two cores) and must not starve each
-  // other, and whatever a failed test leaves open ends with its worker instead of outliving the run's
-  // Postgres in the runner. (A memory limit is what makes jest use a worker when there is only one.)
-  maxWorkers: 1,
+  // Two test files at a time, each in a worker process rather than in jest's own (whatever a failed
+  // test leaves open ends with its worker instead of outliving the run's Postgres in the runner; a
+  // memory limit is what makes jest use workers whatever their number). One at a time left half of two
+  // cores idle: most integration and end-to-end files wait more than they compute. A file that must not
+  // share the machine says `// @runs-alone: <why>` and runs after the others, one at a time
+  // (libs/testing/src/jest-runner.ts).
+  maxWorkers: 2,
   // Integration files start databases and brokers on a two-core machine shared with Postgres and Kafka:
   // jest's default of 5 s per test or hook fails healthy tests there whenever the machine is busy.
   testTimeout: 30_000,

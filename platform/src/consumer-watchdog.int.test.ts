@@ -1,3 +1,4 @@
+// @runs-alone: a stalled consumer started again within its bound, timed
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';

@@ -1,3 +1,4 @@
+// @runs-alone: writes after hostile ones must take under twice an ordinary write, timed
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { MODELS, type ModelDefinition } from '@ofp/models';

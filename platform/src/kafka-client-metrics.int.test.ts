@@ -1,3 +1,4 @@
+// @runs-alone: kills a broker of its own cluster and counts the client's connects
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { z } from 'zod';

@@ -1,3 +1,4 @@
+// @runs-alone: compares write latency before and after a Postgres crash, under its own load
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

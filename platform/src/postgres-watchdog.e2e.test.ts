@@ -1,3 +1,4 @@
+// @runs-alone: freezes Postgres and times the watchdog
 import { lstat, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// @runs-alone: waits up to 10 s for 503s while Postgres and a broker of its own are away, timed
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

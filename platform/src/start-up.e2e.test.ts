@@ -1,3 +1,4 @@
+// @runs-alone: counts the Postgres clusters in /var/lib/ofp around starts, to which another file's instance would add
 import { existsSync } from 'node:fs';
 import { lstat, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';

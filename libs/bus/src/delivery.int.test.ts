@@ -1,3 +1,4 @@
+// @runs-alone: an appended event handled within 5 s, timed
 import { randomUUID } from 'node:crypto';
 import { EVENTS_CHANNEL, EventStore, migrateEventStore, type StoredEvent } from '@ofp/event-store';
 import { createTestDatabase, testLogger, type TestDatabase } from '@ofp/testing';

@@ -1,3 +1,4 @@
+// @runs-alone: expects reads right after appends to hold nothing back, which another file's open transaction would
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createPool } from '@ofp/runtime';

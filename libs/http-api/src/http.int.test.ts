@@ -1,3 +1,4 @@
+// @runs-alone: request and header timeouts of 0.3 to 1.5 s, timed
 import { createHash, randomBytes } from 'node:crypto';
 import type { RequestListener, Server } from 'node:http';
 import { connect } from 'node:net';

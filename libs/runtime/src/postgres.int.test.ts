@@ -1,3 +1,4 @@
+// @runs-alone: a statement timed out within 700 ms
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,4 @@
+// @runs-alone: kills and restarts nodes of a three-node cluster under writes
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

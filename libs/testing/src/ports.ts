@@ -15,6 +15,19 @@ const EPHEMERAL_LOW = ((): number => {
 })();
 const FIRST = 10_000;
 
+/**
+ * jest runs two test files at a time (jest.config.js), in worker processes numbered from 1
+ * (JEST_WORKER_ID), each with its own {@link given}: each worker draws from a part of its own, so that
+ * two files running side by side are never given one port. Up to four parts; one range outside jest.
+ */
+const [LOW, HIGH] = ((): [number, number] => {
+  const worker = Number(process.env.JEST_WORKER_ID);
+  if (!Number.isInteger(worker) || worker < 1) return [FIRST, EPHEMERAL_LOW];
+  const part = Math.floor((EPHEMERAL_LOW - FIRST) / 4);
+  const low = FIRST + ((worker - 1) % 4) * part;
+  return [low, low + part];
+})();
+
 /** Whether `port` (0: any the kernel picks) can be listened on at 127.0.0.1; the port if so. */
 function tryListen(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
@@ -38,12 +51,12 @@ function tryListen(port: number): Promise<number | undefined> {
 const given = new Set<number>();
 
 /**
- * A TCP port on the loopback interface that was free a moment ago, outside the ephemeral range, and
- * that this process has not handed out before.
+ * A TCP port on the loopback interface that was free a moment ago, outside the ephemeral range and in
+ * this jest worker's part of it, and that this process has not handed out before.
  */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; EPHEMERAL_LOW - FIRST > 1_000 && attempt < 50; attempt++) {
-    const drawn = FIRST + Math.floor(Math.random() * (EPHEMERAL_LOW - FIRST));
+  for (let attempt = 0; HIGH - LOW > 1_000 && attempt < 50; attempt++) {
+    const drawn = LOW + Math.floor(Math.random() * (HIGH - LOW));
     const port = given.has(drawn) ? undefined : await tryListen(drawn);
     if (port !== undefined) return handOut(port);
   }

@@ -1,3 +1,4 @@
+// @runs-alone: a revoked token refused within 5 s, timed
 import { generateKeyPairSync } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import {

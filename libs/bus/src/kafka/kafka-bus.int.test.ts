@@ -1,3 +1,4 @@
+// @runs-alone: bounds how long the event loop is held, and commits within seconds of a coordinator's death
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';

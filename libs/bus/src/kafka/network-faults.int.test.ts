@@ -1,3 +1,4 @@
+// @runs-alone: slows, cuts and heals a broker's network, and times the recovery
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';

@@ -1,3 +1,4 @@
+// @runs-alone: moves partitions between the brokers of a three-node cluster under writes
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// @runs-alone: a restarted member takes its partitions back within the session timeout, timed
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';

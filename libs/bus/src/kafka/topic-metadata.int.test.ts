@@ -1,3 +1,4 @@
+// @runs-alone: a new topic taken into a group within the metadata refresh, timed
 import { randomUUID } from 'node:crypto';
 import { testLogger, testTopics, thingEvent, until } from '@ofp/testing';
 import type { Subscription } from '../bus.js';

@@ -1,3 +1,4 @@
+// @runs-alone: freezes a node of a three-node cluster and waits for it
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CACHE_DIR,

@@ -1,3 +1,4 @@
+// @runs-alone: an oversized request answered within 2.5 s, timed
 import {
   createIntegrator,
   searchPath,

@@ -1,3 +1,4 @@
+// @runs-alone: times a read's 503 against its deadline (within 0.5 s)
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';

@@ -1,3 +1,4 @@
+// @runs-alone: a revoked token refused within 5 s at every service, timed
 import {
   createIntegrator,
   RUN_MODES,

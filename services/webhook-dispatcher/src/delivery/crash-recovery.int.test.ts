@@ -1,3 +1,4 @@
+// @runs-alone: kills the dispatcher mid-batch and counts what the next one delivers
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '@ofp/testing';

@@ -1,3 +1,4 @@
+// @runs-alone: counts deliveries within windows of a few seconds against an endpoint's rate
 import { randomUUID } from 'node:crypto';
 import { createPool } from '@ofp/runtime';
 import { startDispatcherHarness, type DispatcherHarness } from '../testing/dispatcher-harness.js';

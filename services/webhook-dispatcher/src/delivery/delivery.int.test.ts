@@ -1,3 +1,4 @@
+// @runs-alone: counts deliveries per second against an endpoint's rate
 import type { RecordJson } from '@ofp/contracts';
 import { people } from '@ofp/models';
 import { startWebhookReceiver, type WebhookReceiver } from '@ofp/testing';

@@ -1,3 +1,4 @@
+// @runs-alone: a hung endpoint given up within its timeout plus 1 s, timed
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AddressGuard, systemResolver } from './address-guard.js';

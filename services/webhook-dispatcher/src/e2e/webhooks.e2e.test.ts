@@ -1,3 +1,4 @@
+// @runs-alone: a delivery within 2 s of the write that raised it, timed
 import { createPlatformClient, searchQuery, type PlatformClient, type Schema } from '@ofp/client';
 import {
   createIntegrator,
