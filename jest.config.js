@@ -29,6 +29,8 @@ const base = {
 // `npm test` builds first.
 const withInfrastructure = {
   globalSetup: '<rootDir>/libs/testing/dist/jest-global-setup.js',
+  // Each worker's own Postgres and Kafka, of those the global setup started.
+  setupFiles: ['<rootDir>/libs/testing/src/jest-worker-setup.ts'],
   globalTeardown: '<rootDir>/libs/testing/dist/jest-global-teardown.js',
   runner: '<rootDir>/libs/testing/dist/jest-runner.js',
 };

@@ -11,12 +11,16 @@ export interface Infrastructure {
 
 /**
  * The one entry point through which tests, benchmarks and scripts get real infrastructure:
- * Postgres (DATABASE_URL, else embedded) and Kafka (KAFKA_BROKERS, else Testcontainers, else a local
- * broker, or a cluster of `kafkaNodes`), started side by side.
+ * Postgres (DATABASE_URL, else embedded in `.cache/<postgresFolder>`) and Kafka (KAFKA_BROKERS, else
+ * Testcontainers, else a local broker, or a cluster of `kafkaNodes`), started side by side.
  */
-export async function startInfrastructure(logger: Logger, kafkaNodes = 1): Promise<Infrastructure> {
+export async function startInfrastructure(
+  logger: Logger,
+  kafkaNodes = 1,
+  postgresFolder?: string,
+): Promise<Infrastructure> {
   const [postgres, kafka] = await Promise.allSettled([
-    startTestPostgres(logger),
+    startTestPostgres(logger, postgresFolder),
     startTestKafka(logger, kafkaNodes),
   ]);
   if (postgres.status === 'fulfilled' && kafka.status === 'fulfilled') {

@@ -2,5 +2,5 @@
 export default async function globalTeardown(): Promise<void> {
   const infrastructure = globalThis.ofpInfrastructure;
   globalThis.ofpInfrastructure = undefined;
-  if (infrastructure) await (await infrastructure).stop();
+  if (infrastructure) await Promise.all((await infrastructure).map((each) => each.stop()));
 }

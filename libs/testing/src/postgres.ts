@@ -12,14 +12,17 @@ export const CACHE_DIR = fileURLToPath(new URL('../../../.cache', import.meta.ur
 
 /**
  * The Postgres that tests use: `DATABASE_URL` when set, else an embedded cluster kept in
- * `.cache/test-postgres` and reused across runs (a cluster left running by an interrupted run is
- * stopped first). Databases that earlier interrupted runs left behind are dropped.
+ * `.cache/<folder>` (`test-postgres` by default) and reused across runs (a cluster left running by an
+ * interrupted run is stopped first). Databases that earlier interrupted runs left behind are dropped.
  */
-export async function startTestPostgres(logger: Logger): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startTestPostgres(
+  logger: Logger,
+  folder = 'test-postgres',
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const given = process.env.DATABASE_URL;
   if (given) return { url: given, stop: async () => {} };
   const running = await startEmbeddedPostgres({
-    dataDir: resolve(CACHE_DIR, 'test-postgres'),
+    dataDir: resolve(CACHE_DIR, folder),
     port: await freePort(),
     logger,
     ephemeral: true,
