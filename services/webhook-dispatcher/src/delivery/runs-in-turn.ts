@@ -13,18 +13,27 @@ export class RunsInTurn {
       this.again = true;
       return;
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.task();
-      } while (this.again);
-    })().finally(() => {
-      this.running = undefined;
-    });
+    this.running = this.runWhileRequested();
   }
 
   /** Resolves once no run is under way. */
   async idle(): Promise<void> {
     while (this.running) await this.running;
+  }
+
+  /**
+   * Clears `running` in the step that last found no request: cleared a microtask or two later (in a
+   * `finally` chained to this promise), a request in between found a run under way and was never run.
+   * The loop awaits the task before it can get there, so `running` is set before it is cleared.
+   */
+  private async runWhileRequested(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        await this.task();
+      } while (this.again);
+    } finally {
+      this.running = undefined;
+    }
   }
 }
