@@ -12,6 +12,7 @@ import {
 } from './delivery-queue.js';
 import type { HttpSender } from './http-sender.js';
 import { FAILING_PERIOD_MS, judgeAttempt } from './retry-schedule.js';
+import { RunsInTurn } from './runs-in-turn.js';
 
 /**
  * The advisory lock space of worker liveness: each worker process holds the lock `(space, its key)` on
@@ -62,7 +63,8 @@ export interface DeliveryWorkersDependencies {
   /** The process's session: the liveness lock, and the notifications of due deliveries. */
   readonly session: PostgresSession;
   readonly queue: DeliveryQueue;
-  readonly sender: HttpSender;
+  /** Sends an attempt; never throws (every outcome is an attempt record). */
+  readonly sender: Pick<HttpSender, 'deliver'>;
   readonly metrics: DeliveryMetrics;
   /** Asked to run when a recorded attempt demands that an endpoint be disabled. */
   readonly onDisableRequested: () => void;
@@ -96,7 +98,8 @@ export class DeliveryWorkers {
    * which the claims of newly queued deliveries then waited behind.
    */
   private waitingForRoom = false;
-  private recording: Promise<void> | undefined;
+  /** The recording of finished attempts: one at a time (group commit). */
+  private readonly recordings = new RunsInTurn(() => this.recordFinished());
   private liveness: { readonly lock: SessionLock; readonly key: number } | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private running = false;
@@ -136,7 +139,7 @@ export class DeliveryWorkers {
         );
     }
     await Promise.allSettled([...this.inFlight]);
-    while (this.recording) await this.recording;
+    await this.recordings.idle();
     const lock = this.liveness?.lock;
     this.liveness = undefined;
     await lock?.release();
@@ -257,36 +260,35 @@ export class DeliveryWorkers {
       );
     }
     this.finished.push({ delivery, attempt, verdict });
-    this.record();
+    this.recordings.request();
   }
 
-  /** Records what finished, one statement at a time; what finishes meanwhile waits for the next one. */
-  private record(): void {
-    if (this.recording) return;
-    this.recording = (async () => {
-      let failures = 0;
-      while (this.finished.length > 0) {
-        const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
-        try {
-          await this.recordSplitting(batch);
-          failures = 0;
-        } catch (error) {
-          failures++;
-          this.deps.logger.error({ err: error, failures }, 'recording webhook attempts failed; retrying');
-          // Stopping with the database away: the claims stay ours until reaped, then are sent again.
-          if (!this.running) return;
-          // Those of the batch already recorded (a half of a split) are not recorded twice: their claim
-          // is gone, and a completion records only attempts whose claim holds.
-          this.finished.unshift(...batch);
-          await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
-        }
+  /**
+   * Records what finished, one statement at a time, until nothing is left; what finishes meanwhile goes
+   * in the next statement. Run by {@link recordings}, which runs it again for an attempt that finished
+   * as it ended.
+   */
+  private async recordFinished(): Promise<void> {
+    let failures = 0;
+    while (this.finished.length > 0) {
+      const batch = this.finished.splice(0, MAX_RECORDED_AT_ONCE);
+      try {
+        await this.recordSplitting(batch);
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.deps.logger.error({ err: error, failures }, 'recording webhook attempts failed; retrying');
+        // Stopping with the database away: the claims stay ours until reaped, then are sent again.
+        if (!this.running) return;
+        // Those of the batch already recorded (a half of a split) are not recorded twice: their claim
+        // is gone, and a completion records only attempts whose claim holds.
+        this.finished.unshift(...batch);
+        await new Promise((resolve) => setTimeout(resolve, retryDelay(failures)));
       }
-    })().finally(() => {
-      // What a recording makes due (turns passed, endpoint slots freed) wakes the loop through the
-      // notification its statement sends, which every process's workers hear, this one's included: a
-      // second wake-up from here ran a second claim after each recording, most of them finding nothing.
-      this.recording = undefined;
-    });
+    }
+    // What a recording makes due (turns passed, endpoint slots freed) wakes the loop through the
+    // notification its statement sends, which every process's workers hear, this one's included: a
+    // second wake-up from here ran a second claim after each recording, most of them finding nothing.
   }
 
   /**
