@@ -1,6 +1,6 @@
-/** Stops what the global setup started (once, however many projects ran). */
+import { stopInfrastructure } from './jest-infrastructure.js';
+
+/** Stops what the global setup and the runner started. */
 export default async function globalTeardown(): Promise<void> {
-  const infrastructure = globalThis.ofpInfrastructure;
-  globalThis.ofpInfrastructure = undefined;
-  if (infrastructure) await Promise.all((await infrastructure).map((each) => each.stop()));
+  await stopInfrastructure();
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import jestRunner, { type TestEvents, type UnsubscribeFn } from 'jest-runner';
+import { provideInfrastructure } from './jest-infrastructure.js';
 
 const TestRunner = jestRunner.default;
 type Runner = InstanceType<typeof TestRunner>;
@@ -19,9 +20,10 @@ function runsAlone(path: string): boolean {
 
 /**
  * jest's own runner, in two rounds: first every file that may run beside another, `maxWorkers` at a
- * time (jest.config.js); then the files that run alone, one at a time. Most integration and end-to-end
- * files wait more than they compute (a broker's election, a platform's start, a consumer's session), so
- * two at a time use the two cores that one at a time left half idle.
+ * time (jest.config.js), each worker with a Postgres and a Kafka of its own (jest-infrastructure.ts);
+ * then the files that run alone, one at a time. Most integration and end-to-end files wait more than
+ * they compute (a broker's election, a platform's start, a consumer's session), so two at a time use
+ * the two cores that one at a time left half idle.
  */
 export default class RunsAloneLast extends TestRunner {
   readonly #listeners: [keyof TestEvents, Listener][] = [];
@@ -45,6 +47,7 @@ export default class RunsAloneLast extends TestRunner {
     ];
     for (const round of rounds) {
       if (round.tests.length === 0) continue;
+      await provideInfrastructure(options.serial ? 1 : Math.min(round.maxWorkers, round.tests.length));
       const runner = new TestRunner({ ...this._globalConfig, maxWorkers: round.maxWorkers }, this._context);
       const unsubscribes = this.#listeners.map(([eventName, listener]) => runner.on(eventName, listener));
       try {

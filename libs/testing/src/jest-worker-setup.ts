@@ -1,10 +1,10 @@
 /**
  * Run by jest in each test file's environment before the file (jest.config.js `setupFiles`): points
- * DATABASE_URL and KAFKA_BROKERS at this worker's own Postgres and Kafka, of those the global setup
- * started (jest-global-setup.ts). Workers are numbered from 1 (JEST_WORKER_ID).
+ * DATABASE_URL and KAFKA_BROKERS at this worker's own Postgres and Kafka, of those the global setup and
+ * the runner started (jest-infrastructure.ts). Workers are numbered from 1 (JEST_WORKER_ID).
  */
 
-/** The environment variable through which the global setup hands the workers their infrastructure. */
+/** The environment variable through which jest-infrastructure.ts hands the workers their infrastructure. */
 export const TEST_INFRASTRUCTURE = 'OFP_TEST_INFRASTRUCTURE';
 
 export interface InfrastructureAddresses {
