@@ -30,7 +30,11 @@ describe('createPool', () => {
       console.log(JSON.stringify(modes.map(({ rows }) => rows[0])));
       await pool.end();
     `;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    // This file's environment: its jest worker's DATABASE_URL is set there, not in the worker process's.
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env },
+    });
     expect({ status: child.status, stderr: child.stderr }).toEqual({ status: 0, stderr: '' });
     expect(JSON.parse(child.stdout)).toEqual(
       Array.from({ length: 6 }, () => ({ plans: 'force_generic_plan', seqscan: 'off' })),
